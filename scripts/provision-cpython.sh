@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# provision-cpython.sh [DEST] [VERSIONS...]
+#
+# Unpacks Debian's python3.X-minimal packages, together with the suite's own glibc,
+# into DEST (default .cache/cpython) and writes launchers DEST/bin/python3.X.
+# Nothing on the host changes: apt runs with a private configuration under DEST (its
+# own sources, lists, cache and an empty dpkg status); there is no chroot and no install.
+# The interpreters run through the unpacked ld.so, because the host's glibc may be older
+# than the one they were built against.
+#
+# Suites are tried in order (sid, then forky, then trixie) per version; a version that no
+# suite offers is reported and skipped (its tests then skip, loudly). Set STDLIB=1 to
+# also unpack libpython3.X-stdlib (asyncio, json, profiling.sampling, ...).
+# Set MIRROR= to override the Debian mirror taken from the host's apt sources.
+set -euo pipefail
+DEST=$(realpath -m "${1:-.cache/cpython}"); [ $# -gt 0 ] && shift
+VERSIONS=${*:-3.13 3.14 3.15}
+STDLIB=${STDLIB:-0}
+SUITES=${SUITES:-sid forky trixie}
+
+mirror() {
+  local m=""
+  if [ -f /etc/apt/sources.list.d/debian.sources ]; then
+    m=$(awk '/^URIs:/ && $2 !~ /security/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources)
+  fi
+  if [ -z "$m" ] && [ -f /etc/apt/sources.list ]; then
+    m=$(awk '$1=="deb" && $0 !~ /security/ {for(i=2;i<=NF;i++) if ($i ~ /^https?:/) {print $i; exit}}' /etc/apt/sources.list)
+  fi
+  echo "${m:-http://deb.debian.org/debian}"
+}
+MIRROR=${MIRROR:-$(mirror)}
+
+for tool in apt-get dpkg-deb; do
+  command -v "$tool" >/dev/null || { echo "provision-cpython: $tool not found; cannot provision Debian interpreters" >&2; exit 1; }
+done
+
+ok=()
+for v in $VERSIONS; do
+  if [ -x "$DEST/bin/python$v" ] && "$DEST/bin/python$v" -c 'import sys' 2>/dev/null; then
+    echo "provision-cpython: python$v already in $DEST ($("$DEST/bin/python$v" -c 'import sys; print(sys.version.split()[0])'))"
+    ok+=("$v"); continue
+  fi
+  done_v=0
+  for suite in $SUITES; do
+    S=$DEST/suites/$suite; A=$S/.apt
+    mkdir -p "$A/lists/partial" "$A/cache/archives/partial" "$A/parts" "$S/debs" "$S/root" "$DEST/bin"
+    touch "$A/status"
+    echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $MIRROR $suite main" > "$A/sources.list"
+    cat > "$A/apt.conf" <<CONF
+Dir::Etc::SourceList "$A/sources.list";
+Dir::Etc::SourceParts "$A/parts";
+Dir::State::Lists "$A/lists";
+Dir::State::status "$A/status";
+Dir::Cache "$A/cache";
+Dir::Cache::pkgcache "";
+Dir::Cache::srcpkgcache "";
+Acquire::Check-Valid-Until "false";
+Acquire::Languages "none";
+APT::Architecture "amd64";
+APT::Sandbox::User "root";
+CONF
+    export APT_CONFIG=$A/apt.conf
+    if [ ! -f "$S/.updated" ]; then
+      apt-get update -qq >/dev/null 2>&1 && touch "$S/.updated" || { echo "provision-cpython: apt-get update failed for $suite" >&2; continue; }
+    fi
+    pkgs="libc6 libzstd1 libexpat1 zlib1g python$v-minimal libpython$v-minimal"
+    [ "$STDLIB" = 1 ] && pkgs="$pkgs libpython$v-stdlib libssl3t64 libffi8"
+    if ! (cd "$S/debs" && apt-get download -qq $pkgs >/dev/null 2>&1); then
+      echo "provision-cpython: python$v not offered by $suite" >&2; continue
+    fi
+    for f in "$S"/debs/*.deb; do dpkg-deb -x "$f" "$S/root"; done
+    R=$S/root; LP=$R/usr/lib/x86_64-linux-gnu; LD=$LP/ld-linux-x86-64.so.2
+    # The suite's ld.so runs the unmodified interpreter: /proc/PID/exe is then ld.so and the
+    # interpreter binary shows up only in /proc/PID/maps (pyunwind handles both).
+    printf '#!/bin/sh\nexec %s --library-path %s %s "$@"\n' "$LD" "$LP" "$R/usr/bin/python$v" > "$DEST/bin/python$v"
+    chmod +x "$DEST/bin/python$v"
+    if "$DEST/bin/python$v" -c 'import sys, threading' >/dev/null 2>&1; then
+      echo "provision-cpython: python$v from $suite: $("$DEST/bin/python$v" -c 'import sys; print(sys.version.split()[0])')"
+      ok+=("$v"); done_v=1; break
+    fi
+    rm -f "$DEST/bin/python$v"
+    echo "provision-cpython: python$v from $suite does not run here" >&2
+  done
+  [ "$done_v" = 1 ] || [ -x "$DEST/bin/python$v" ] || echo "provision-cpython: python$v NOT provisioned; its tests will skip" >&2
+done
+echo "provision-cpython: ready: ${ok[*]:-none}"

@@ -1,0 +1,33 @@
+// A memory source answers reads of a target interpreter's memory. Reads are whole
+// structures (a thread state, a chunk, a frame, a code object), never one field at a time:
+// each read of a live process is a system call.
+
+import type { Layout } from '../layout/layout.js';
+
+export class ReadError extends Error {
+  override name = 'ReadError';
+  constructor(
+    readonly address: bigint,
+    readonly length: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface MemorySource {
+  /** Human-readable description of the target ("pid 1234 (python3.13)", "pyodide 3.15.0rc1"). */
+  readonly description: string;
+  /** Address of _PyRuntime in the target. */
+  readonly runtimeAddress: bigint;
+  /** The layout of the target's structures. */
+  readonly layout: Layout;
+  /**
+   * Copy `length` bytes at `address` into a new array. Throws ReadError if any byte is not
+   * readable. (The caller owns the returned bytes.)
+   */
+  read(address: bigint, length: number): Uint8Array;
+  /** Like read, but returns null instead of throwing when the memory is not readable. */
+  tryRead(address: bigint, length: number): Uint8Array | null;
+  close(): void;
+}

@@ -1,0 +1,47 @@
+// What a walk takes and gives: a sample is a thread state address plus the regions of memory
+// copied for it; the walk emits its Python frames and one status.
+
+import type { Status } from './status.js';
+
+/** A copy of target memory: `bytes` were at `address` in the target. */
+export interface Region {
+  address: bigint;
+  bytes: Uint8Array;
+}
+
+/** One captured code object, as the walk needs it: where its bytecode lies. */
+export interface CodeRange {
+  /** address of the code object */
+  address: bigint;
+  /** first byte of co_code_adaptive */
+  bytecodeStart: bigint;
+  /** one past the last byte of co_code_adaptive */
+  bytecodeEnd: bigint;
+}
+
+export interface WalkSample {
+  threadStateAddress: bigint;
+  /** the sample's own memory: thread state (+ base frame), chunks, frames outside chunks */
+  regions: Region[];
+}
+
+export interface WalkFrame {
+  /** address of the _PyInterpreterFrame */
+  frame: bigint;
+  /** address of the code object (tag bits cleared) */
+  code: bigint;
+  /** instr_ptr (3.13+) or prev_instr (3.11/3.12) as stored in the frame */
+  instrPtr: bigint;
+}
+
+export interface WalkResult {
+  status: Status;
+  /** Python frames, innermost first (empty unless the status is trusted or the walk got that far) */
+  frames: WalkFrame[];
+  /** frames visited, Python or not */
+  visited: number;
+  /** last frame address visited (0 if none) */
+  lastFrame: bigint;
+  /** the address that made the walk fail (0 if it did not fail) */
+  failAddress: bigint;
+}

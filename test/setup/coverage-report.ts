@@ -1,0 +1,34 @@
+// Global setup: at the end of the run, print which interpreters the live tests covered and
+// which they skipped (with the reason), so a skip is never silent.
+import fs from 'node:fs';
+import path from 'node:path';
+
+const DIR = path.resolve('.cache/test-coverage');
+
+export function setup(): void {
+  fs.rmSync(DIR, { recursive: true, force: true });
+  fs.mkdirSync(DIR, { recursive: true });
+}
+
+export function teardown(): void {
+  if (!fs.existsSync(DIR)) return;
+  const rows: { suite: string; target: string; ok: boolean; reason?: string }[] = [];
+  for (const f of fs.readdirSync(DIR)) {
+    for (const line of fs.readFileSync(path.join(DIR, f), 'utf8').split('\n')) {
+      if (line.trim()) rows.push(JSON.parse(line));
+    }
+  }
+  if (rows.length === 0) return;
+  const bySuite = new Map<string, typeof rows>();
+  for (const r of rows) (bySuite.get(r.suite) ?? bySuite.set(r.suite, []).get(r.suite)!).push(r);
+  const out: string[] = ['', 'Interpreters covered by the live tests:'];
+  for (const [suite, rs] of bySuite) {
+    const seen = new Map<string, (typeof rows)[number]>();
+    for (const r of rs) if (!seen.has(r.target) || !r.ok) seen.set(r.target, r);
+    const covered = [...seen.values()].filter((r) => r.ok).map((r) => r.target);
+    const skipped = [...seen.values()].filter((r) => !r.ok);
+    out.push(`  ${suite}: covered ${covered.length ? covered.join(', ') : 'none'}`);
+    for (const s of skipped) out.push(`  ${suite}: SKIPPED ${s.target}: ${s.reason}`);
+  }
+  process.stdout.write(out.join('\n') + '\n');
+}

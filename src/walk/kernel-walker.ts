@@ -1,0 +1,176 @@
+// Host side of the WebAssembly walk kernel (assembly/kernel.ts): lays a batch of samples into
+// the kernel's memory — parameter block, code table, sample descriptors, region tables, region
+// bytes — calls `walk`, and reads the results back. Bytes go into the memory once; only
+// integers cross the call.
+
+import { checkParams, encodeParams, PARAM_COUNT, type WalkParams } from './params.js';
+import { normalizeCodeRanges, sortRegions, U64_MASK } from './normalize.js';
+import { statusName } from './status.js';
+import type { CodeRange, WalkFrame, WalkResult, WalkSample } from './types.js';
+
+const SAMPLE_SIZE = 16;
+const REGION_SIZE = 16;
+const CODE_SIZE = 24;
+const RESULT_SIZE = 32;
+const FRAME_SIZE = 24;
+const PAGE = 65536;
+/** frames of output room per call: the kernel stops early and is called again when full */
+const MIN_FRAME_CAPACITY = 1 << 16;
+
+interface KernelExports {
+  walk(
+    params: number,
+    samples: number,
+    count: number,
+    codes: number,
+    codeCount: number,
+    results: number,
+    frames: number,
+    framesCapacity: number,
+  ): number;
+  heapBase(): number;
+}
+
+export interface KernelOptions {
+  /**
+   * Use the build that imports a shared memory (default where SharedArrayBuffer exists);
+   * false uses the build for runtimes without threads.
+   */
+  shared?: boolean;
+  /** Compiled module or wasm bytes; default: read build/kernel(-unshared).wasm next to the package. */
+  module?: WebAssembly.Module | BufferSource;
+}
+
+const align = (n: number, a: number): number => Math.ceil(n / a) * a;
+
+export class KernelWalker {
+  readonly kind = 'kernel';
+  private constructor(
+    private readonly exports: KernelExports,
+    readonly memory: WebAssembly.Memory,
+    readonly shared: boolean,
+  ) {}
+
+  static async load(options: KernelOptions = {}): Promise<KernelWalker> {
+    const shared = options.shared ?? typeof SharedArrayBuffer !== 'undefined';
+    const memory = new WebAssembly.Memory(
+      shared ? { initial: 16, maximum: 65536, shared: true } : { initial: 16, maximum: 65536 },
+    );
+    let module = options.module;
+    if (module === undefined) module = await readKernelBytes(shared);
+    const instance =
+      module instanceof WebAssembly.Module
+        ? await WebAssembly.instantiate(module, { env: { memory } })
+        : (await WebAssembly.instantiate(module, { env: { memory } })).instance;
+    return new KernelWalker(instance.exports as unknown as KernelExports, memory, shared);
+  }
+
+  private ensure(bytes: number): void {
+    const have = this.memory.buffer.byteLength;
+    if (bytes <= have) return;
+    this.memory.grow(Math.ceil((bytes - have) / PAGE));
+  }
+
+  /** Walk every sample; results in input order (same contract as ReferenceWalker.walk). */
+  walk(params: WalkParams, codeRanges: Iterable<CodeRange>, samples: readonly WalkSample[]): WalkResult[] {
+    const bad = checkParams(params);
+    if (bad) throw new RangeError(`walk parameters: ${bad}`);
+    const codes = normalizeCodeRanges(codeRanges);
+    const sorted = samples.map((s) => sortRegions(s.regions));
+    const regionCount = sorted.reduce((n, r) => n + r.length, 0);
+    const regionBytes = sorted.reduce((n, rs) => rs.reduce((m, r) => m + align(r.bytes.length, 8), n), 0);
+    const frameCapacity = Math.max(params.maxDepth, MIN_FRAME_CAPACITY);
+
+    // layout of the batch in linear memory
+    const pParams = align(this.exports.heapBase(), 16);
+    const pCodes = align(pParams + PARAM_COUNT * 4, 16);
+    const pSamples = align(pCodes + codes.length * CODE_SIZE, 16);
+    const pTables = align(pSamples + samples.length * SAMPLE_SIZE, 16);
+    const pResults = align(pTables + regionCount * REGION_SIZE, 16);
+    const pFrames = align(pResults + samples.length * RESULT_SIZE, 16);
+    const pData = align(pFrames + frameCapacity * FRAME_SIZE, 16);
+    const end = pData + regionBytes;
+    if (end > 0xffff_0000) throw new RangeError(`batch of ${end} bytes does not fit a 4 GiB memory: walk fewer samples at once`);
+    this.ensure(end);
+
+    const buf = this.memory.buffer;
+    const u8 = new Uint8Array(buf);
+    const dv = new DataView(buf);
+    new Int32Array(buf, pParams, PARAM_COUNT).set(encodeParams(params));
+    codes.forEach((c, i) => {
+      const o = pCodes + i * CODE_SIZE;
+      dv.setBigUint64(o, c.address & U64_MASK, true);
+      dv.setBigUint64(o + 8, c.bytecodeStart & U64_MASK, true);
+      dv.setBigUint64(o + 16, c.bytecodeEnd & U64_MASK, true);
+    });
+    let table = pTables;
+    let data = pData;
+    sorted.forEach((regions, i) => {
+      const o = pSamples + i * SAMPLE_SIZE;
+      dv.setBigUint64(o, samples[i]!.threadStateAddress & U64_MASK, true);
+      dv.setUint32(o + 8, table, true);
+      dv.setUint32(o + 12, regions.length, true);
+      for (const r of regions) {
+        dv.setBigUint64(table, r.address & U64_MASK, true);
+        dv.setUint32(table + 8, r.bytes.length, true);
+        dv.setUint32(table + 12, data, true);
+        u8.set(r.bytes, data);
+        table += REGION_SIZE;
+        data += align(r.bytes.length, 8);
+      }
+    });
+
+    const results: WalkResult[] = [];
+    let first = 0;
+    while (first < samples.length) {
+      const n = this.exports.walk(
+        pParams,
+        pSamples + first * SAMPLE_SIZE,
+        samples.length - first,
+        pCodes,
+        codes.length,
+        pResults + first * RESULT_SIZE,
+        pFrames,
+        frameCapacity,
+      );
+      if (n < 0) throw new Error('walk kernel rejected the batch layout (a bug in the host)');
+      const view = new DataView(this.memory.buffer);
+      for (let i = first; i < first + n; i++) {
+        const r = pResults + i * RESULT_SIZE;
+        const start = view.getUint32(r + 4, true);
+        const count = view.getUint32(r + 8, true);
+        const frames: WalkFrame[] = new Array(count);
+        for (let k = 0; k < count; k++) {
+          const f = pFrames + (start + k) * FRAME_SIZE;
+          frames[k] = {
+            frame: view.getBigUint64(f, true),
+            code: view.getBigUint64(f + 8, true),
+            instrPtr: view.getBigUint64(f + 16, true),
+          };
+        }
+        results.push({
+          status: statusName(view.getUint32(r, true)),
+          frames,
+          visited: view.getUint32(r + 12, true),
+          lastFrame: view.getBigUint64(r + 16, true),
+          failAddress: view.getBigUint64(r + 24, true),
+        });
+      }
+      if (n === 0) throw new Error('walk kernel made no progress (frame output too small)');
+      first += n;
+    }
+    return results;
+  }
+}
+
+async function readKernelBytes(shared: boolean): Promise<Uint8Array> {
+  const name = shared ? 'kernel.wasm' : 'kernel-unshared.wasm';
+  // src/walk/ and dist/walk/ both sit two levels below the package root
+  const url = new URL(`../../build/${name}`, import.meta.url);
+  const { readFile } = await import('node:fs/promises');
+  try {
+    return await readFile(url);
+  } catch (e) {
+    throw new Error(`cannot read the walk kernel ${url.pathname}: ${(e as Error).message} (build it with npm run build:wasm)`);
+  }
+}

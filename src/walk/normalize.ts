@@ -1,0 +1,22 @@
+// Both walkers see their inputs in one canonical order, so that even malformed inputs
+// (overlapping regions, repeated code addresses) give the same answer from both.
+
+import type { CodeRange, Region } from './types.js';
+
+const byAddress = <T extends { address: bigint }>(a: T, b: T): number =>
+  a.address < b.address ? -1 : a.address > b.address ? 1 : 0;
+
+/** Regions sorted by address; ties keep their input order (Array.prototype.sort is stable). */
+export function sortRegions(regions: readonly Region[]): Region[] {
+  return [...regions].sort(byAddress);
+}
+
+/** Code ranges sorted by address, the first of any repeated address kept. */
+export function normalizeCodeRanges(ranges: Iterable<CodeRange>): CodeRange[] {
+  const sorted = [...ranges].sort(byAddress);
+  const out: CodeRange[] = [];
+  for (const r of sorted) if (out.length === 0 || out[out.length - 1]!.address !== r.address) out.push(r);
+  return out;
+}
+
+export const U64_MASK = (1n << 64n) - 1n;

@@ -1,0 +1,110 @@
+// The walk's view of a Layout: the handful of integers both walkers need, in the order of the
+// kernel's parameter block (assembly/kernel.ts P_*). Built in one place so the WebAssembly
+// kernel and the TypeScript reference walker can never disagree about an offset.
+
+import type { Layout } from '../layout/layout.js';
+
+export const BOTTOM_CODE = { 'base-frame': 0, 'entry-frame': 1, 'is-entry-flag': 2 } as const;
+
+/** Default and minimum depth limit: frames visited per sample, Python or not. */
+export const DEFAULT_MAX_DEPTH = 8192;
+
+export interface WalkParams {
+  pointerSize: 4 | 8;
+  /** bytes of the thread state the walk reads (the larger of its fields' ends) */
+  tstateNeed: number;
+  tstateCurrentFrame: number;
+  /** offset of current_frame inside _PyCFrame, or -1 when the thread state points at the frame directly */
+  cframeCurrentFrame: number;
+  /** offset of the base_frame pointer, or -1 */
+  tstateBaseFrame: number;
+  frameSize: number;
+  framePrevious: number;
+  frameExecutable: number;
+  frameInstrPtr: number;
+  frameOwner: number;
+  /** offset of is_entry, or -1 */
+  frameIsEntry: number;
+  tagMask: number;
+  /** bit n set: owner value n is a Python frame (THREAD, GENERATOR) */
+  ownerPythonMask: number;
+  /** bit n set: owner value n is an entry/shim/base frame: skipped, but followed */
+  ownerSkipMask: number;
+  bottom: number;
+  instrPtrIsPrevious: boolean;
+  maxDepth: number;
+}
+
+export const PARAM_COUNT = 17;
+
+export function walkParams(layout: Layout, maxDepth = DEFAULT_MAX_DEPTH): WalkParams {
+  const p = layout.pointerSize;
+  const t = layout.tstate;
+  const bit = (n: number | null): number => (n === null ? 0 : (1 << n) >>> 0);
+  const tstateNeed = Math.max(t.currentFrame + p, t.baseFrame === null ? 0 : t.baseFrame + p);
+  return {
+    pointerSize: p,
+    tstateNeed,
+    tstateCurrentFrame: t.currentFrame,
+    cframeCurrentFrame: t.cframeCurrentFrame ?? -1,
+    tstateBaseFrame: t.baseFrame ?? -1,
+    frameSize: layout.frame.size,
+    framePrevious: layout.frame.previous,
+    frameExecutable: layout.frame.executable,
+    frameInstrPtr: layout.frame.instrPtr,
+    frameOwner: layout.frame.owner,
+    frameIsEntry: layout.frame.isEntry ?? -1,
+    tagMask: layout.executableTagMask,
+    ownerPythonMask: (bit(layout.owners.thread) | bit(layout.owners.generator)) >>> 0,
+    ownerSkipMask: (bit(layout.owners.interpreter) | bit(layout.owners.cstack)) >>> 0,
+    bottom: BOTTOM_CODE[layout.bottom],
+    instrPtrIsPrevious: layout.frame.instrPtrIsPrevious,
+    maxDepth,
+  };
+}
+
+/** The parameter block as the kernel reads it (i32 slots, P_* order). */
+export function encodeParams(w: WalkParams): Int32Array {
+  return Int32Array.from([
+    w.pointerSize,
+    w.tstateNeed,
+    w.tstateCurrentFrame,
+    w.cframeCurrentFrame,
+    w.tstateBaseFrame,
+    w.frameSize,
+    w.framePrevious,
+    w.frameExecutable,
+    w.frameInstrPtr,
+    w.frameOwner,
+    w.frameIsEntry,
+    w.tagMask,
+    w.ownerPythonMask | 0,
+    w.ownerSkipMask | 0,
+    w.bottom,
+    w.instrPtrIsPrevious ? 1 : 0,
+    w.maxDepth,
+  ]);
+}
+
+/**
+ * The same sanity rules the kernel applies to its parameter block (loadParams): a block that
+ * fails them is a programming error, not a property of a sample.
+ */
+export function checkParams(w: WalkParams): string | null {
+  const p = w.pointerSize;
+  if (p !== 4 && p !== 8) return `pointer size ${p}`;
+  if (w.frameSize <= 0 || w.frameSize > 4096) return `frame size ${w.frameSize}`;
+  for (const [name, off, width] of [
+    ['previous', w.framePrevious, p],
+    ['executable', w.frameExecutable, p],
+    ['instr_ptr', w.frameInstrPtr, p],
+    ['owner', w.frameOwner, 1],
+  ] as const) {
+    if (off < 0 || off + width > w.frameSize) return `frame.${name} at ${off} outside frame size ${w.frameSize}`;
+  }
+  if (w.frameIsEntry >= 0 && w.frameIsEntry + 1 > w.frameSize) return 'frame.is_entry outside the frame';
+  if (w.tstateNeed > 1 << 20 || w.tstateCurrentFrame + p > w.tstateNeed) return 'thread state offsets';
+  if (w.tstateBaseFrame >= 0 && w.tstateBaseFrame + p > w.tstateNeed) return 'thread state base_frame offset';
+  if (w.cframeCurrentFrame > 4096) return 'cframe offset';
+  return null;
+}

@@ -1,0 +1,166 @@
+// The reference walker: the frame walk of assembly/kernel.ts written plainly in TypeScript,
+// with exactly the same rules and results. Tests run both over every sample the suite makes
+// and require identical output; it is also the walker for places without WebAssembly.
+
+import { checkParams, type WalkParams } from './params.js';
+import { normalizeCodeRanges, sortRegions, U64_MASK } from './normalize.js';
+import { statusName } from './status.js';
+import type { CodeRange, Region, WalkFrame, WalkResult, WalkSample } from './types.js';
+
+const COMPLETE = 0;
+const COMPLETE_UNVERIFIABLE = 1;
+const IDLE = 2;
+const INCOMPLETE = 3;
+const DANGLING = 4;
+const CYCLE = 5;
+const TOO_DEEP = 6;
+const CORRUPT = 7;
+const NO_THREAD_STATE = 8;
+
+const LOC_MISSING = 1;
+const LOC_CROSSES = 2;
+
+class SampleMemory {
+  private readonly starts: bigint[];
+  constructor(
+    private readonly regions: Region[],
+    private readonly pointerSize: 4 | 8,
+  ) {
+    this.starts = regions.map((r) => r.address);
+  }
+
+  /** [region index, offset] of [addr, addr+len), or a LOC_* failure code */
+  locate(addr: bigint, len: number): { bytes: Uint8Array; offset: number } | typeof LOC_MISSING | typeof LOC_CROSSES {
+    let lo = 0;
+    let hi = this.starts.length - 1;
+    let found = -1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.starts[mid]! <= addr) {
+        found = mid;
+        lo = mid + 1;
+      } else hi = mid - 1;
+    }
+    if (found < 0) return LOC_MISSING;
+    const r = this.regions[found]!;
+    const off = addr - r.address;
+    const length = BigInt(r.bytes.length);
+    if (off >= length) return LOC_MISSING;
+    if (off + BigInt(len) > length) return LOC_CROSSES;
+    return { bytes: r.bytes, offset: Number(off) };
+  }
+
+  field(at: { bytes: Uint8Array; offset: number }, off: number): bigint {
+    const dv = new DataView(at.bytes.buffer, at.bytes.byteOffset + at.offset + off, this.pointerSize);
+    return this.pointerSize === 8 ? dv.getBigUint64(0, true) : BigInt(dv.getUint32(0, true));
+  }
+
+  ptr(addr: bigint): bigint | null {
+    const at = this.locate(addr, this.pointerSize);
+    return typeof at === 'number' ? null : this.field(at, 0);
+  }
+}
+
+const inMask = (mask: number, owner: number): boolean => owner < 32 && ((mask >>> owner) & 1) !== 0;
+
+export class ReferenceWalker {
+  readonly kind = 'reference';
+
+  /** Walk every sample; results in input order. */
+  walk(params: WalkParams, codeRanges: Iterable<CodeRange>, samples: readonly WalkSample[]): WalkResult[] {
+    const bad = checkParams(params);
+    if (bad) throw new RangeError(`walk parameters: ${bad}`);
+    const codes = normalizeCodeRanges(codeRanges);
+    const codeMap = new Map<bigint, CodeRange>();
+    for (const c of codes) codeMap.set(c.address, c);
+    return samples.map((s) => walkOne(params, codeMap, s));
+  }
+}
+
+function walkOne(p: WalkParams, codes: Map<bigint, CodeRange>, sample: WalkSample): WalkResult {
+  const mem = new SampleMemory(sortRegions(sample.regions), p.pointerSize);
+  const frames: WalkFrame[] = [];
+  let visited = 0;
+  let last = 0n;
+  const done = (code: number, fail = 0n): WalkResult => ({
+    status: statusName(code),
+    frames,
+    visited,
+    lastFrame: last,
+    failAddress: fail,
+  });
+
+  const tstate = sample.threadStateAddress & U64_MASK;
+  if (tstate === 0n) return done(NO_THREAD_STATE);
+  const ts = mem.locate(tstate, p.tstateNeed);
+  if (typeof ts === 'number') return done(NO_THREAD_STATE, tstate);
+  let frame = mem.field(ts, p.tstateCurrentFrame);
+  if (p.cframeCurrentFrame >= 0) {
+    const cframe = frame;
+    if (cframe === 0n) return done(CORRUPT, tstate);
+    const f = mem.ptr((cframe + BigInt(p.cframeCurrentFrame)) & U64_MASK);
+    if (f === null) return done(DANGLING, cframe);
+    frame = f;
+  }
+  let base = 0n;
+  if (p.tstateBaseFrame >= 0) {
+    base = mem.field(ts, p.tstateBaseFrame);
+    if (base === 0n) return done(CORRUPT, tstate);
+  }
+
+  const align = BigInt(p.pointerSize - 1);
+  const tagMask = BigInt(p.tagMask);
+  let lastOwner = -1;
+  let lastIsEntry = 0;
+  let tortoise = frame;
+  let power = 1;
+  let lam = 0;
+
+  while (frame !== 0n) {
+    if (visited >= p.maxDepth) return done(TOO_DEEP, frame);
+    if ((frame & align) !== 0n) return done(CORRUPT, frame);
+    const at = mem.locate(frame, p.frameSize);
+    if (at === LOC_MISSING) return done(DANGLING, frame);
+    if (at === LOC_CROSSES) return done(CORRUPT, frame);
+    const owner = at.bytes[at.offset + p.frameOwner]!;
+    const prev = mem.field(at, p.framePrevious);
+    if (inMask(p.ownerPythonMask, owner)) {
+      const code = mem.field(at, p.frameExecutable) & ~tagMask;
+      // a NULL executable is a frame being created or cleared: skip it, keep following
+      if (code !== 0n) {
+        const ip = mem.field(at, p.frameInstrPtr);
+        const range = codes.get(code);
+        if (range === undefined) return done(CORRUPT, code);
+        const start = range.bytecodeStart;
+        const low = p.instrPtrIsPrevious && start >= 2n ? start - 2n : start;
+        if (ip < low || ip >= range.bytecodeEnd || ((ip ^ start) & 1n) !== 0n) {
+          return done(CORRUPT, ip === 0n ? frame : ip);
+        }
+        frames.push({ frame, code, instrPtr: ip });
+      }
+    } else if (!inMask(p.ownerSkipMask, owner)) {
+      return done(CORRUPT, frame);
+    }
+    last = frame;
+    lastOwner = owner;
+    lastIsEntry = p.frameIsEntry >= 0 ? at.bytes[at.offset + p.frameIsEntry]! : 0;
+    visited++;
+    frame = prev;
+    lam++;
+    if (frame !== 0n && frame === tortoise) return done(CYCLE, frame);
+    if (lam === power) {
+      tortoise = frame;
+      power *= 2;
+      lam = 0;
+    }
+  }
+
+  if (p.bottom === 0) {
+    if (last !== base) return done(INCOMPLETE, last);
+    return done(frames.length > 0 ? COMPLETE : IDLE);
+  }
+  if (visited === 0) return done(IDLE);
+  const bottomOk = p.bottom === 1 ? lastOwner >= 0 && inMask(p.ownerSkipMask, lastOwner) : lastIsEntry !== 0;
+  if (!bottomOk) return done(INCOMPLETE, last);
+  return done(frames.length > 0 ? COMPLETE_UNVERIFIABLE : IDLE);
+}

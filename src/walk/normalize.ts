@@ -3,20 +3,26 @@
 
 import type { CodeRange, Region } from './types.js';
 
+export const U64_MASK = (1n << 64n) - 1n;
+
 const byAddress = <T extends { address: bigint }>(a: T, b: T): number =>
   a.address < b.address ? -1 : a.address > b.address ? 1 : 0;
 
-/** Regions sorted by address; ties keep their input order (Array.prototype.sort is stable). */
+/**
+ * Regions sorted by address (as unsigned 64-bit values); ties keep their input order
+ * (Array.prototype.sort is stable).
+ */
 export function sortRegions(regions: readonly Region[]): Region[] {
-  return [...regions].sort(byAddress);
+  return regions.map((r) => (r.address >= 0n && r.address <= U64_MASK ? r : { address: r.address & U64_MASK, bytes: r.bytes })).sort(byAddress);
 }
 
-/** Code ranges sorted by address, the first of any repeated address kept. */
+/** Code ranges as unsigned 64-bit values, sorted by address, the first of any repeated address kept. */
 export function normalizeCodeRanges(ranges: Iterable<CodeRange>): CodeRange[] {
-  const sorted = [...ranges].sort(byAddress);
+  const sorted = [...ranges]
+    .map((r) => ({ address: r.address & U64_MASK, bytecodeStart: r.bytecodeStart & U64_MASK, bytecodeEnd: r.bytecodeEnd & U64_MASK }))
+    .sort(byAddress);
   const out: CodeRange[] = [];
   for (const r of sorted) if (out.length === 0 || out[out.length - 1]!.address !== r.address) out.push(r);
   return out;
 }
 
-export const U64_MASK = (1n << 64n) - 1n;

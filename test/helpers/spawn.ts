@@ -1,0 +1,73 @@
+// Spawning a Python program for a live test and reading what it says about itself.
+import { spawn, type ChildProcess } from 'node:child_process';
+
+export interface ReportedFrame {
+  qualname: string;
+  name: string;
+  filename: string;
+  line: number;
+}
+
+export interface ReportedStack {
+  /** native thread id (or ident where there is none) */
+  thread: number;
+  ident: number;
+  name: string;
+  /** outermost first */
+  stack: ReportedFrame[];
+}
+
+export interface Spawned {
+  child: ChildProcess;
+  pid: number;
+  /** JSON lines printed before READY */
+  lines: unknown[];
+  kill(): void;
+}
+
+const live = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const c of live) c.kill('SIGKILL');
+});
+
+/**
+ * Run `command args...`, collect the JSON lines it prints until a line `READY`, and return
+ * while it keeps running. Rejects with its stderr if it exits or times out first.
+ */
+export function spawnUntilReady(command: string, args: string[], timeoutMs = 30_000): Promise<Spawned> {
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  live.add(child);
+  const kill = (): void => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    live.delete(child);
+  };
+  return new Promise((resolve, reject) => {
+    let out = '';
+    let err = '';
+    const lines: unknown[] = [];
+    const timer = setTimeout(() => {
+      kill();
+      reject(new Error(`${command} did not print READY within ${timeoutMs} ms; stderr: ${err}`));
+    }, timeoutMs);
+    child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      let nl: number;
+      while ((nl = out.indexOf('\n')) >= 0) {
+        const line = out.slice(0, nl).trim();
+        out = out.slice(nl + 1);
+        if (line === 'READY') {
+          clearTimeout(timer);
+          resolve({ child, pid: child.pid!, lines, kill });
+          return;
+        }
+        if (line.startsWith('{')) lines.push(JSON.parse(line));
+      }
+    });
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      live.delete(child);
+      reject(new Error(`${command} exited (${code ?? signal}) before READY; stderr: ${err}`));
+    });
+  });
+}

@@ -71,3 +71,51 @@ export function spawnUntilReady(command: string, args: string[], timeoutMs = 30_
     });
   });
 }
+
+export interface Interactive {
+  child: ChildProcess;
+  pid: number;
+  /** resolves when the program prints a line equal to `text` */
+  waitFor(text: string, timeoutMs?: number): Promise<void>;
+  /** write a line to its stdin */
+  send(line: string): void;
+  kill(): void;
+}
+
+/** Run a program that prints named moments and waits on stdin between them. */
+export function spawnInteractive(command: string, args: string[]): Interactive {
+  const child = spawn(command, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+  live.add(child);
+  let out = '';
+  let err = '';
+  const seen: string[] = [];
+  const waiters: { text: string; resolve: () => void }[] = [];
+  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  child.stdout!.on('data', (d: Buffer) => {
+    out += d.toString();
+    let nl: number;
+    while ((nl = out.indexOf('\n')) >= 0) {
+      const line = out.slice(0, nl).trim();
+      out = out.slice(nl + 1);
+      seen.push(line);
+      for (const w of waiters.filter((w) => w.text === line)) w.resolve();
+    }
+  });
+  const kill = (): void => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    live.delete(child);
+  };
+  return {
+    child,
+    pid: child.pid!,
+    kill,
+    send: (line) => child.stdin!.write(line + '\n'),
+    waitFor: (text, timeoutMs = 30_000) =>
+      new Promise<void>((resolve, reject) => {
+        if (seen.includes(text)) return resolve();
+        const timer = setTimeout(() => reject(new Error(`no "${text}" from ${command} in ${timeoutMs} ms; stderr: ${err}`)), timeoutMs);
+        waiters.push({ text, resolve: () => (clearTimeout(timer), resolve()) });
+        child.on('exit', (c, s) => reject(new Error(`${command} exited (${c ?? s}) before "${text}"; stderr: ${err}`)));
+      }),
+  };
+}

@@ -34,19 +34,13 @@ for tool in apt-get dpkg-deb; do
   command -v "$tool" >/dev/null || { echo "provision-cpython: $tool not found; cannot provision Debian interpreters" >&2; exit 1; }
 done
 
-ok=()
-for v in $VERSIONS; do
-  if [ -x "$DEST/bin/python$v" ] && "$DEST/bin/python$v" -c 'import sys' 2>/dev/null; then
-    echo "provision-cpython: python$v already in $DEST ($("$DEST/bin/python$v" -c 'import sys; print(sys.version.split()[0])'))"
-    ok+=("$v"); continue
-  fi
-  done_v=0
-  for suite in $SUITES; do
-    S=$DEST/suites/$suite; A=$S/.apt
-    mkdir -p "$A/lists/partial" "$A/cache/archives/partial" "$A/parts" "$S/debs" "$S/root" "$DEST/bin"
-    touch "$A/status"
-    echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $MIRROR $suite main" > "$A/sources.list"
-    cat > "$A/apt.conf" <<CONF
+# use_suite SUITE: a private apt configuration for SUITE under DEST/suites/SUITE (sets S)
+use_suite() {
+  S=$DEST/suites/$1; local A=$S/.apt
+  mkdir -p "$A/lists/partial" "$A/cache/archives/partial" "$A/parts" "$S/debs" "$S/root" "$DEST/bin"
+  touch "$A/status"
+  echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $MIRROR $1 main" > "$A/sources.list"
+  cat > "$A/apt.conf" <<CONF
 Dir::Etc::SourceList "$A/sources.list";
 Dir::Etc::SourceParts "$A/parts";
 Dir::State::Lists "$A/lists";
@@ -59,10 +53,21 @@ Acquire::Languages "none";
 APT::Architecture "amd64";
 APT::Sandbox::User "root";
 CONF
-    export APT_CONFIG=$A/apt.conf
-    if [ ! -f "$S/.updated" ]; then
-      apt-get update -qq >/dev/null 2>&1 && touch "$S/.updated" || { echo "provision-cpython: apt-get update failed for $suite" >&2; continue; }
-    fi
+  export APT_CONFIG=$A/apt.conf
+  if [ ! -f "$S/.updated" ]; then
+    apt-get update -qq >/dev/null 2>&1 && touch "$S/.updated" || { echo "provision-cpython: apt-get update failed for $1" >&2; return 1; }
+  fi
+}
+
+ok=()
+for v in $VERSIONS; do
+  if [ -x "$DEST/bin/python$v" ] && "$DEST/bin/python$v" -c 'import sys' 2>/dev/null; then
+    echo "provision-cpython: python$v already in $DEST ($("$DEST/bin/python$v" -c 'import sys; print(sys.version.split()[0])'))"
+    ok+=("$v"); continue
+  fi
+  done_v=0
+  for suite in $SUITES; do
+    use_suite "$suite" || continue
     pkgs="libc6 libzstd1 libexpat1 zlib1g python$v-minimal libpython$v-minimal"
     [ "$STDLIB" = 1 ] && pkgs="$pkgs libpython$v-stdlib libssl3t64 libffi8"
     if ! (cd "$S/debs" && apt-get download -qq $pkgs >/dev/null 2>&1); then
@@ -83,4 +88,14 @@ CONF
   done
   [ "$done_v" = 1 ] || [ -x "$DEST/bin/python$v" ] || echo "provision-cpython: python$v NOT provisioned; its tests will skip" >&2
 done
+# patchelf, for the test of an interpreter binary patched to use another loader: from the
+# host's own suite, so that it runs with the host's libraries
+if [ ! -x "$DEST/bin/patchelf" ]; then
+  host_suite=$(. /etc/os-release 2>/dev/null; echo "${VERSION_CODENAME:-}")
+  if [ -n "$host_suite" ] && use_suite "$host_suite" && (cd "$S/debs" && apt-get download -qq patchelf >/dev/null 2>&1); then
+    dpkg-deb -x "$S"/debs/patchelf_*.deb "$S/root" && ln -sf "$S/root/usr/bin/patchelf" "$DEST/bin/patchelf"
+    "$DEST/bin/patchelf" --version >/dev/null 2>&1 && echo "provision-cpython: $("$DEST/bin/patchelf" --version)" || rm -f "$DEST/bin/patchelf"
+  fi
+  [ -x "$DEST/bin/patchelf" ] || echo "provision-cpython: patchelf not provisioned; its test will skip" >&2
+fi
 echo "provision-cpython: ready: ${ok[*]:-none}"

@@ -1,0 +1,435 @@
+// A live CPython process on Linux as a memory source: /proc/PID/maps and the interpreter's ELF
+// file say where _PyRuntime is; reads are pread() on /proc/PID/mem, one system call per read.
+
+import fs from 'node:fs';
+import path from 'node:path';
+
+import {
+  builtinLayout,
+  DEBUG_OFFSETS_READ_SIZE,
+  formatVersion,
+  hasDebugOffsetsCookie,
+  layoutFromDebugOffsets,
+  LayoutError,
+  type Layout,
+} from '../layout/index.js';
+import { ElfError, parseElf, SHT_NOBITS, type ElfInfo } from './elf.js';
+import { ProcMapsError, readProcMaps, type MapEntry } from './proc-maps.js';
+import { ReadError, type MemorySource } from './source.js';
+
+export type TargetErrorKind =
+  | 'invalid-pid'
+  | 'no-process'
+  | 'permission'
+  | 'not-python'
+  | 'no-version'
+  | 'unsupported'
+  | 'read';
+
+/** Why a target process cannot be used; the message is one line, fit for the CLI to print. */
+export class TargetError extends Error {
+  override name = 'TargetError';
+  constructor(
+    readonly kind: TargetErrorKind,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+export interface RuntimeLocation {
+  /** the mapped file that holds _PyRuntime, as /proc/PID/maps names it */
+  file: string;
+  /** run-time address minus link-time address for that file (0 for a non-PIE executable) */
+  loadBias: bigint;
+  runtimeAddress: bigint;
+  /** address of the exported `Py_Version` (PY_VERSION_HEX), or null if the file has none */
+  pyVersionAddress: bigint | null;
+  /** the file is position-independent (ET_DYN: a PIE executable or a shared library) */
+  pie: boolean;
+}
+
+const PAGE_SIZE = 0x1000n;
+// python3.11, python3.15 (also behind an ld.so launcher), libpython3.12.so.1.0, python3.13d …
+const CANDIDATE_NAME = /^(?:lib)?python3\.\d+/;
+// Files we are willing to read whole; libpython with full debug info is ~100 MB.
+const MAX_ELF_FILE_SIZE = 1 << 30;
+const MAX_CANDIDATES = 32;
+// pread's position is an off_t; the kernel never maps user memory near this anyway.
+const MAX_POSITION = (1n << 63n) - 1n;
+// Linux returns at most this many bytes from one read() (MAX_RW_COUNT).
+export const MAX_READ_LENGTH = 0x7ffff000;
+
+const hex = (v: bigint | number): string => '0x' + v.toString(16);
+
+function checkPid(pid: number): void {
+  if (!Number.isSafeInteger(pid) || pid <= 0) throw new TargetError('invalid-pid', `invalid pid ${String(pid)}`);
+}
+
+/**
+ * The TargetError for a failed access to /proc/PID/<what>: a missing process and missing
+ * permission get the messages the CLI shows; anything else names the error.
+ */
+export function targetErrorFromErrno(pid: number, error: unknown, what: string): TargetError {
+  const code = (error as NodeJS.ErrnoException | null)?.code;
+  if (code === 'ENOENT' || code === 'ESRCH') {
+    if (code === 'ENOENT' && !fs.existsSync('/proc/self/maps')) {
+      return new TargetError('no-process', `cannot read /proc/${pid}/${what}: /proc is not mounted`, { cause: error });
+    }
+    return new TargetError('no-process', `no process with pid ${pid}`, { cause: error });
+  }
+  if (code === 'EACCES' || code === 'EPERM') {
+    return new TargetError(
+      'permission',
+      `cannot read memory of pid ${pid}: permission denied (run as the same user as the target, or with CAP_SYS_PTRACE)`,
+      { cause: error },
+    );
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  return new TargetError('read', `cannot read /proc/${pid}/${what}: ${message}`, { cause: error });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Locating _PyRuntime
+
+/**
+ * Find _PyRuntime in process `pid`: the first mapped python3.N / libpython3.N file with a
+ * `.PyRuntime` section (or else a `_PyRuntime` symbol), relocated by that file's load bias.
+ * Throws TargetError.
+ */
+export function locateRuntime(pid: number): RuntimeLocation {
+  checkPid(pid);
+  let maps: MapEntry[];
+  try {
+    maps = readProcMaps(pid);
+  } catch (e) {
+    if (e instanceof ProcMapsError) throw new TargetError('read', `pid ${pid}: ${e.message}`, { cause: e });
+    throw targetErrorFromErrno(pid, e, 'maps');
+  }
+  // Zombies and kernel threads have a /proc entry but no memory.
+  if (maps.length === 0) {
+    throw new TargetError('not-python', `pid ${pid} has no memory mappings (it has exited, or it is a kernel thread)`);
+  }
+
+  const byFile = new Map<string, MapEntry[]>();
+  for (const m of maps) {
+    if (!m.path.startsWith('/') || !CANDIDATE_NAME.test(path.posix.basename(m.path))) continue;
+    const list = byFile.get(m.path);
+    if (list) list.push(m);
+    else if (byFile.size < MAX_CANDIDATES) byFile.set(m.path, [m]);
+  }
+
+  const checked: string[] = [];
+  for (const [file, mappings] of byFile) {
+    const found = locateInFile(pid, file, mappings);
+    if (typeof found !== 'string') return found;
+    checked.push(`${file}: ${found}`);
+  }
+  const files = new Set(maps.filter((m) => m.path.startsWith('/')).map((m) => m.path)).size;
+  throw new TargetError(
+    'not-python',
+    `pid ${pid} does not look like CPython: no _PyRuntime in any mapped file (checked: ${
+      checked.length ? checked.join('; ') : `no python3.N or libpython3.N among ${files} mapped files`
+    })`,
+  );
+}
+
+/** The runtime location if `file` holds _PyRuntime, else why not. */
+function locateInFile(pid: number, file: string, mappings: MapEntry[]): RuntimeLocation | string {
+  const opened = readMappedFile(pid, file, mappings);
+  if (typeof opened === 'string') return opened;
+  let elf: ElfInfo;
+  try {
+    elf = parseElf(opened.bytes, opened.path);
+  } catch (e) {
+    if (e instanceof ElfError) return e.message;
+    throw e;
+  }
+  let runtimeVaddr: bigint | null = null;
+  const section = elf.section('.PyRuntime');
+  if (section && section.type !== SHT_NOBITS && section.size > 0n && section.addr !== 0n) runtimeVaddr = section.addr;
+  let pyVersion: bigint | null;
+  try {
+    if (runtimeVaddr === null) {
+      const sym = elf.symbol('_PyRuntime');
+      if (sym && sym.value !== 0n) runtimeVaddr = sym.value;
+    }
+    pyVersion = elf.symbol('Py_Version')?.value ?? null;
+  } catch (e) {
+    if (e instanceof ElfError) return e.message;
+    throw e;
+  }
+  if (runtimeVaddr === null) return 'no .PyRuntime section or _PyRuntime symbol';
+
+  const first = elf.loads[0];
+  if (!first) return 'no PT_LOAD segment';
+  // The loader maps the first segment page-aligned: file offset pageDown(p_offset) (0 in
+  // practice) lands at pageDown(p_vaddr) + load bias.
+  const firstOffset = first.offset & ~(PAGE_SIZE - 1n);
+  const linkBase = first.vaddr & ~(PAGE_SIZE - 1n);
+  const starts = mappings.filter((m) => m.offset === firstOffset).sort((a, b) => (a.start < b.start ? -1 : 1));
+  if (starts.length === 0) return `no mapping of the file at offset ${hex(firstOffset)} (its first PT_LOAD)`;
+  // A file mapped twice (by the loader, and again as data) must not fool us: take the first
+  // placement at which _PyRuntime lands inside a mapping of this file.
+  for (const start of starts) {
+    const loadBias = start.start - linkBase;
+    const runtimeAddress = loadBias + runtimeVaddr;
+    if (!mappings.some((m) => m.start <= runtimeAddress && runtimeAddress < m.end)) continue;
+    return {
+      file,
+      loadBias,
+      runtimeAddress,
+      pyVersionAddress: pyVersion === null ? null : loadBias + pyVersion,
+      pie: elf.pie,
+    };
+  }
+  return `_PyRuntime (link address ${hex(runtimeVaddr)}) is outside every mapping of the file at load bias ${hex(
+    starts[0]!.start - linkBase,
+  )}`;
+}
+
+/**
+ * The bytes of the file behind `mappings`. Maps paths are relative to the reader's root, so
+ * the path is tried as-is and under /proc/PID/root (another mount namespace); a file is only
+ * taken if its inode is the mapped one, because a same-named file elsewhere, or one replaced
+ * since the process started (" (deleted)"), has different addresses. /proc/PID/map_files
+ * gives the mapped file itself, but needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE.
+ */
+function readMappedFile(pid: number, file: string, mappings: MapEntry[]): { path: string; bytes: Uint8Array } | string {
+  const inode = mappings[0]!.inode;
+  const tried: string[] = [];
+  for (const candidate of [file, `/proc/${pid}/root${file}`]) {
+    let st: fs.BigIntStats;
+    try {
+      st = fs.statSync(candidate, { bigint: true });
+    } catch (e) {
+      tried.push(`${candidate}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`);
+      continue;
+    }
+    if (!st.isFile()) {
+      tried.push(`${candidate}: not a regular file`);
+      continue;
+    }
+    if (inode !== 0n && st.ino !== inode) {
+      tried.push(`${candidate}: inode ${st.ino} is not the mapped inode ${inode}`);
+      continue;
+    }
+    const read = readWholeFile(candidate);
+    if (typeof read !== 'string') return { path: candidate, bytes: read };
+    tried.push(`${candidate}: ${read}`);
+  }
+  const first = mappings[0]!;
+  const mapFile = `/proc/${pid}/map_files/${first.start.toString(16)}-${first.end.toString(16)}`;
+  const read = readWholeFile(mapFile);
+  if (typeof read !== 'string') return { path: mapFile, bytes: read };
+  tried.push(`${mapFile}: ${read}`);
+  return `cannot open the mapped file${mappings[0]!.deleted ? ' (deleted)' : ''} (${tried.join(', ')})`;
+}
+
+function readWholeFile(file: string): Uint8Array | string {
+  let fd: number;
+  try {
+    fd = fs.openSync(file, 'r');
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code ?? String(e);
+  }
+  try {
+    const size = fs.fstatSync(fd).size;
+    if (size > MAX_ELF_FILE_SIZE) return `${size} bytes is too large to be an interpreter binary`;
+    const bytes = new Uint8Array(size);
+    let done = 0;
+    // bounded: each pass reads at least one byte or stops
+    while (done < size) {
+      const got = fs.readSync(fd, bytes, done, size - done, done);
+      if (got === 0) return `file shrank while reading (${done} of ${size} bytes)`;
+      done += got;
+    }
+    return bytes;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code ?? String(e);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading memory
+
+/** pread() on /proc/PID/mem: one system call per read, no caching. */
+export class ProcessMemory {
+  private fd: number;
+
+  /** Opens /proc/PID/mem; throws TargetError (no such process, permission denied). */
+  constructor(readonly pid: number) {
+    checkPid(pid);
+    try {
+      this.fd = fs.openSync(`/proc/${pid}/mem`, 'r');
+    } catch (e) {
+      throw targetErrorFromErrno(pid, e, 'mem');
+    }
+  }
+
+  /** `length` bytes at `address` in a new array; throws ReadError naming address and length. */
+  read(address: bigint, length: number): Uint8Array {
+    const bad = this.checkLength(length);
+    if (bad !== null) throw this.error(address, length, bad);
+    const out = new Uint8Array(length);
+    this.readInto(address, out, 0, length);
+    return out;
+  }
+
+  /** Like read, but null when the memory cannot be read. */
+  tryRead(address: bigint, length: number): Uint8Array | null {
+    if (this.checkLength(length) !== null) return null;
+    const out = new Uint8Array(length);
+    return this.fill(address, out, 0, length) === null ? out : null;
+  }
+
+  /**
+   * Copy `length` bytes (default: the rest of `target` after `offset`) at `address` into
+   * `target` at `offset`, allocating nothing. Throws ReadError; `target` may then hold a
+   * partial copy.
+   */
+  readInto(address: bigint, target: Uint8Array, offset = 0, length = target.length - offset): void {
+    checkTarget(target, offset, length);
+    const failure = this.fill(address, target, offset, length);
+    if (failure !== null) throw this.error(address, length, failure);
+  }
+
+  /** Like readInto, but returns false instead of throwing when the memory cannot be read. */
+  tryReadInto(address: bigint, target: Uint8Array, offset = 0, length = target.length - offset): boolean {
+    checkTarget(target, offset, length);
+    return this.fill(address, target, offset, length) === null;
+  }
+
+  close(): void {
+    if (this.fd < 0) return;
+    const fd = this.fd;
+    this.fd = -1;
+    fs.closeSync(fd);
+  }
+
+  get closed(): boolean {
+    return this.fd < 0;
+  }
+
+  private checkLength(length: number): string | null {
+    if (!Number.isSafeInteger(length) || length < 0) return 'invalid length';
+    if (length > MAX_READ_LENGTH) return `longer than the ${MAX_READ_LENGTH} bytes one read can return`;
+    return null;
+  }
+
+  /** Reads into target; null on success, else why it failed. */
+  private fill(address: bigint, target: Uint8Array, offset: number, length: number): string | null {
+    if (this.fd < 0) return 'the memory source is closed';
+    if (length > MAX_READ_LENGTH) return `longer than the ${MAX_READ_LENGTH} bytes one read can return`;
+    if (address < 0n || address + BigInt(length) > MAX_POSITION) return 'address out of range';
+    if (length === 0) return null;
+    let got: number;
+    try {
+      // Node 20 takes a bigint position, so addresses stay exact beyond 2^53.
+      got = fs.readSync(this.fd, target, offset, length, address);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'EIO' || code === 'EFAULT') return `not mapped (${code})`;
+      if (code === 'ESRCH') return 'the process has exited';
+      return code ?? String(e);
+    }
+    if (got !== length) return `short read: got ${got} bytes (the range runs into unmapped memory, or the process exited)`;
+    return null;
+  }
+
+  private error(address: bigint, length: number, why: string): ReadError {
+    return new ReadError(address, length, `cannot read ${length} bytes at ${hex(address)} in pid ${this.pid}: ${why}`);
+  }
+}
+
+function checkTarget(target: Uint8Array, offset: number, length: number): void {
+  if (!Number.isSafeInteger(offset) || !Number.isSafeInteger(length) || offset < 0 || length < 0) {
+    throw new RangeError(`invalid offset ${offset} or length ${length}`);
+  }
+  if (offset + length > target.length) {
+    throw new RangeError(`offset ${offset} + length ${length} is past the end of the ${target.length}-byte target`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The memory source
+
+/**
+ * The layout for a target, from the bytes at _PyRuntime (debug offsets on 3.13+) or else the
+ * exported Py_Version (3.11/3.12). `context` names the target in errors ("pid 12 (python3.12)").
+ */
+export function chooseLayout(context: string, runtimeBytes: Uint8Array, pyVersion: number | null): Layout {
+  try {
+    if (hasDebugOffsetsCookie(runtimeBytes)) return layoutFromDebugOffsets(runtimeBytes);
+    if (pyVersion === null) {
+      throw new TargetError(
+        'no-version',
+        `${context}: _PyRuntime has no debug offsets (so it is CPython 3.11 or 3.12, or not CPython) and the file exports no Py_Version to tell which version it is`,
+      );
+    }
+    return builtinLayout(pyVersion, 'x86_64');
+  } catch (e) {
+    if (e instanceof LayoutError) throw new TargetError('unsupported', `${context}: ${e.message}`, { cause: e });
+    throw e;
+  }
+}
+
+export class LinuxProcessSource implements MemorySource {
+  readonly description: string;
+  readonly runtimeAddress: bigint;
+
+  constructor(
+    readonly pid: number,
+    readonly location: RuntimeLocation,
+    readonly layout: Layout,
+    private readonly memory: ProcessMemory,
+  ) {
+    this.runtimeAddress = location.runtimeAddress;
+    this.description = `pid ${pid} (${path.posix.basename(location.file)}, ${formatVersion(layout.version)})`;
+  }
+
+  read(address: bigint, length: number): Uint8Array {
+    return this.memory.read(address, length);
+  }
+  tryRead(address: bigint, length: number): Uint8Array | null {
+    return this.memory.tryRead(address, length);
+  }
+  readInto(address: bigint, target: Uint8Array, offset?: number, length?: number): void {
+    this.memory.readInto(address, target, offset, length);
+  }
+  tryReadInto(address: bigint, target: Uint8Array, offset?: number, length?: number): boolean {
+    return this.memory.tryReadInto(address, target, offset, length);
+  }
+  close(): void {
+    this.memory.close();
+  }
+}
+
+/**
+ * Open a running CPython for reading: find _PyRuntime, read the layout from it, keep
+ * /proc/PID/mem open. Throws TargetError.
+ */
+export function openLinuxProcess(pid: number): LinuxProcessSource {
+  const location = locateRuntime(pid);
+  const memory = new ProcessMemory(pid);
+  try {
+    const context = `pid ${pid} (${path.posix.basename(location.file)})`;
+    const runtimeBytes = memory.tryRead(location.runtimeAddress, DEBUG_OFFSETS_READ_SIZE);
+    if (!runtimeBytes) {
+      throw new TargetError('read', `${context}: cannot read _PyRuntime at ${hex(location.runtimeAddress)}`);
+    }
+    let pyVersion: number | null = null;
+    if (!hasDebugOffsetsCookie(runtimeBytes) && location.pyVersionAddress !== null) {
+      const word = memory.tryRead(location.pyVersionAddress, 4);
+      if (!word) throw new TargetError('read', `${context}: cannot read Py_Version at ${hex(location.pyVersionAddress)}`);
+      pyVersion = new DataView(word.buffer, word.byteOffset, 4).getUint32(0, true);
+    }
+    return new LinuxProcessSource(pid, location, chooseLayout(context, runtimeBytes, pyVersion), memory);
+  } catch (e) {
+    memory.close();
+    throw e;
+  }
+}

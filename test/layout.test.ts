@@ -27,6 +27,7 @@ import {
   type Layout,
 } from '../src/layout/index.js';
 import { recordCoverage } from './helpers/coverage.js';
+import { nativeInterpreters } from './helpers/interpreters.js';
 
 const FIXTURES = path.resolve('test/fixtures/debug-offsets');
 const fixture = (name: string): Uint8Array => new Uint8Array(fs.readFileSync(path.join(FIXTURES, name)));
@@ -271,7 +272,7 @@ describe('layoutFromDebugOffsets on malformed tables', () => {
       expect(msg).toBe(`debug offsets: unsupported Python ${want} (debug offsets version 0x${hex.toString(16)})`);
     }
     const bad = patched(t313(), AT_313.version, 0x1_030d00f0n);
-    expect(layoutError(() => layoutFromDebugOffsets(bad)).message).toMatch(/unsupported Python .* version 0x1030d00f0/);
+    expect(layoutError(() => layoutFromDebugOffsets(bad)).message).toMatch(/version 0x1030d00f0 is not a PY_VERSION_HEX/);
   });
 
   it('rejects a malformed release level', () => {
@@ -287,7 +288,10 @@ describe('layoutFromDebugOffsets on malformed tables', () => {
 
   it('rejects an offset beyond its section size', () => {
     const msg = layoutError(() => layoutFromDebugOffsets(patched(t313(), AT_313.currentFrame, 4096n))).message;
-    expect(msg).toMatch(/thread_state\.current_frame = 4096 is outside thread_state\.size = 304/);
+    expect(msg).toBe(
+      'debug offsets: invalid 3.13 table (584 bytes, version 0x30d00f0): ' +
+        'thread_state.current_frame = 4096 is outside thread_state.size = 304',
+    );
     // inside the struct, but the 8-byte pointer would run past its end
     expect(layoutError(() => layoutFromDebugOffsets(patched(t313(), AT_313.currentFrame, 300n))).message).toBe(
       'debug offsets (3.13, 584-byte table): thread_state.current_frame = 300 with width 8 runs past thread_state.size = 304',
@@ -450,15 +454,8 @@ describe('layoutFromSource', () => {
 });
 
 // ---------------------------------------------------------------------------------------------
-// offsetof/sizeof against the pyenv builds' own headers.
-
-function pyenvRoot(): string | null {
-  try {
-    return execFileSync('pyenv', ['root'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim() || null;
-  } catch {
-    return null;
-  }
-}
+// offsetof/sizeof against each native interpreter's own installed headers (pyenv builds ship
+// them; Debian's only with its -dev package: without headers the target is skipped, saying so).
 
 function hasGcc(): boolean {
   try {
@@ -469,18 +466,16 @@ function hasGcc(): boolean {
   }
 }
 
-/** Runs offsets.c compiled against `version`'s headers; a string says why it could not. */
-function measuredOffsets(version: string): Map<string, number> | string {
+/** Runs offsets.c compiled against `include`; a string says why it could not. */
+function measuredOffsets(include: string): Map<string, number> | string {
   if (!hasGcc()) return 'gcc is not installed';
-  const root = pyenvRoot();
-  if (!root) return 'pyenv is not installed';
-  const minor = version.split('.').slice(0, 2).join('.');
-  const inc = path.join(root, 'versions', version, 'include', `python${minor}`);
-  if (!fs.existsSync(path.join(inc, 'internal', 'pycore_frame.h'))) return `${inc}/internal headers not found`;
+  if (!fs.existsSync(path.join(include, 'internal', 'pycore_frame.h'))) return `no internal headers in ${include}`;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pyunwind-offsets-'));
   try {
     const exe = path.join(dir, 'offsets');
-    execFileSync('gcc', ['-I', inc, '-I', path.join(inc, 'internal'), path.resolve('test/fixtures/offsets.c'), '-o', exe], {
+    // the parent directory too: Debian's pyconfig.h includes <x86_64-linux-gnu/python3.X/pyconfig.h>
+    const dirs = [include, path.join(include, 'internal'), path.dirname(include)];
+    execFileSync('gcc', [...dirs.flatMap((d) => ['-I', d]), path.resolve('test/fixtures/offsets.c'), '-o', exe], {
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     const out = execFileSync(exe, { encoding: 'utf8' });
@@ -500,27 +495,44 @@ function numericLeaves(l: Layout): Map<string, number> {
     if (typeof v === 'number') out.set(prefix, v);
     else if (v && typeof v === 'object') for (const [k, x] of Object.entries(v)) walk(prefix ? `${prefix}.${k}` : k, x);
   };
+  // not struct offsets: the tag mask is a property of _PyStackRef, not measurable by offsetof
   const { id: _id, source: _source, version: _version, executableTagMask: _mask, ...rest } = l;
   walk('', rest);
   out.set('version.hex', l.version.hex);
   return out;
 }
 
-describe('offsets.c against the pyenv headers', () => {
-  it.each([
-    ['3.11.7', (hex: number) => builtinLayout(hex, 'x86_64')],
-    ['3.12.1', (hex: number) => builtinLayout(hex, 'x86_64')],
-    // what the 3.13 table lacks (gen, datastack_top/limit, chunk header, compact size) is derived
-    ['3.13.0', () => layoutFromDebugOffsets(fixture('native-3.13.0.bin'))],
-  ] as const)('%s: the layout equals offsetof/sizeof', (version, layoutFor) => {
-    const measured = measuredOffsets(version);
-    if (typeof measured === 'string') {
-      recordCoverage('layout offsetof', `pyenv-${version}`, false, measured);
-      console.log(`skipped: ${measured}`);
-      return;
-    }
-    const layout = layoutFor(measured.get('version.hex')!);
-    expect(Object.fromEntries(numericLeaves(layout))).toEqual(Object.fromEntries(measured));
-    recordCoverage('layout offsetof', `pyenv-${version}`, true);
-  });
+/** The layout pyunwind would use for an interpreter, or why there is none to compare with. */
+function layoutFor(hex: number): Layout | string {
+  const v = parseVersionHex(hex);
+  if (v.minor < 13) return builtinLayout(hex, 'x86_64');
+  // 3.13+: the fixture of that exact version, so that what the table lacks and pyunwind
+  // derives (gen, datastack_top/limit, chunk header, compact string size) is checked too
+  const file = `native-${formatVersion(v)}.bin`;
+  if (!fs.existsSync(path.join(FIXTURES, file))) return `no fixture ${file} to compare with`;
+  return layoutFromDebugOffsets(fixture(file));
+}
+
+describe('offsets.c against the interpreters\' headers', () => {
+  for (const interp of nativeInterpreters()) {
+    it(`${interp.label}: the layout equals offsetof/sizeof`, () => {
+      const skip = (reason: string) => {
+        recordCoverage('layout offsetof', interp.label, false, reason);
+        console.log(`skipped ${interp.label}: ${reason}`);
+      };
+      if (interp.missing) return skip(interp.missing);
+      const [hexLine, include] = execFileSync(
+        interp.command,
+        ['-c', 'import sys, sysconfig; print(sys.hexversion); print(sysconfig.get_paths()["include"])'],
+        { encoding: 'utf8', timeout: 20_000 },
+      ).trim().split('\n');
+      const measured = measuredOffsets(include!);
+      if (typeof measured === 'string') return skip(measured);
+      expect(measured.get('version.hex')).toBe(Number(hexLine));
+      const layout = layoutFor(Number(hexLine));
+      if (typeof layout === 'string') return skip(layout);
+      expect(Object.fromEntries(numericLeaves(layout))).toEqual(Object.fromEntries(measured));
+      recordCoverage('layout offsetof', interp.label, true);
+    });
+  }
 });

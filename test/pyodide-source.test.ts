@@ -285,6 +285,7 @@ describe.each(VERSIONS)('pyodide %s', (which) => {
       'def probe_outer():',
       '    probe_inner()',
       'probe_outer()',
+      'print("probe done")',
       'threading.get_ident()',
     ].join('\n');
     const run = runWithCapture(py, program, () => {
@@ -296,6 +297,7 @@ describe.each(VERSIONS)('pyodide %s', (which) => {
     expect(value.currentFrame).not.toBe(0n);
     expect(value.threadId).toBe(BigInt(args[0] as number));
     expect(run.result).toBe(args[0]);
+    expect([run.stdout, run.stderr]).toEqual(['probe done\n', '']);
     expect(value.chain.qualnames.slice(0, 3)).toEqual(['probe_inner', 'probe_outer', '<module>']);
     const L = src.layout;
     if (L.tstate.baseFrame !== null) {

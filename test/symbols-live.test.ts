@@ -2,10 +2,9 @@
 // (compact of every kind, and non-compact str-subclass instances), code objects with their
 // strings and line tables, as a recorder would — exactly the bytes the layout says they
 // occupy — and the instruction offsets and line numbers of live frames. The symbolizer, given
-// the x86-64 layouts of cpython-internals.md §6.1/§7.1, must reproduce Python's own answers.
-// 3.14+ have no hand-written layout here (their layouts come from debug offsets); they are
-// recorded as skipped.
-import { execFileSync } from 'node:child_process';
+// the layout pyunwind builds for that interpreter, must reproduce Python's own answers.
+import { execFileSync, spawn } from 'node:child_process';
+import { openLinuxProcess } from '../src/record/linux-process.js';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Layout } from '../src/layout/layout.js';
@@ -17,34 +16,23 @@ import { nativeInterpreters } from './helpers/interpreters.js';
 const SCRIPT = path.resolve('test/fixtures/dump_objects.py');
 const SUITE = 'symbols-live';
 
-const BITS = { kindShift: 2, compactBit: 5, asciiBit: 6 };
-const CODE_PTRS = { filename: 112, name: 120, qualname: 128, linetable: 136 };
-
-/** x86-64 GIL-build layouts (measured, cpython-internals.md §6.1, §7.1), by minor version. */
-const LAYOUTS: Record<string, { unicode: Layout['unicode']; code: Partial<Layout['code']> }> = {
-  '3.11': {
-    unicode: { length: 16, state: 32, asciiSize: 48, compactSize: 72, legacyData: 72, ...BITS },
-    code: { ...CODE_PTRS, firstlineno: 72, codeAdaptive: 184 },
-  },
-  '3.12': {
-    unicode: { length: 16, state: 32, asciiSize: 40, compactSize: 56, legacyData: 56, ...BITS },
-    code: { ...CODE_PTRS, firstlineno: 68, codeAdaptive: 192 },
-  },
-  '3.13': {
-    unicode: { length: 16, state: 32, asciiSize: 40, compactSize: 56, legacyData: 56, ...BITS },
-    code: { ...CODE_PTRS, firstlineno: 68, codeAdaptive: 200 },
-  },
-};
-
-function layoutFor(minor: string): Layout {
-  const t = LAYOUTS[minor]!;
-  return {
-    pointerSize: 8,
-    object: { size: 16, obType: 8, obSize: 16 },
-    bytes: { obSize: 16, obSval: 32 },
-    unicode: t.unicode,
-    code: t.code,
-  } as unknown as Layout;
+/**
+ * The interpreter's own layout, as pyunwind builds it for a live target (debug offsets on
+ * 3.13+, built-in tables on 3.11/3.12): a short-lived process of the same interpreter is opened.
+ */
+async function layoutFor(command: string): Promise<Layout> {
+  const child = spawn(command, ['-c', 'import time; print("up", flush=True); time.sleep(60)'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      child.stdout!.once('data', () => resolve());
+      child.once('exit', (c) => reject(new Error(`${command} exited ${c}`)));
+    });
+    const source = openLinuxProcess(child.pid!);
+    source.close();
+    return source.layout;
+  } finally {
+    child.kill('SIGKILL');
+  }
 }
 
 interface Dump {
@@ -55,31 +43,16 @@ interface Dump {
   frames: { code: string; lasti: number; lineno: number | null; what: string }[];
 }
 
-function minorOf(command: string): string | null {
-  try {
-    return execFileSync(command, ['-c', 'import sys; print("%d.%d" % sys.version_info[:2])'], {
-      encoding: 'utf8',
-      timeout: 20_000,
-    }).trim();
-  } catch {
-    return null;
-  }
-}
-
 describe('str and code objects copied from real interpreters', () => {
   for (const py of nativeInterpreters()) {
-    it(`${py.label}: names, strings and frame lines`, (ctx) => {
+    it(`${py.label}: names, strings and frame lines`, async (ctx) => {
       const skip = (why: string) => {
         console.log(`[${SUITE}] ${py.label} skipped: ${why}`);
         recordCoverage(SUITE, py.label, false, why);
         ctx.skip();
       };
       if (py.missing) return skip(py.missing);
-      const minor = minorOf(py.command);
-      if (minor === null || !(minor in LAYOUTS)) {
-        return skip(`no hand-written x86-64 layout for ${minor} (3.14+ layouts come from debug offsets)`);
-      }
-      const l = layoutFor(minor);
+      const l = await layoutFor(py.command);
       const arg = JSON.stringify({ ...l.unicode, codeAdaptive: l.code.codeAdaptive, obSval: l.bytes.obSval, ptr: 8 });
       const out = execFileSync(py.command, [SCRIPT, arg], { encoding: 'utf8', maxBuffer: 1 << 28, timeout: 60_000 });
       const d = JSON.parse(out) as Dump;

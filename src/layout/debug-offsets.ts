@@ -136,7 +136,7 @@ export interface TableShape {
   size: number;
   /** byte position inside the table of "section.field" */
   at: ReadonlyMap<string, number>;
-  /** sections that have a `size` field, with their fields */
+  /** the sections in table order; those describing a C struct start with `size` */
   sections: readonly Section[];
 }
 
@@ -192,40 +192,36 @@ class Table {
   }
 }
 
-function show(v: bigint): string {
-  return v.toString();
-}
-
 /** Problems that make `table` not a table of its shape (empty when it fits). */
 function anchorFailures(t: Table): string[] {
   const out: string[] = [];
-  const expect = (key: string, ok: (v: bigint) => boolean, what: string) => {
+  const want = (key: string, ok: (v: bigint) => boolean, what: string) => {
     if (!t.has(key)) return;
     const v = t.raw(key);
-    if (!ok(v)) out.push(`${key} = ${show(v)} (expected ${what})`);
+    if (!ok(v)) out.push(`${key} = ${v} (expected ${what})`);
   };
-  expect('pyobject.size', (v) => v === 16n || v === 8n, '16 or 8');
-  expect('pyobject.ob_type', (v) => v === 8n || v === 4n, '8 or 4');
-  expect('thread_state.prev', (v) => v === 0n, '0');
-  expect('thread_state.next', (v) => v === 8n || v === 4n, 'the pointer size, 8 or 4');
+  want('pyobject.size', (v) => v === 16n || v === 8n, '16 or 8');
+  want('pyobject.ob_type', (v) => v === 8n || v === 4n, '8 or 4');
+  want('thread_state.prev', (v) => v === 0n, '0');
+  want('thread_state.next', (v) => v === 8n || v === 4n, 'the pointer size, 8 or 4');
   const ptr = t.raw('thread_state.next');
   if (ptr === 8n || ptr === 4n) {
-    expect('interpreter_frame.previous', (v) => v === ptr, `the pointer size ${ptr}`);
-    expect('llist_node.prev', (v) => v === ptr, `the pointer size ${ptr}`);
+    want('interpreter_frame.previous', (v) => v === ptr, `the pointer size ${ptr}`);
+    want('llist_node.prev', (v) => v === ptr, `the pointer size ${ptr}`);
   }
-  expect('llist_node.next', (v) => v === 0n, '0');
+  want('llist_node.next', (v) => v === 0n, '0');
   for (const [name, fields] of t.shape.sections) {
     if (fields[0] !== 'size') continue;
     const size = t.raw(`${name}.size`);
     if (size === 0n || size > BigInt(MAX_SECTION_SIZE)) {
-      out.push(`${name}.size = ${show(size)} (expected 1..${MAX_SECTION_SIZE})`);
+      out.push(`${name}.size = ${size} (expected 1..${MAX_SECTION_SIZE})`);
       continue;
     }
     for (const f of fields.slice(1)) {
       const key = `${name}.${f}`;
       if (NOT_OFFSETS.has(key)) continue;
       const v = t.raw(key);
-      if (v >= size) out.push(`${key} = ${show(v)} is outside ${name}.size = ${show(size)}`);
+      if (v >= size) out.push(`${key} = ${v} is outside ${name}.size = ${size}`);
     }
   }
   return out;
@@ -246,7 +242,7 @@ class FieldReader {
   size(section: string): number {
     const v = this.t.raw(`${section}.size`);
     if (v === 0n) this.fail(`${section}.size is 0`);
-    if (v > BigInt(MAX_SECTION_SIZE)) this.fail(`${section}.size = ${show(v)} is absurd (more than ${MAX_SECTION_SIZE})`);
+    if (v > BigInt(MAX_SECTION_SIZE)) this.fail(`${section}.size = ${v} is absurd (more than ${MAX_SECTION_SIZE})`);
     return Number(v);
   }
 
@@ -258,7 +254,7 @@ class FieldReader {
   /** Checks an offset (read from the table, or derived from one that was) against its section. */
   check(section: string, name: string, raw: bigint, width: number, align = width): number {
     const size = this.size(section);
-    if (raw >= BigInt(size)) this.fail(`${name} = ${show(raw)} is outside ${section}.size = ${size}`);
+    if (raw >= BigInt(size)) this.fail(`${name} = ${raw} is outside ${section}.size = ${size}`);
     const v = Number(raw);
     if (v + width > size) this.fail(`${name} = ${v} with width ${width} runs past ${section}.size = ${size}`);
     if (align > 1 && v % align !== 0) this.fail(`${name} = ${v} is not aligned to ${align} bytes`);
@@ -273,8 +269,8 @@ class FieldReader {
   innerSize(section: string, field: string): number {
     const size = this.size(section);
     const v = this.t.raw(`${section}.${field}`);
-    if (v === 0n || v > BigInt(size)) this.fail(`${section}.${field} = ${show(v)} is outside ${section}.size = ${size}`);
-    if (Number(v) % this.ptr !== 0) this.fail(`${section}.${field} = ${show(v)} is not aligned to ${this.ptr} bytes`);
+    if (v === 0n || v > BigInt(size)) this.fail(`${section}.${field} = ${v} is outside ${section}.size = ${size}`);
+    if (Number(v) % this.ptr !== 0) this.fail(`${section}.${field} = ${v} is not aligned to ${this.ptr} bytes`);
     return Number(v);
   }
 }
@@ -283,16 +279,16 @@ function selectShape(bytes: Uint8Array, version: PythonVersion, versionWord: big
   const shapes = TABLE_SHAPES.get(version.minor)!;
   const label = `${version.major}.${version.minor}`;
   const fits: Table[] = [];
-  const failures: string[] = [];
+  const failures: { size: number; why: string }[] = [];
   for (const s of shapes) {
     if (bytes.length < s.size) {
-      failures.push(`${s.size}-byte table: the buffer holds only ${bytes.length} bytes`);
+      failures.push({ size: s.size, why: `the buffer holds only ${bytes.length} bytes` });
       continue;
     }
     const t = new Table(bytes, s);
     const bad = anchorFailures(t);
     if (bad.length === 0) fits.push(t);
-    else failures.push(`${s.size}-byte table: ${bad.slice(0, 4).join('; ')}${bad.length > 4 ? `; and ${bad.length - 4} more` : ''}`);
+    else failures.push({ size: s.size, why: `${bad.slice(0, 4).join('; ')}${bad.length > 4 ? `; and ${bad.length - 4} more` : ''}` });
   }
   if (fits.length === 1) return fits[0]!;
   const ver = `0x${versionWord.toString(16)}`;
@@ -302,9 +298,12 @@ function selectShape(bytes: Uint8Array, version: PythonVersion, versionWord: big
     );
   }
   if (shapes.length === 1) {
-    throw new LayoutError(`debug offsets: invalid ${label} table (version ${ver}): ${failures[0]}`);
+    throw new LayoutError(`debug offsets: invalid ${label} table (${failures[0]!.size} bytes, version ${ver}): ${failures[0]!.why}`);
   }
-  throw new LayoutError(`debug offsets: no known ${label} table layout fits (version ${ver}): ${failures.join(' | ')}`);
+  throw new LayoutError(
+    `debug offsets: no known ${label} table layout fits (version ${ver}): ` +
+      failures.map((f) => `${f.size}-byte table: ${f.why}`).join(' | '),
+  );
 }
 
 export function layoutFromDebugOffsets(bytes: Uint8Array): Layout {
@@ -322,7 +321,10 @@ export function layoutFromDebugOffsets(bytes: Uint8Array): Layout {
   const hex = Number(versionWord & 0xffffffffn);
   const major = (hex >>> 24) & 0xff;
   const minor = (hex >>> 16) & 0xff;
-  if (versionWord > 0xffffffffn || major !== 3 || !TABLE_SHAPES.has(minor)) {
+  if (versionWord > 0xffffffffn) {
+    throw new LayoutError(`debug offsets: version ${ver} is not a PY_VERSION_HEX (more than 32 bits)`);
+  }
+  if (major !== 3 || !TABLE_SHAPES.has(minor)) {
     throw new LayoutError(`debug offsets: unsupported Python ${major}.${minor} (debug offsets version ${ver})`);
   }
   let version: PythonVersion;

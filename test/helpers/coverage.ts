@@ -3,7 +3,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 
-const DIR = path.resolve('.cache/test-coverage');
+// set per run by test/setup/coverage-report.ts
+const DIR = process.env.PYUNWIND_COVERAGE_DIR ?? path.resolve('.cache/test-coverage/unsorted');
 
 export function recordCoverage(suite: string, target: string, ok: boolean, reason?: string): void {
   fs.mkdirSync(DIR, { recursive: true });

@@ -3,14 +3,24 @@
 import fs from 'node:fs';
 import path from 'node:path';
 
-const DIR = path.resolve('.cache/test-coverage');
+// One folder per run, so that runs side by side do not mix their lists; test workers inherit
+// the variable.
+const DIR = path.resolve('.cache/test-coverage', `run-${process.pid}-${Date.now()}`);
 
 export function setup(): void {
-  fs.rmSync(DIR, { recursive: true, force: true });
   fs.mkdirSync(DIR, { recursive: true });
+  process.env.PYUNWIND_COVERAGE_DIR = DIR;
 }
 
 export function teardown(): void {
+  try {
+    report();
+  } finally {
+    fs.rmSync(DIR, { recursive: true, force: true });
+  }
+}
+
+function report(): void {
   if (!fs.existsSync(DIR)) return;
   const rows: { suite: string; target: string; ok: boolean; reason?: string }[] = [];
   for (const f of fs.readdirSync(DIR)) {

@@ -1,7 +1,8 @@
 // Layouts for CPython 3.11 and 3.12, which carry no _Py_DebugOffsets. The x86-64 numbers are
-// offsetof/sizeof against the installed internal headers of 3.11.7 and 3.12.1 (the test
-// compiles test/fixtures/offsets.c and compares). The wasm32 numbers are the same structs
-// under the ILP32 ABI, checked against Pyodide 0.25.1 (3.11.3) and 0.27.7 (3.12.7) memory.
+// offsetof/sizeof against the installed internal headers of 3.11.7 and 3.12.1 (Debian's 3.11.2
+// headers give the same numbers); the test compiles test/fixtures/offsets.c and compares. The
+// wasm32 numbers are the same structs under the ILP32 ABI, checked against the memory of
+// Pyodide 0.25.1 (3.11.3) and 0.27.7 (3.12.7).
 
 import { parseVersionHex } from './debug-offsets.js';
 import { LayoutError, type Layout } from './layout.js';
@@ -47,6 +48,7 @@ const TABLES: Record<string, Tables> = {
     freeThreaded: false,
     executableTagMask: 0,
     bottom: 'is-entry-flag',
+    // measured in Pyodide's 3.11.3: 8 bytes further than the ILP32 computation (28) puts it
     runtime: { interpretersHead: 36 },
     interp: { id: 40, next: 0, threadsHead: 16, threadsMain: null, codeObjectGeneration: null },
     tstate: {

@@ -11,11 +11,14 @@
 # Suites are tried in order (sid, then forky, then trixie) per version; a version that no
 # suite offers is reported and skipped (its tests then skip, loudly). Set STDLIB=1 to
 # also unpack libpython3.X-stdlib (asyncio, json, profiling.sampling, ...).
+# The interpreters' C headers (libpython3.X-dev) come too, for the test that checks the layouts
+# against offsetof(); HEADERS=0 leaves them out.
 # Set MIRROR= to override the Debian mirror taken from the host's apt sources.
 set -euo pipefail
 DEST=$(realpath -m "${1:-.cache/cpython}"); [ $# -gt 0 ] && shift
 VERSIONS=${*:-3.13 3.14 3.15}
 STDLIB=${STDLIB:-0}
+HEADERS=${HEADERS:-1}
 SUITES=${SUITES:-sid forky trixie}
 
 mirror() {
@@ -61,7 +64,8 @@ CONF
 
 ok=()
 for v in $VERSIONS; do
-  if [ -x "$DEST/bin/python$v" ] && "$DEST/bin/python$v" -c 'import sys' 2>/dev/null; then
+  have_headers() { [ "$HEADERS" = 0 ] || [ -n "$(compgen -G "$DEST/suites/*/root/usr/include/python$v/internal")" ]; }
+  if [ -x "$DEST/bin/python$v" ] && "$DEST/bin/python$v" -c 'import sys' 2>/dev/null && have_headers; then
     echo "provision-cpython: python$v already in $DEST ($("$DEST/bin/python$v" -c 'import sys; print(sys.version.split()[0])'))"
     ok+=("$v"); continue
   fi
@@ -70,10 +74,13 @@ for v in $VERSIONS; do
     use_suite "$suite" || continue
     pkgs="libc6 libzstd1 libexpat1 zlib1g python$v-minimal libpython$v-minimal"
     [ "$STDLIB" = 1 ] && pkgs="$pkgs libpython$v-stdlib libssl3t64 libffi8"
+    [ "$HEADERS" = 1 ] && pkgs="$pkgs libpython$v-dev"
     if ! (cd "$S/debs" && apt-get download -qq $pkgs >/dev/null 2>&1); then
       echo "provision-cpython: python$v not offered by $suite" >&2; continue
     fi
     for f in "$S"/debs/*.deb; do dpkg-deb -x "$f" "$S/root"; done
+    # only the headers of -dev are wanted: its static libraries are big and unused
+    find "$S/root" -name 'libpython3*.a' -delete
     R=$S/root; LP=$R/usr/lib/x86_64-linux-gnu; LD=$LP/ld-linux-x86-64.so.2
     # The suite's ld.so runs the unmodified interpreter: /proc/PID/exe is then ld.so and the
     # interpreter binary shows up only in /proc/PID/maps (pyunwind handles both).

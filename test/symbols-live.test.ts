@@ -3,37 +3,17 @@
 // strings and line tables, as a recorder would — exactly the bytes the layout says they
 // occupy — and the instruction offsets and line numbers of live frames. The symbolizer, given
 // the layout pyunwind builds for that interpreter, must reproduce Python's own answers.
-import { execFileSync, spawn } from 'node:child_process';
-import { openLinuxProcess } from '../src/record/linux-process.js';
+import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Layout } from '../src/layout/layout.js';
 import { RegionMemory } from '../src/walk/region-memory.js';
 import { SymbolError, Symbolizer, readPyString } from '../src/symbols/index.js';
 import { recordCoverage } from './helpers/coverage.js';
-import { nativeInterpreters } from './helpers/interpreters.js';
+import { liveLayout, nativeInterpreters } from './helpers/interpreters.js';
 
 const SCRIPT = path.resolve('test/fixtures/dump_objects.py');
 const SUITE = 'symbols-live';
-
-/**
- * The interpreter's own layout, as pyunwind builds it for a live target (debug offsets on
- * 3.13+, built-in tables on 3.11/3.12): a short-lived process of the same interpreter is opened.
- */
-async function layoutFor(command: string): Promise<Layout> {
-  const child = spawn(command, ['-c', 'import time; print("up", flush=True); time.sleep(60)'], { stdio: ['ignore', 'pipe', 'inherit'] });
-  try {
-    await new Promise<void>((resolve, reject) => {
-      child.stdout!.once('data', () => resolve());
-      child.once('exit', (c) => reject(new Error(`${command} exited ${c}`)));
-    });
-    const source = openLinuxProcess(child.pid!);
-    source.close();
-    return source.layout;
-  } finally {
-    child.kill('SIGKILL');
-  }
-}
 
 interface Dump {
   version: string;
@@ -52,7 +32,7 @@ describe('str and code objects copied from real interpreters', () => {
         ctx.skip();
       };
       if (py.missing) return skip(py.missing);
-      const l = await layoutFor(py.command);
+      const l = await liveLayout(py.command);
       const arg = JSON.stringify({ ...l.unicode, codeAdaptive: l.code.codeAdaptive, obSval: l.bytes.obSval, ptr: 8 });
       const out = execFileSync(py.command, [SCRIPT, arg], { encoding: 'utf8', maxBuffer: 1 << 28, timeout: 60_000 });
       const d = JSON.parse(out) as Dump;

@@ -60,3 +60,26 @@ export function nativeInterpreters(): Interpreter[] {
   ];
   return cached;
 }
+
+/**
+ * The layout pyunwind builds for an interpreter, from a short-lived live process of it (debug
+ * offsets on 3.13+, built-in tables before).
+ */
+export async function liveLayout(command: string): Promise<import('../../src/layout/layout.js').Layout> {
+  const { spawn } = await import('node:child_process');
+  const { openLinuxProcess } = await import('../../src/record/linux-process.js');
+  const child = spawn(command, ['-c', 'import time; print("up", flush=True); time.sleep(60)'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      child.stdout!.once('data', () => resolve());
+      child.once('exit', (c) => reject(new Error(`${command} exited ${c}`)));
+    });
+    const source = openLinuxProcess(child.pid!);
+    source.close();
+    return source.layout;
+  } finally {
+    child.kill('SIGKILL');
+  }
+}

@@ -1,0 +1,80 @@
+// pyunwind dump --pid PID: the current stack of every thread of a running Python, once, with
+// each stack's status.
+
+import { parseArgs } from 'node:util';
+import { openLinuxProcess } from '../record/linux-process.js';
+import { takeSnapshot } from '../record/snapshot.js';
+import { unwindSnapshot, type ThreadStack } from '../unwind.js';
+import { KernelWalker } from '../walk/kernel-walker.js';
+import { UsageError } from './errors.js';
+import { parsePid } from './options.js';
+
+export const DUMP_HELP = `Usage: pyunwind dump --pid PID [--format text|json]
+
+Print the Python stack of every thread of process PID, once, each with its status
+(complete, complete-unverifiable, idle, or why it was rejected).
+
+Options:
+  -p, --pid PID        the Python process (same user as you, or CAP_SYS_PTRACE)
+  -f, --format FORMAT  text (default) or json
+  -h, --help           this help
+`;
+
+export async function dump(argv: string[], out: (s: string) => void): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      pid: { type: 'string', short: 'p' },
+      format: { type: 'string', short: 'f', default: 'text' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+  if (values.help) {
+    out(DUMP_HELP);
+    return 0;
+  }
+  if (values.pid === undefined) throw new UsageError('dump needs --pid PID');
+  const pid = parsePid(values.pid);
+  if (values.format !== 'text' && values.format !== 'json') throw new UsageError(`unknown format "${values.format}" (text or json)`);
+
+  const source = openLinuxProcess(pid);
+  let stacks: ThreadStack[];
+  try {
+    const snapshot = takeSnapshot(source);
+    stacks = unwindSnapshot(snapshot, await KernelWalker.load());
+  } finally {
+    source.close();
+  }
+  if (values.format === 'json') {
+    out(
+      JSON.stringify(
+        {
+          target: source.description,
+          threads: stacks.map((t) => ({
+            interpreterId: Number(t.interpreterId),
+            threadId: t.threadId.toString(),
+            nativeThreadId: Number(t.nativeThreadId),
+            status: t.status,
+            failAddress: t.walk.failAddress === 0n ? undefined : `0x${t.walk.failAddress.toString(16)}`,
+            copyErrors: t.copyErrors.length ? t.copyErrors : undefined,
+            frames: t.frames.map((f) => ({ qualname: f.qualname, filename: f.filename, line: f.line })),
+          })),
+        },
+        null,
+        2,
+      ) + '\n',
+    );
+    return 0;
+  }
+  const lines = [`${source.description}: ${stacks.length} thread${stacks.length === 1 ? '' : 's'}`];
+  for (const t of stacks) {
+    const why = t.walk.failAddress !== 0n ? ` (at 0x${t.walk.failAddress.toString(16)})` : '';
+    lines.push('', `Thread ${t.nativeThreadId} (interpreter ${t.interpreterId}, thread_id 0x${t.threadId.toString(16)}): ${t.status}${why}`);
+    for (const e of t.copyErrors) lines.push(`  ! ${e}`);
+    for (const f of t.frames) lines.push(`  ${f.qualname} (${f.filename}:${f.line ?? '?'})`);
+  }
+  out(lines.join('\n') + '\n');
+  return 0;
+}

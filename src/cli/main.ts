@@ -1,0 +1,49 @@
+// The pyunwind command: one verb per job.
+
+import { dump, DUMP_HELP } from './dump.js';
+import { EXIT, oneLine, UsageError } from './errors.js';
+
+export const VERSION = '0.1.0';
+
+const HELP = `pyunwind ${VERSION} — trustworthy Python stack samples from raw CPython memory
+
+Usage: pyunwind COMMAND [OPTIONS]
+
+Commands:
+  dump      print the current stack of every thread of a running Python, once
+  help      this help (also: pyunwind COMMAND --help)
+
+Statuses: complete (3.15: the chain reached the thread's base frame), complete-unverifiable
+(before 3.15), idle (no Python frame), or a rejection: incomplete, dangling, cycle, too-deep,
+corrupt, no-thread-state, torn. See docs/how-it-works.md.
+`;
+
+type Command = (argv: string[], out: (s: string) => void) => Promise<number>;
+
+const COMMANDS: Record<string, { run: Command; help: string }> = {
+  dump: { run: dump, help: DUMP_HELP },
+};
+
+export async function main(argv: string[], out = (s: string) => void process.stdout.write(s), err = (s: string) => void process.stderr.write(s)): Promise<number> {
+  const [verb, ...rest] = argv;
+  if (verb === undefined || verb === 'help' || verb === '--help' || verb === '-h') {
+    out(HELP);
+    return verb === undefined ? EXIT.usage : EXIT.ok;
+  }
+  if (verb === '--version' || verb === '-V') {
+    out(`pyunwind ${VERSION}\n`);
+    return EXIT.ok;
+  }
+  const command = COMMANDS[verb];
+  if (!command) {
+    err(`pyunwind: unknown command "${verb}" (try: pyunwind --help)\n`);
+    return EXIT.usage;
+  }
+  try {
+    return await command.run(rest, out);
+  } catch (e) {
+    const usage = e instanceof UsageError || (e as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
+    err(`pyunwind ${verb}: ${oneLine(e)}${usage ? ` (try: pyunwind ${verb} --help)` : ''}\n`);
+    return usage ? EXIT.usage : EXIT.failure;
+  }
+}

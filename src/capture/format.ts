@@ -1,0 +1,700 @@
+// The byte-level vocabulary of a .pyuw capture: constants, limits, checksums, varints, the
+// file header and block framing. The writer and the reader both build on this file so that
+// the two can never disagree about a number; docs/capture-format.md is its prose twin.
+//
+// Everything a reader parses here comes from outside: every length is checked against what
+// is left and against a fixed limit before it is used, and every error names the byte.
+
+import crc32Module from 'crc-32';
+import { Inflate, deflateSync } from 'fflate';
+import type { LayoutSource } from '../layout/layout.js';
+import type { Region } from '../walk/types.js';
+import { CaptureError, type CaptureHeader, type CodeRecord } from './types.js';
+
+// ---------------------------------------------------------------------------------------
+// Constants
+
+/**
+ * First 8 bytes of every capture. Like PNG's signature: the high first byte catches
+ * 7-bit transfers and the CR LF / SUB bytes catch text-mode line-ending translation.
+ */
+export const FILE_MAGIC = Uint8Array.of(0x89, 0x50, 0x59, 0x55, 0x57, 0x0d, 0x0a, 0x1a); // \x89 P Y U W \r \n \x1a
+/** First 4 bytes of every block frame; the reader scans for them to resynchronize. */
+export const BLOCK_MAGIC = Uint8Array.of(0x50, 0x59, 0x55, 0x42); // "PYUB"
+
+/** Readers refuse a different major version; any minor version of their major is readable. */
+export const FORMAT_MAJOR = 1;
+export const FORMAT_MINOR = 0;
+
+/** magic(8) major(2) minor(2) body length(4) */
+export const HEADER_PREFIX_SIZE = 16;
+/** magic(4) type(1) compression(1) reserved(2) seq(4) stored(4) raw(4) payload crc(4) frame crc(4) */
+export const FRAME_SIZE = 28;
+
+export const BLOCK_TYPE = { RECORDS: 1, END: 2 } as const;
+export const COMPRESSION = { NONE: 0, DEFLATE: 1 } as const;
+export const RECORD_TYPE = { CODE: 1, SAMPLE: 2 } as const;
+export const SAMPLE_FORM = { WHOLE: 0, PATCH: 1 } as const;
+export const REGION_KIND = { LITERAL: 0, PATCH: 1 } as const;
+export const RECORDER_STATUS_CODE = { ok: 0, torn: 1 } as const;
+
+/** Header body bigger than this is not a header a writer made (a layout blob is ~1 KB). */
+export const MAX_HEADER_BODY = 16 << 20;
+/**
+ * A block's raw (and so its stored) length. It bounds the memory one block can ask for and,
+ * with the bounded inflate below, the time a crafted deflate stream can cost.
+ */
+export const MAX_BLOCK_RAW = 64 << 20;
+export const DEFAULT_BLOCK_BYTES = 1 << 20;
+export const DEFAULT_COMPRESSION_LEVEL = 6;
+
+const U64_MAX = (1n << 64n) - 1n;
+
+// ---------------------------------------------------------------------------------------
+// Checksums and small helpers
+
+// crc-32 is CommonJS; its default import is the module object.
+const CRC32 = crc32Module as unknown as { buf(data: Uint8Array, seed?: number): number };
+
+/** CRC-32 (IEEE 802.3, as zlib/PNG), unsigned. */
+export function crc32(bytes: Uint8Array): number {
+  return CRC32.buf(bytes) >>> 0;
+}
+
+export function hex32(n: number): string {
+  return '0x' + (n >>> 0).toString(16).padStart(8, '0');
+}
+
+/** "89 50 59 … ("?PYU…")": how a file's first bytes look, for "not a capture" errors. */
+export function describeBytes(bytes: Uint8Array, max = 16): string {
+  const shown = bytes.subarray(0, max);
+  const hexes = Array.from(shown, (b) => b.toString(16).padStart(2, '0')).join(' ');
+  const text = Array.from(shown, (b) => (b >= 0x20 && b < 0x7f ? String.fromCharCode(b) : '.')).join('');
+  return `${hexes}${bytes.length > max ? ' …' : ''} "${text}"`;
+}
+
+function startsWith(bytes: Uint8Array, at: number, magic: Uint8Array): boolean {
+  if (at < 0 || at + magic.length > bytes.length) return false;
+  for (let i = 0; i < magic.length; i++) if (bytes[at + i] !== magic[i]) return false;
+  return true;
+}
+
+const textEncoder = new TextEncoder();
+const textDecoder = new TextDecoder(); // not fatal: a bad byte becomes U+FFFD, never an exception
+
+// ---------------------------------------------------------------------------------------
+// Writing bytes
+
+/** An append-only byte buffer with LEB128 varints. */
+export class ByteWriter {
+  private buf: Uint8Array;
+  length = 0;
+
+  constructor(initial = 256) {
+    this.buf = new Uint8Array(initial);
+  }
+
+  private ensure(n: number): void {
+    const need = this.length + n;
+    if (need <= this.buf.length) return;
+    let size = this.buf.length * 2;
+    while (size < need) size *= 2;
+    const next = new Uint8Array(size);
+    next.set(this.buf.subarray(0, this.length));
+    this.buf = next;
+  }
+
+  /** The bytes written so far (a view: valid until the next write or reset). */
+  view(): Uint8Array {
+    return this.buf.subarray(0, this.length);
+  }
+
+  reset(): void {
+    this.length = 0;
+  }
+
+  u8(v: number): void {
+    this.ensure(1);
+    this.buf[this.length++] = v;
+  }
+
+  u32(v: number): void {
+    this.ensure(4);
+    const b = this.buf;
+    const p = this.length;
+    b[p] = v & 0xff;
+    b[p + 1] = (v >>> 8) & 0xff;
+    b[p + 2] = (v >>> 16) & 0xff;
+    b[p + 3] = (v >>> 24) & 0xff;
+    this.length = p + 4;
+  }
+
+  bytes(src: Uint8Array): void {
+    this.ensure(src.length);
+    this.buf.set(src, this.length);
+    this.length += src.length;
+  }
+
+  /** Unsigned LEB128 of a non-negative safe integer. */
+  uint(v: number): void {
+    this.ensure(8);
+    const b = this.buf;
+    let p = this.length;
+    // above 2^31 bit operators would wrap: divide instead
+    while (v >= 0x80000000) {
+      b[p++] = (v % 128) | 0x80;
+      v = Math.floor(v / 128);
+    }
+    while (v >= 0x80) {
+      b[p++] = (v & 0x7f) | 0x80;
+      v >>>= 7;
+    }
+    b[p++] = v;
+    this.length = p;
+  }
+
+  /** Unsigned LEB128 of a 64-bit value (at most 10 bytes). */
+  big(v: bigint): void {
+    if (v <= 0x1f_ffff_ffff_ffffn) {
+      this.uint(Number(v));
+      return;
+    }
+    this.ensure(10);
+    while (v >= 0x80n) {
+      this.buf[this.length++] = Number(v & 0x7fn) | 0x80;
+      v >>= 7n;
+    }
+    this.buf[this.length++] = Number(v);
+  }
+
+  /** Zigzag (0, -1, 1, -2, … → 0, 1, 2, 3, …) then LEB128, for a signed safe integer. */
+  sint(v: number): void {
+    if (v >= 0 && v <= 0xf_ffff_ffff_ffff) this.uint(v * 2);
+    else if (v < 0 && v >= -0xf_ffff_ffff_ffff) this.uint(-v * 2 - 1);
+    else this.big(v >= 0 ? BigInt(v) * 2n : -BigInt(v) * 2n - 1n); // |v| ≥ 2^52: zigzag leaves 2^53
+  }
+
+  /** varint length + UTF-8 */
+  string(s: string): void {
+    const utf8 = textEncoder.encode(s);
+    this.uint(utf8.length);
+    this.bytes(utf8);
+  }
+}
+
+/** Bytes a varint of `v` takes, for the writer's size estimates. */
+export function uintSize(v: number): number {
+  let n = 1;
+  while (v >= 128) {
+    v = Math.floor(v / 128);
+    n++;
+  }
+  return n;
+}
+
+export function bigSize(v: bigint): number {
+  let n = 1;
+  while (v >= 128n) {
+    v >>= 7n;
+    n++;
+  }
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------
+// Reading bytes
+
+/** A malformed payload: `at` is the byte offset inside the buffer being decoded. */
+export class DecodeError extends Error {
+  override name = 'DecodeError';
+  constructor(
+    message: string,
+    readonly at: number,
+  ) {
+    super(message);
+  }
+}
+
+/** A bounds-checked cursor over one buffer; every read past `end` is a DecodeError. */
+export class ByteReader {
+  pos: number;
+
+  constructor(
+    readonly buf: Uint8Array,
+    pos = 0,
+    readonly end = buf.length,
+  ) {
+    this.pos = pos;
+  }
+
+  get remaining(): number {
+    return this.end - this.pos;
+  }
+
+  fail(message: string, at = this.pos): never {
+    throw new DecodeError(message, at);
+  }
+
+  u8(what: string): number {
+    if (this.pos >= this.end) this.fail(`${what}: the data ends here`);
+    return this.buf[this.pos++]!;
+  }
+
+  u32(what: string): number {
+    if (this.end - this.pos < 4) this.fail(`${what}: the data ends here`);
+    const b = this.buf;
+    const p = this.pos;
+    this.pos = p + 4;
+    return (b[p]! | (b[p + 1]! << 8) | (b[p + 2]! << 16) | (b[p + 3]! << 24)) >>> 0;
+  }
+
+  /** `n` bytes as a view into the buffer (no copy). */
+  bytes(n: number, what: string): Uint8Array {
+    if (n > this.end - this.pos) this.fail(`${what}: ${n} bytes wanted, ${this.end - this.pos} left`);
+    const v = this.buf.subarray(this.pos, this.pos + n);
+    this.pos += n;
+    return v;
+  }
+
+  /** Unsigned LEB128 no larger than 2^53 − 1. */
+  uint(what: string): number {
+    const start = this.pos;
+    const b = this.buf;
+    let result = 0;
+    let scale = 1;
+    // 8 bytes carry 56 bits: enough for 2^53; more is not a number this format writes
+    for (let i = 0; i < 8; i++) {
+      if (this.pos >= this.end) this.fail(`${what}: the data ends inside a varint`, start);
+      const byte = b[this.pos++]!;
+      result += (byte & 0x7f) * scale;
+      if (byte < 0x80) {
+        if (result > Number.MAX_SAFE_INTEGER) this.fail(`${what}: varint exceeds 2^53`, start);
+        return result;
+      }
+      scale *= 128;
+    }
+    return this.fail(`${what}: varint longer than 8 bytes`, start);
+  }
+
+  /** Unsigned LEB128 of a 64-bit value. */
+  big(what: string): bigint {
+    const start = this.pos;
+    const b = this.buf;
+    // fast path: up to 7 bytes (49 bits) fits a double exactly — every user-space address
+    let result = 0;
+    let scale = 1;
+    for (let i = 0; i < 7; i++) {
+      if (this.pos >= this.end) this.fail(`${what}: the data ends inside a varint`, start);
+      const byte = b[this.pos++]!;
+      result += (byte & 0x7f) * scale;
+      if (byte < 0x80) return BigInt(result);
+      scale *= 128;
+    }
+    let big = BigInt(result);
+    let shift = 49n;
+    for (let i = 7; i < 10; i++) {
+      if (this.pos >= this.end) this.fail(`${what}: the data ends inside a varint`, start);
+      const byte = b[this.pos++]!;
+      big |= BigInt(byte & 0x7f) << shift;
+      if (byte < 0x80) {
+        if (big > U64_MAX) this.fail(`${what}: varint exceeds 64 bits`, start);
+        return big;
+      }
+      shift += 7n;
+    }
+    return this.fail(`${what}: varint longer than 10 bytes`, start);
+  }
+
+  /** Zigzag LEB128 of a signed safe integer. */
+  sint(what: string): number {
+    const start = this.pos;
+    const z = this.big(what);
+    const v = z & 1n ? -(z >> 1n) - 1n : z >> 1n;
+    if (v > BigInt(Number.MAX_SAFE_INTEGER) || v < BigInt(Number.MIN_SAFE_INTEGER)) this.fail(`${what}: value exceeds 2^53`, start);
+    return Number(v);
+  }
+
+  /** A count of items that each take at least `minBytes`: a larger count cannot be honest. */
+  count(what: string, minBytes: number): number {
+    const start = this.pos;
+    const n = this.uint(what);
+    if (n * minBytes > this.end - this.pos) this.fail(`${what}: ${n} items cannot fit in the ${this.end - this.pos} bytes left`, start);
+    return n;
+  }
+
+  string(what: string): string {
+    const n = this.uint(`${what} length`);
+    return textDecoder.decode(this.bytes(n, what));
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Values the writer is handed: checked before they reach the file, so that what is written
+// always reads back as the same value.
+
+export function checkU64(v: unknown, what: string): bigint {
+  if (typeof v !== 'bigint' || v < 0n || v > U64_MAX) throw new RangeError(`${what} must be a bigint in [0, 2^64) (got ${String(v)})`);
+  return v;
+}
+
+export function checkUint(v: unknown, what: string): number {
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw new RangeError(`${what} must be a non-negative safe integer (got ${String(v)})`);
+  return v;
+}
+
+function checkRegions(regions: unknown, what: string): Region[] {
+  if (!Array.isArray(regions)) throw new TypeError(`${what} must be an array of regions`);
+  regions.forEach((r: Region, i) => {
+    checkU64(r?.address, `${what}[${i}].address`);
+    if (!(r.bytes instanceof Uint8Array)) throw new TypeError(`${what}[${i}].bytes must be a Uint8Array`);
+    if (r.bytes.length > MAX_BLOCK_RAW) throw new RangeError(`${what}[${i}] is ${r.bytes.length} bytes: more than a block may hold (${MAX_BLOCK_RAW})`);
+  });
+  return regions as Region[];
+}
+
+export { checkRegions };
+
+// ---------------------------------------------------------------------------------------
+// Literal regions and code records (code records are never patched: each is copied once)
+
+export function writeLiteralRegion(w: ByteWriter, r: Region): void {
+  w.big(r.address);
+  w.uint(r.bytes.length);
+  w.bytes(r.bytes);
+}
+
+/** A region whose bytes are a view into the payload (no copy). */
+export function readLiteralRegion(r: ByteReader, what: string): Region {
+  const address = r.big(`${what} address`);
+  const n = r.uint(`${what} length`);
+  return { address, bytes: r.bytes(n, `${what} bytes`) };
+}
+
+export function writeCodeRecord(w: ByteWriter, rec: CodeRecord): void {
+  w.big(rec.address);
+  w.uint(rec.regions.length);
+  for (const r of rec.regions) writeLiteralRegion(w, r);
+}
+
+export function readCodeRecord(r: ByteReader): CodeRecord {
+  const address = r.big('code address');
+  const n = r.count('code region count', 2);
+  const regions: Region[] = new Array(n);
+  for (let i = 0; i < n; i++) regions[i] = readLiteralRegion(r, `code region ${i}`);
+  return { address, regions };
+}
+
+export function checkCodeRecord(rec: CodeRecord): void {
+  checkU64(rec?.address, 'code record address');
+  checkRegions(rec.regions, 'code record regions');
+}
+
+// ---------------------------------------------------------------------------------------
+// File header
+
+/** What the header says besides the CaptureHeader itself. */
+export interface HeaderInfo {
+  header: CaptureHeader;
+  major: number;
+  minor: number;
+  /** byte offset of the first block */
+  end: number;
+}
+
+export function encodeHeader(h: CaptureHeader): Uint8Array {
+  const src = h.layoutSource;
+  let layout: Record<string, unknown>;
+  let blob = new Uint8Array(0);
+  if (src?.kind === 'debug-offsets') {
+    if (!(src.bytes instanceof Uint8Array)) throw new TypeError('header.layoutSource.bytes must be a Uint8Array');
+    layout = { kind: src.kind };
+    blob = src.bytes;
+  } else if (src?.kind === 'builtin') {
+    if (typeof src.id !== 'string') throw new TypeError('header.layoutSource.id must be a string');
+    checkUint(src.versionHex, 'header.layoutSource.versionHex');
+    layout = { kind: src.kind, id: src.id, versionHex: src.versionHex };
+  } else {
+    throw new TypeError(`header.layoutSource.kind must be "debug-offsets" or "builtin"`);
+  }
+  if (h.pointerSize !== 4 && h.pointerSize !== 8) throw new RangeError(`header.pointerSize must be 4 or 8 (got ${String(h.pointerSize)})`);
+  for (const k of ['pythonVersion', 'target', 'recorder'] as const) {
+    if (typeof h[k] !== 'string') throw new TypeError(`header.${k} must be a string`);
+  }
+  for (const k of ['rateHz', 'startTime'] as const) {
+    if (typeof h[k] !== 'number' || !Number.isFinite(h[k])) throw new RangeError(`header.${k} must be a finite number (got ${String(h[k])})`);
+  }
+  checkU64(h.runtimeAddress, 'header.runtimeAddress');
+  if (h.command !== undefined && (!Array.isArray(h.command) || h.command.some((a) => typeof a !== 'string'))) {
+    throw new TypeError('header.command must be an array of strings');
+  }
+  if (h.pid !== undefined) checkUint(h.pid, 'header.pid');
+  if (h.mode !== undefined && typeof h.mode !== 'string') throw new TypeError('header.mode must be a string');
+
+  // JSON for the descriptive part: readable with `strings`, and new optional fields cost
+  // nothing to add. Bigints go as hex strings (JSON numbers are doubles).
+  const json: Record<string, unknown> = {
+    layoutSource: layout,
+    pointerSize: h.pointerSize,
+    pythonVersion: h.pythonVersion,
+    target: h.target,
+    runtimeAddress: '0x' + h.runtimeAddress.toString(16),
+    rateHz: h.rateHz,
+    startTime: h.startTime,
+    recorder: h.recorder,
+  };
+  if (h.command !== undefined) json.command = h.command;
+  if (h.pid !== undefined) json.pid = h.pid;
+  if (h.mode !== undefined) json.mode = h.mode;
+
+  const body = new ByteWriter(512 + blob.length);
+  body.string(JSON.stringify(json));
+  body.uint(blob.length);
+  body.bytes(blob);
+  if (body.length > MAX_HEADER_BODY) throw new RangeError(`header is ${body.length} bytes, more than ${MAX_HEADER_BODY}`);
+
+  const out = new ByteWriter(HEADER_PREFIX_SIZE + body.length + 4);
+  out.bytes(FILE_MAGIC);
+  out.u8(FORMAT_MAJOR & 0xff);
+  out.u8(FORMAT_MAJOR >>> 8);
+  out.u8(FORMAT_MINOR & 0xff);
+  out.u8(FORMAT_MINOR >>> 8);
+  out.u32(body.length);
+  out.bytes(body.view());
+  out.u32(crc32(out.view().subarray(FILE_MAGIC.length)));
+  return out.view().slice();
+}
+
+/**
+ * Parses the header from the first bytes of a file. `read(offset, length)` returns up to
+ * `length` bytes (fewer only at the end of the file); `size` is the file's length.
+ * Throws CaptureError naming `name` and the byte for anything that is not a usable header.
+ */
+export function decodeHeader(name: string, size: number, read: (offset: number, length: number) => Uint8Array): HeaderInfo {
+  if (size === 0) throw new CaptureError(`${name} is empty: not a pyunwind capture`);
+  const prefix = read(0, Math.min(size, HEADER_PREFIX_SIZE));
+  const magicPart = prefix.subarray(0, Math.min(prefix.length, FILE_MAGIC.length));
+  if (!magicPart.every((b, i) => b === FILE_MAGIC[i])) {
+    throw new CaptureError(`${name} is not a pyunwind capture (starts with ${describeBytes(prefix)})`);
+  }
+  if (size < HEADER_PREFIX_SIZE) {
+    throw new CaptureError(`${name} ends at byte ${size} inside its header (which needs at least ${HEADER_PREFIX_SIZE + 4} bytes): the recording was cut short`);
+  }
+  const major = prefix[8]! | (prefix[9]! << 8);
+  const minor = prefix[10]! | (prefix[11]! << 8);
+  if (major !== FORMAT_MAJOR) {
+    throw new CaptureError(
+      `${name} is a pyunwind capture of format version ${major}.${minor}; this pyunwind reads format ${FORMAT_MAJOR}.x` +
+        (major > FORMAT_MAJOR ? ' (it was written by a newer pyunwind)' : ''),
+    );
+  }
+  const bodyLength = new ByteReader(prefix, 12).u32('header length');
+  if (bodyLength > MAX_HEADER_BODY) {
+    throw new CaptureError(`${name}: header length ${bodyLength} at byte 12 is larger than any header (${MAX_HEADER_BODY}): the file is damaged`);
+  }
+  const end = HEADER_PREFIX_SIZE + bodyLength + 4;
+  if (size < end) {
+    throw new CaptureError(`${name} ends at byte ${size} inside its header (which ends at byte ${end}): the recording was cut short`);
+  }
+  const all = read(0, end);
+  const stored = new ByteReader(all, end - 4).u32('header checksum');
+  const computed = crc32(all.subarray(FILE_MAGIC.length, end - 4));
+  if (stored !== computed) {
+    throw new CaptureError(`${name}: header checksum mismatch at byte ${end - 4} (stored ${hex32(stored)}, computed ${hex32(computed)}): the header is damaged`);
+  }
+
+  const r = new ByteReader(all, HEADER_PREFIX_SIZE, end - 4);
+  let json: unknown;
+  let blob: Uint8Array;
+  try {
+    const text = r.string('header JSON');
+    blob = r.bytes(r.uint('layout bytes length'), 'layout bytes');
+    // anything after the blob belongs to a later minor version: ignored
+    json = JSON.parse(text);
+  } catch (e) {
+    const at = e instanceof DecodeError ? ` at byte ${e.at}` : '';
+    throw new CaptureError(`${name}: the header${at} cannot be read: ${(e as Error).message}`);
+  }
+  return { header: headerFromJson(name, json, blob.slice()), major, minor, end };
+}
+
+function headerFromJson(name: string, json: unknown, blob: Uint8Array): CaptureHeader {
+  const bad = (field: string, want: string): never => {
+    throw new CaptureError(`${name}: header field "${field}" ${want}`);
+  };
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) return bad('(root)', 'must be a JSON object');
+  const o = json as Record<string, unknown>;
+  const str = (k: string): string => (typeof o[k] === 'string' ? (o[k] as string) : bad(k, 'must be a string'));
+  const num = (k: string): number => (typeof o[k] === 'number' && Number.isFinite(o[k]) ? (o[k] as number) : bad(k, 'must be a number'));
+
+  const ls = o.layoutSource as Record<string, unknown> | undefined;
+  let layoutSource: LayoutSource;
+  if (typeof ls !== 'object' || ls === null) return bad('layoutSource', 'must be an object');
+  if (ls.kind === 'debug-offsets') {
+    layoutSource = { kind: 'debug-offsets', bytes: blob };
+  } else if (ls.kind === 'builtin') {
+    if (typeof ls.id !== 'string') return bad('layoutSource.id', 'must be a string');
+    if (typeof ls.versionHex !== 'number' || !Number.isSafeInteger(ls.versionHex)) return bad('layoutSource.versionHex', 'must be an integer');
+    layoutSource = { kind: 'builtin', id: ls.id, versionHex: ls.versionHex };
+  } else {
+    return bad('layoutSource.kind', `is ${JSON.stringify(ls.kind)}, which this pyunwind does not know`);
+  }
+
+  const pointerSize = o.pointerSize;
+  if (pointerSize !== 4 && pointerSize !== 8) return bad('pointerSize', 'must be 4 or 8');
+  const ra = str('runtimeAddress');
+  if (!/^0x[0-9a-f]{1,16}$/i.test(ra)) bad('runtimeAddress', 'must be a hex string "0x…" of at most 64 bits');
+
+  const header: CaptureHeader = {
+    layoutSource,
+    pointerSize,
+    pythonVersion: str('pythonVersion'),
+    target: str('target'),
+    runtimeAddress: BigInt(ra),
+    rateHz: num('rateHz'),
+    startTime: num('startTime'),
+    recorder: str('recorder'),
+  };
+  if (o.command !== undefined) {
+    if (!Array.isArray(o.command) || o.command.some((a) => typeof a !== 'string')) bad('command', 'must be an array of strings');
+    header.command = o.command as string[];
+  }
+  if (o.pid !== undefined) {
+    if (typeof o.pid !== 'number' || !Number.isSafeInteger(o.pid)) bad('pid', 'must be an integer');
+    header.pid = o.pid as number;
+  }
+  if (o.mode !== undefined) header.mode = str('mode');
+  // other fields: written by a later version, ignored
+  return header;
+}
+
+// ---------------------------------------------------------------------------------------
+// Block framing
+
+export interface Frame {
+  type: number;
+  compression: number;
+  /** the writer's 0-based block number */
+  seq: number;
+  storedLength: number;
+  rawLength: number;
+  payloadCrc: number;
+}
+
+/** Frame + payload, ready for one write. Deflated unless that would not be smaller. */
+export function encodeBlock(type: number, seq: number, raw: Uint8Array, level = DEFAULT_COMPRESSION_LEVEL): Uint8Array {
+  if (raw.length > MAX_BLOCK_RAW) throw new RangeError(`block of ${raw.length} bytes exceeds the format's limit of ${MAX_BLOCK_RAW}`);
+  let stored = raw;
+  let compression: number = COMPRESSION.NONE;
+  if (level > 0 && raw.length > 0) {
+    const deflated = deflateSync(raw, { level: Math.min(9, Math.max(1, Math.round(level))) as 1 });
+    if (deflated.length < raw.length) {
+      stored = deflated;
+      compression = COMPRESSION.DEFLATE;
+    }
+  }
+  return frameBlock({ type, compression, seq, storedLength: stored.length, rawLength: raw.length, payloadCrc: crc32(stored) }, stored);
+}
+
+/** Writes a frame around already-stored bytes (the tests use it to frame crafted payloads). */
+export function frameBlock(f: Frame, stored: Uint8Array): Uint8Array {
+  const w = new ByteWriter(FRAME_SIZE + stored.length);
+  w.bytes(BLOCK_MAGIC);
+  w.u8(f.type);
+  w.u8(f.compression);
+  w.u8(0);
+  w.u8(0);
+  w.u32(f.seq);
+  w.u32(f.storedLength);
+  w.u32(f.rawLength);
+  w.u32(f.payloadCrc);
+  w.u32(crc32(w.view()));
+  w.bytes(stored);
+  return w.view();
+}
+
+/** The frame at `at` in `bytes`, or why there is none (magic or frame checksum). */
+export function parseFrame(bytes: Uint8Array, at = 0): Frame | string {
+  if (bytes.length - at < FRAME_SIZE) return 'too short';
+  if (!startsWith(bytes, at, BLOCK_MAGIC)) return `no block magic (found ${describeBytes(bytes.subarray(at, at + 4), 4)})`;
+  const r = new ByteReader(bytes, at + 4, at + FRAME_SIZE);
+  const type = r.u8('type');
+  const compression = r.u8('compression');
+  r.pos += 2; // reserved
+  const seq = r.u32('seq');
+  const storedLength = r.u32('stored length');
+  const rawLength = r.u32('raw length');
+  const payloadCrc = r.u32('payload crc');
+  const stored = r.u32('frame crc');
+  const computed = crc32(bytes.subarray(at, at + FRAME_SIZE - 4));
+  if (stored !== computed) return `frame checksum mismatch (stored ${hex32(stored)}, computed ${hex32(computed)})`;
+  return { type, compression, seq, storedLength, rawLength, payloadCrc };
+}
+
+/** Offset of the first BLOCK_MAGIC in `bytes` at or after `from`, or -1. */
+export function findMagic(bytes: Uint8Array, from: number): number {
+  const m0 = BLOCK_MAGIC[0]!;
+  for (let i = bytes.indexOf(m0, from); i !== -1; i = bytes.indexOf(m0, i + 1)) {
+    if (startsWith(bytes, i, BLOCK_MAGIC)) return i;
+    if (i + BLOCK_MAGIC.length > bytes.length) break;
+  }
+  return -1;
+}
+
+/** Input handed to the inflater per step: bounds the output one step can make (~1032×). */
+const INFLATE_STEP = 16 << 10;
+
+/**
+ * Inflates a raw-DEFLATE payload that must yield exactly `rawLength` bytes. fflate's
+ * one-shot inflate keeps running past a given output buffer, so a crafted stream could spend
+ * ~1000× its size in time; fed in steps, the work stops soon after the output passes
+ * `rawLength`.
+ */
+export function inflateExact(stored: Uint8Array, rawLength: number): Uint8Array {
+  const out = new Uint8Array(rawLength);
+  let length = 0;
+  let overflow = false;
+  const inflater = new Inflate((chunk) => {
+    if (overflow) return;
+    if (length + chunk.length > rawLength) {
+      overflow = true;
+      return;
+    }
+    out.set(chunk, length);
+    length += chunk.length;
+  });
+  for (let p = 0; p < stored.length && !overflow; p += INFLATE_STEP) {
+    const end = Math.min(stored.length, p + INFLATE_STEP);
+    inflater.push(stored.subarray(p, end), end === stored.length);
+  }
+  if (stored.length === 0) throw new Error('empty deflate stream');
+  if (overflow) throw new Error(`inflates to more than the ${rawLength} bytes the frame announces`);
+  if (length !== rawLength) throw new Error(`inflates to ${length} bytes, the frame announces ${rawLength}`);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
+// End block
+
+/** The totals the writer records in its end block. */
+export interface CaptureTrailer {
+  /** record blocks written before the end block */
+  blocks: number;
+  samples: number;
+  codes: number;
+  missed: number;
+}
+
+export function encodeTrailer(t: CaptureTrailer): Uint8Array {
+  const w = new ByteWriter(32);
+  w.uint(t.blocks);
+  w.uint(t.samples);
+  w.uint(t.codes);
+  w.uint(t.missed);
+  return w.view().slice();
+}
+
+export function decodeTrailer(raw: Uint8Array): CaptureTrailer {
+  const r = new ByteReader(raw);
+  // fields a later minor version appends are ignored
+  return { blocks: r.uint('trailer blocks'), samples: r.uint('trailer samples'), codes: r.uint('trailer codes'), missed: r.uint('trailer missed') };
+}

@@ -1,0 +1,23 @@
+// Names every export shares, so a thread or a frame reads the same in each format.
+
+import type { ThreadProfile } from '../profile/thread.js';
+import type { SampleFrame } from '../profile/types.js';
+
+/** The pseudo-frame that idle samples (trusted, no Python frame) get when an export shows them. */
+export const IDLE_FRAME = '<idle>';
+
+/**
+ * How a thread is named in every export: `MainThread (tid 1234)` when the recorder gave a
+ * name, `thread 1234` otherwise (tid: the native thread id, as `top`/`ps` show it), with the
+ * interpreter added for a subinterpreter: `worker (tid 1234, interp 2)`.
+ */
+export function threadLabel(t: Pick<ThreadProfile, 'name' | 'nativeThreadId' | 'interpreterId'>): string {
+  const interp = t.interpreterId === 0n ? '' : `interp ${t.interpreterId}`;
+  if (t.name !== undefined) return `${t.name} (tid ${t.nativeThreadId}${interp ? `, ${interp}` : ''})`;
+  return `thread ${t.nativeThreadId}${interp ? ` (${interp})` : ''}`;
+}
+
+/** `qualname (file:line)`, `qualname (file)` without a line (or with `lines` false). */
+export function frameLabel(f: SampleFrame, lines = true): string {
+  return lines && f.line !== null ? `${f.qualname} (${f.filename}:${f.line})` : `${f.qualname} (${f.filename})`;
+}

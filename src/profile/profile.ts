@@ -1,0 +1,339 @@
+// A profile: per-thread stack tables built from trusted samples, and the validation statistics
+// of every sample attempted. Rejected samples only ever reach the statistics.
+//
+// Merging is exact: it re-interns the other profile's frames and stacks, so merging the
+// profiles of shards of a recording gives the profile of the whole recording (weights are
+// summed, so "exact" holds for integer weights below 2^53; fractional weights are summed in
+// floating point, in whatever order the shards come).
+//
+// toJSON() is canonical — frames sorted, stacks in depth-first order with sorted children —
+// so two profiles of the same samples serialize to the same JSON however they were built.
+// The format is documented in docs/json-format.md (the export adds derived fields to it).
+
+import { STATUS_NAMES, TRUSTED, type Status } from '../walk/status.js';
+import { ThreadProfile, compareFrames, compareThreads, threadKey, type ThreadIds } from './thread.js';
+import { emptyStatusCounts, type ProfileStats, type SampleFrame, type SampleInput, type StatusCounts } from './types.js';
+
+export const PROFILE_FORMAT = 'pyunwind-profile';
+export const PROFILE_VERSION = 1;
+
+export interface FrameJSON {
+  qualname: string;
+  filename: string;
+  line: number | null;
+}
+
+/** [parent stack index or −1, frame index, weight of the samples that ended here] */
+export type StackJSON = [parent: number, frame: number, weight: number];
+
+export interface ThreadJSON {
+  /** bigints as decimal strings: thread ids do not fit a double */
+  interpreterId: string;
+  threadId: string;
+  nativeThreadId: string;
+  name: string | null;
+  /** time of the sample that gave the name (null when there is no name) */
+  nameTime: number | null;
+  firstTime: number;
+  lastTime: number;
+  statuses: StatusCounts;
+  idleWeight: number;
+  frames: FrameJSON[];
+  stacks: StackJSON[];
+}
+
+export interface ProfileJSON {
+  format: typeof PROFILE_FORMAT;
+  version: typeof PROFILE_VERSION;
+  missed: number;
+  threads: ThreadJSON[];
+}
+
+/** A profile document that does not follow the format; `message` says where and what. */
+export class ProfileFormatError extends Error {
+  override name = 'ProfileFormatError';
+}
+
+export class Profile {
+  private readonly byKey = new Map<string, ThreadProfile>();
+  private _missed = 0;
+
+  /**
+   * Adds one attempted sample. Trusted samples with frames enter the thread's stack table,
+   * idle samples its idle weight; every sample is counted under its status.
+   * Throws a TypeError/RangeError for a sample that breaks the SampleInput contract
+   * (unknown status, bad weight, an idle sample with frames, a complete one without).
+   */
+  add(sample: SampleInput): void {
+    const { status, time } = sample;
+    if (!Object.hasOwn(emptyCounts, status)) throw new TypeError(`unknown status ${JSON.stringify(status)}`);
+    if (!Number.isFinite(time)) throw new RangeError(`sample time must be finite, got ${time}`);
+    const weight = sample.weight ?? 1;
+    if (!(Number.isFinite(weight) && weight > 0)) throw new RangeError(`sample weight must be finite and > 0, got ${weight}`);
+    const trusted = TRUSTED.has(status);
+    if (trusted) {
+      if (status === 'idle' && sample.frames.length > 0) {
+        throw new RangeError(`an idle sample has no Python frame, got ${sample.frames.length}`);
+      }
+      if (status !== 'idle' && sample.frames.length === 0) {
+        throw new RangeError(`a ${status} sample needs at least one frame (no frames is 'idle')`);
+      }
+      for (const f of sample.frames) checkFrame(f);
+    }
+    const t = this.threadFor(sample.thread);
+    t.observe(time, sample.thread.name);
+    t.countStatus(status);
+    if (!trusted) return; // rejected: statistics only, never a stack
+    if (status === 'idle') t.addIdle(weight);
+    else t.addFrames(sample.frames, weight);
+  }
+
+  /** Counts `n` samples the schedule wanted but never attempted. */
+  addMissed(n: number): void {
+    if (!(Number.isSafeInteger(n) && n >= 0)) throw new RangeError(`missed must be a non-negative integer, got ${n}`);
+    this._missed += n;
+  }
+
+  get missed(): number {
+    return this._missed;
+  }
+
+  /** Adds everything `other` holds into this profile (exactly; see the file comment). */
+  merge(other: Profile): this {
+    if (other === this) return this.merge(Profile.fromJSON(this.toJSON()));
+    for (const t of other.byKey.values()) this.threadFor(t).mergeFrom(t);
+    this._missed += other._missed;
+    return this;
+  }
+
+  /** The threads, ordered by interpreter id, native thread id, thread id. */
+  threads(): ThreadProfile[] {
+    return [...this.byKey.values()].sort(compareThreads);
+  }
+
+  thread(ids: ThreadIds): ThreadProfile | undefined {
+    return this.byKey.get(threadKey(ids));
+  }
+
+  /** Validation statistics over every thread, plus the missed samples. */
+  stats(): ProfileStats {
+    const statuses = emptyStatusCounts();
+    for (const t of this.byKey.values()) for (const s of STATUS_NAMES) statuses[s] += t.statuses[s];
+    let attempted = 0;
+    let trusted = 0;
+    for (const s of STATUS_NAMES) {
+      attempted += statuses[s];
+      if (TRUSTED.has(s)) trusted += statuses[s];
+    }
+    return {
+      attempted,
+      trusted,
+      rejected: attempted - trusted,
+      statuses,
+      missed: this._missed,
+      scheduled: attempted + this._missed,
+    };
+  }
+
+  /** First and last sample time (µs) over all threads, or null for an empty profile. */
+  timeSpan(): { first: number; last: number } | null {
+    let first = Infinity;
+    let last = -Infinity;
+    for (const t of this.byKey.values()) {
+      first = Math.min(first, t.firstTime);
+      last = Math.max(last, t.lastTime);
+    }
+    return first <= last ? { first, last } : null;
+  }
+
+  toJSON(): ProfileJSON {
+    return {
+      format: PROFILE_FORMAT,
+      version: PROFILE_VERSION,
+      missed: this._missed,
+      threads: this.threads().map(threadToJSON),
+    };
+  }
+
+  /**
+   * Reads a profile document (Profile.toJSON(), or the json export, whose extra fields are
+   * ignored). The document is untrusted: every field is checked, and a ProfileFormatError
+   * names the first one that is wrong.
+   */
+  static fromJSON(json: unknown): Profile {
+    const doc = obj(json, '$');
+    if (doc.format !== PROFILE_FORMAT) throw new ProfileFormatError(`$.format: expected "${PROFILE_FORMAT}", got ${show(doc.format)}`);
+    if (doc.version !== PROFILE_VERSION) {
+      throw new ProfileFormatError(`$.version: this reader knows version ${PROFILE_VERSION}, got ${show(doc.version)}`);
+    }
+    const p = new Profile();
+    p._missed = count(doc.missed, '$.missed');
+    arr(doc.threads, '$.threads').forEach((tj, i) => {
+      const t = threadFromJSON(tj, `$.threads[${i}]`);
+      if (p.byKey.has(t.key)) throw new ProfileFormatError(`$.threads[${i}]: thread ${t.key} appears twice`);
+      p.byKey.set(t.key, t);
+    });
+    return p;
+  }
+
+  private threadFor(ids: ThreadIds): ThreadProfile {
+    const key = threadKey(ids);
+    let t = this.byKey.get(key);
+    if (t === undefined) {
+      t = new ThreadProfile(ids);
+      this.byKey.set(key, t);
+    }
+    return t;
+  }
+}
+
+const emptyCounts: StatusCounts = emptyStatusCounts();
+
+function checkFrame(f: SampleFrame): void {
+  if (typeof f.qualname !== 'string' || typeof f.filename !== 'string') {
+    throw new TypeError(`frame qualname and filename must be strings, got ${show(f.qualname)}, ${show(f.filename)}`);
+  }
+  if (f.line !== null && !Number.isSafeInteger(f.line)) throw new TypeError(`frame line must be an integer or null, got ${show(f.line)}`);
+}
+
+/**
+ * The canonical JSON of one thread: only stacks with weight in their subtree, frames sorted,
+ * stacks depth-first with children ordered by frame, so the result depends on the samples
+ * alone and not on the order they were added or merged in.
+ */
+export function threadToJSON(t: ThreadProfile): ThreadJSON {
+  const sub = t.subtreeWeights();
+  const { roots, children } = t.children();
+  const used = new Set<number>();
+  for (let s = 0; s < sub.length; s++) if (sub[s]! > 0) used.add(t.stackFrame[s]!);
+  const order = [...used].sort((a, b) => compareFrames(t.frames[a]!, t.frames[b]!));
+  const newFrame = new Map<number, number>();
+  order.forEach((f, i) => newFrame.set(f, i));
+  const rank = (s: number): number => newFrame.get(t.stackFrame[s]!)!;
+
+  const stacks: StackJSON[] = [];
+  const todo: [stack: number, parent: number][] = [];
+  const pushSorted = (list: number[], parent: number): void => {
+    const kept = list.filter((s) => sub[s]! > 0).sort((a, b) => rank(b) - rank(a));
+    for (const s of kept) todo.push([s, parent]);
+  };
+  pushSorted(roots, -1);
+  while (todo.length > 0) {
+    const [s, parent] = todo.pop()!;
+    const index = stacks.length;
+    stacks.push([parent, rank(s), t.stackWeight[s]!]);
+    pushSorted(children[s]!, index);
+  }
+  return {
+    interpreterId: t.interpreterId.toString(),
+    threadId: t.threadId.toString(),
+    nativeThreadId: t.nativeThreadId.toString(),
+    name: t.name ?? null,
+    nameTime: t.name === undefined ? null : t.nameTime,
+    firstTime: t.firstTime,
+    lastTime: t.lastTime,
+    statuses: { ...t.statuses },
+    idleWeight: t.idleWeight,
+    frames: order.map((f) => ({ ...t.frames[f]! })),
+    stacks,
+  };
+}
+
+function threadFromJSON(json: unknown, at: string): ThreadProfile {
+  const o = obj(json, at);
+  const t = new ThreadProfile({
+    interpreterId: big(o.interpreterId, `${at}.interpreterId`),
+    threadId: big(o.threadId, `${at}.threadId`),
+    nativeThreadId: big(o.nativeThreadId, `${at}.nativeThreadId`),
+  });
+  const first = num(o.firstTime, `${at}.firstTime`);
+  const last = num(o.lastTime, `${at}.lastTime`);
+  if (first > last) throw new ProfileFormatError(`${at}: firstTime ${first} is after lastTime ${last}`);
+  t.observeSpan(first, last);
+  if (o.name !== null) {
+    if (typeof o.name !== 'string') throw new ProfileFormatError(`${at}.name: expected a string or null, got ${show(o.name)}`);
+    t.offerName(o.name, num(o.nameTime, `${at}.nameTime`));
+  } else if (o.nameTime !== null) {
+    throw new ProfileFormatError(`${at}.nameTime: must be null when name is null`);
+  }
+  const st = obj(o.statuses, `${at}.statuses`);
+  for (const k of Object.keys(st)) {
+    if (!Object.hasOwn(emptyCounts, k)) throw new ProfileFormatError(`${at}.statuses: unknown status ${JSON.stringify(k)}`);
+  }
+  for (const s of STATUS_NAMES) t.countStatus(s as Status, count(st[s], `${at}.statuses.${s}`));
+  t.addIdle(weight(o.idleWeight, `${at}.idleWeight`));
+
+  const frameMap = arr(o.frames, `${at}.frames`).map((fj, i) => {
+    const fat = `${at}.frames[${i}]`;
+    const f = obj(fj, fat);
+    if (typeof f.qualname !== 'string') throw new ProfileFormatError(`${fat}.qualname: expected a string, got ${show(f.qualname)}`);
+    if (typeof f.filename !== 'string') throw new ProfileFormatError(`${fat}.filename: expected a string, got ${show(f.filename)}`);
+    if (f.line !== null && !Number.isSafeInteger(f.line)) {
+      throw new ProfileFormatError(`${fat}.line: expected an integer or null, got ${show(f.line)}`);
+    }
+    return t.internFrame(f.qualname, f.filename, f.line as number | null);
+  });
+  const stackMap: number[] = [];
+  arr(o.stacks, `${at}.stacks`).forEach((sj, i) => {
+    const sat = `${at}.stacks[${i}]`;
+    const s = arr(sj, sat);
+    if (s.length !== 3) throw new ProfileFormatError(`${sat}: expected [parent, frame, weight], got ${s.length} elements`);
+    const parent = s[0];
+    // parents come first: this is what keeps the table a tree (no cycles, no forward links)
+    if (!(Number.isInteger(parent) && (parent as number) >= -1 && (parent as number) < i)) {
+      throw new ProfileFormatError(`${sat}[0]: parent must be −1 or the index of an earlier stack, got ${show(parent)}`);
+    }
+    const frame = s[1];
+    if (!(Number.isInteger(frame) && (frame as number) >= 0 && (frame as number) < frameMap.length)) {
+      throw new ProfileFormatError(`${sat}[1]: frame must index ${at}.frames (${frameMap.length}), got ${show(frame)}`);
+    }
+    const p = parent as number;
+    const idx = t.internStack(p < 0 ? -1 : stackMap[p]!, frameMap[frame as number]!);
+    stackMap.push(idx);
+    t.addStackWeight(idx, weight(s[2], `${sat}[2]`));
+  });
+  return t;
+}
+
+// ---- small checkers for untrusted JSON ----
+
+function show(v: unknown): string {
+  const s = typeof v === 'bigint' ? `${v}n` : JSON.stringify(v);
+  return s === undefined ? String(v) : s.length > 40 ? `${s.slice(0, 40)}…` : s;
+}
+
+function obj(v: unknown, at: string): Record<string, unknown> {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new ProfileFormatError(`${at}: expected an object, got ${show(v)}`);
+  return v as Record<string, unknown>;
+}
+
+function arr(v: unknown, at: string): unknown[] {
+  if (!Array.isArray(v)) throw new ProfileFormatError(`${at}: expected an array, got ${show(v)}`);
+  return v;
+}
+
+function num(v: unknown, at: string): number {
+  if (typeof v !== 'number' || !Number.isFinite(v)) throw new ProfileFormatError(`${at}: expected a finite number, got ${show(v)}`);
+  return v;
+}
+
+function count(v: unknown, at: string): number {
+  if (!Number.isSafeInteger(v) || (v as number) < 0) throw new ProfileFormatError(`${at}: expected a non-negative integer, got ${show(v)}`);
+  return v as number;
+}
+
+function weight(v: unknown, at: string): number {
+  const n = num(v, at);
+  if (n < 0) throw new ProfileFormatError(`${at}: expected a weight ≥ 0, got ${n}`);
+  return n;
+}
+
+function big(v: unknown, at: string): bigint {
+  if (typeof v !== 'string' || !/^-?(0|[1-9][0-9]{0,19})$/.test(v)) {
+    throw new ProfileFormatError(`${at}: expected a decimal integer string, got ${show(v)}`);
+  }
+  const b = BigInt(v);
+  // ids are int64 (interpreter id) or unsigned long (thread ids) in CPython
+  if (b < -(1n << 63n) || b >= 1n << 64n) throw new ProfileFormatError(`${at}: ${v} does not fit 64 bits`);
+  return b;
+}

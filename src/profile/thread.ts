@@ -1,0 +1,361 @@
+// One thread's part of a profile: interned frames, a prefix tree of stacks with the weight of
+// the samples that ended on each, idle weight, status counts and the time span seen.
+//
+// Invariant used throughout: a stack's parent always has a smaller index than the stack
+// itself (a parent is interned before its child, and merge/fromJSON keep that order), so one
+// backward pass over the table accumulates subtrees and one forward pass visits parents first.
+
+import { STATUS_NAMES, TRUSTED, type Status } from '../walk/status.js';
+import { emptyStatusCounts, type FunctionStat, type SampleFrame, type StatusCounts, type ValidationStats } from './types.js';
+
+/** A function identity: (qualname, filename). */
+export interface FunctionId {
+  qualname: string;
+  filename: string;
+}
+
+/** The ids that tell threads apart. */
+export interface ThreadIds {
+  interpreterId: bigint;
+  threadId: bigint;
+  nativeThreadId: bigint;
+}
+
+export function threadKey(t: ThreadIds): string {
+  return `${t.interpreterId}:${t.nativeThreadId}:${t.threadId}`;
+}
+
+/** Orders threads by interpreter, native thread id, then thread id. */
+export function compareThreads(a: ThreadIds, b: ThreadIds): number {
+  return (
+    cmpBig(a.interpreterId, b.interpreterId) ||
+    cmpBig(a.nativeThreadId, b.nativeThreadId) ||
+    cmpBig(a.threadId, b.threadId)
+  );
+}
+
+function cmpBig(a: bigint, b: bigint): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** Code-unit order: the same everywhere, unlike localeCompare. */
+export function cmpStr(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** Frames by qualname, filename, then line (null first). */
+export function compareFrames(a: SampleFrame, b: SampleFrame): number {
+  return (
+    cmpStr(a.qualname, b.qualname) ||
+    cmpStr(a.filename, b.filename) ||
+    (a.line === b.line ? 0 : a.line === null ? -1 : b.line === null ? 1 : a.line - b.line)
+  );
+}
+
+// Length-prefixing the strings makes the keys unambiguous whatever the names contain (the
+// target's memory is untrusted, a qualname may hold any character).
+function frameKey(qualname: string, filename: string, line: number | null): string {
+  return `${qualname.length}:${qualname}${filename.length}:${filename}${line}`;
+}
+
+function functionKey(qualname: string, filename: string): string {
+  return `${qualname.length}:${qualname}${filename}`;
+}
+
+export class ThreadProfile {
+  readonly interpreterId: bigint;
+  readonly threadId: bigint;
+  readonly nativeThreadId: bigint;
+  readonly key: string;
+
+  private _name: string | undefined;
+  // time of the sample that gave the name: the latest named sample wins (ties: the greater
+  // name), which makes the name independent of the order samples and shards arrive in
+  private _nameTime = -Infinity;
+  private _firstTime = Infinity;
+  private _lastTime = -Infinity;
+  private readonly _statuses: StatusCounts = emptyStatusCounts();
+  private _idleWeight = 0;
+
+  private readonly frameIndex = new Map<string, number>();
+  private readonly _frames: SampleFrame[] = [];
+  private readonly _frameFunction: number[] = [];
+  private readonly functionIndex = new Map<string, number>();
+  private readonly _functions: FunctionId[] = [];
+
+  private readonly stackIndex = new Map<string, number>();
+  private readonly _stackParent: number[] = [];
+  private readonly _stackFrame: number[] = [];
+  private readonly _stackWeight: number[] = [];
+
+  constructor(ids: ThreadIds) {
+    this.interpreterId = ids.interpreterId;
+    this.threadId = ids.threadId;
+    this.nativeThreadId = ids.nativeThreadId;
+    this.key = threadKey(ids);
+  }
+
+  // ---- building ----
+
+  /** @internal Records that a sample of this thread was attempted at `time`. */
+  observe(time: number, name: string | undefined): void {
+    if (time < this._firstTime) this._firstTime = time;
+    if (time > this._lastTime) this._lastTime = time;
+    if (name !== undefined) this.offerName(name, time);
+  }
+
+  /** @internal Keeps `name` if it comes from a later sample than the current name. */
+  offerName(name: string, time: number): void {
+    if (time > this._nameTime || (time === this._nameTime && this._name !== undefined && name > this._name)) {
+      this._name = name;
+      this._nameTime = time;
+    }
+  }
+
+  /** @internal */
+  observeSpan(first: number, last: number): void {
+    if (first < this._firstTime) this._firstTime = first;
+    if (last > this._lastTime) this._lastTime = last;
+  }
+
+  /** @internal */
+  countStatus(status: Status, n = 1): void {
+    this._statuses[status] += n;
+  }
+
+  /** @internal */
+  addIdle(weight: number): void {
+    this._idleWeight += weight;
+  }
+
+  /** @internal Interns the frame and returns its index. */
+  internFrame(qualname: string, filename: string, line: number | null): number {
+    const key = frameKey(qualname, filename, line);
+    let i = this.frameIndex.get(key);
+    if (i === undefined) {
+      i = this._frames.length;
+      this._frames.push({ qualname, filename, line });
+      this.frameIndex.set(key, i);
+      const fkey = functionKey(qualname, filename);
+      let f = this.functionIndex.get(fkey);
+      if (f === undefined) {
+        f = this._functions.length;
+        this._functions.push({ qualname, filename });
+        this.functionIndex.set(fkey, f);
+      }
+      this._frameFunction.push(f);
+    }
+    return i;
+  }
+
+  /** @internal Interns the stack (parent, frame) and returns its index (parent −1: a root). */
+  internStack(parent: number, frame: number): number {
+    const key = `${parent},${frame}`;
+    let i = this.stackIndex.get(key);
+    if (i === undefined) {
+      i = this._stackParent.length;
+      this._stackParent.push(parent);
+      this._stackFrame.push(frame);
+      this._stackWeight.push(0);
+      this.stackIndex.set(key, i);
+    }
+    return i;
+  }
+
+  /** @internal */
+  addStackWeight(stack: number, weight: number): void {
+    this._stackWeight[stack]! += weight;
+  }
+
+  /** @internal Adds a trusted sample's frames (innermost first). */
+  addFrames(frames: readonly SampleFrame[], weight: number): void {
+    let stack = -1;
+    for (let i = frames.length - 1; i >= 0; i--) {
+      const f = frames[i]!;
+      stack = this.internStack(stack, this.internFrame(f.qualname, f.filename, f.line));
+    }
+    this._stackWeight[stack]! += weight;
+  }
+
+  /** @internal Adds everything `other` holds (another thread with the same ids). */
+  mergeFrom(other: ThreadProfile): void {
+    if (other.key !== this.key) throw new Error(`cannot merge thread ${other.key} into ${this.key}`);
+    if (other._firstTime <= other._lastTime) this.observeSpan(other._firstTime, other._lastTime);
+    if (other._name !== undefined) this.offerName(other._name, other._nameTime);
+    for (const s of STATUS_NAMES) this._statuses[s] += other._statuses[s];
+    this._idleWeight += other._idleWeight;
+    const frameMap = other._frames.map((f) => this.internFrame(f.qualname, f.filename, f.line));
+    const stackMap: number[] = new Array(other._stackParent.length);
+    for (let i = 0; i < other._stackParent.length; i++) {
+      const p = other._stackParent[i]!;
+      const s = this.internStack(p < 0 ? -1 : stackMap[p]!, frameMap[other._stackFrame[i]!]!);
+      stackMap[i] = s;
+      this._stackWeight[s]! += other._stackWeight[i]!;
+    }
+  }
+
+  // ---- reading ----
+
+  /** The thread's name, from the latest sample that carried one. */
+  get name(): string | undefined {
+    return this._name;
+  }
+
+  /** @internal Time of the sample that gave the name (−Infinity if none). */
+  get nameTime(): number {
+    return this._nameTime;
+  }
+
+  /** Time (µs) of the first sample attempted on this thread, trusted or not. */
+  get firstTime(): number {
+    return this._firstTime;
+  }
+
+  /** Time (µs) of the last sample attempted on this thread, trusted or not. */
+  get lastTime(): number {
+    return this._lastTime;
+  }
+
+  /** Samples per status (counts, not weights). */
+  get statuses(): Readonly<StatusCounts> {
+    return this._statuses;
+  }
+
+  stats(): ValidationStats {
+    let attempted = 0;
+    let trusted = 0;
+    for (const s of STATUS_NAMES) {
+      attempted += this._statuses[s];
+      if (TRUSTED.has(s)) trusted += this._statuses[s];
+    }
+    return { attempted, trusted, rejected: attempted - trusted, statuses: { ...this._statuses } };
+  }
+
+  /** Weight of the idle samples (trusted, no Python frame). */
+  get idleWeight(): number {
+    return this._idleWeight;
+  }
+
+  /** Weight of the trusted samples that have a stack. */
+  get stackedWeight(): number {
+    let w = 0;
+    for (const x of this._stackWeight) w += x;
+    return w;
+  }
+
+  /** Weight of all trusted samples: with a stack, and idle. The base of the percentages. */
+  get trustedWeight(): number {
+    return this.stackedWeight + this._idleWeight;
+  }
+
+  /** The frame table. */
+  get frames(): readonly SampleFrame[] {
+    return this._frames;
+  }
+
+  /** Per frame, its function's index in `functionIds`. */
+  get frameFunction(): readonly number[] {
+    return this._frameFunction;
+  }
+
+  get functionIds(): readonly FunctionId[] {
+    return this._functions;
+  }
+
+  /** Per stack, its parent stack (−1 for a root frame). */
+  get stackParent(): readonly number[] {
+    return this._stackParent;
+  }
+
+  /** Per stack, its innermost frame (index into `frames`). */
+  get stackFrame(): readonly number[] {
+    return this._stackFrame;
+  }
+
+  /** Per stack, the weight of the samples that ended exactly there. */
+  get stackWeight(): readonly number[] {
+    return this._stackWeight;
+  }
+
+  /** The frame indices of a stack, root first. */
+  stackPath(stack: number): number[] {
+    const path: number[] = [];
+    for (let s = stack; s >= 0; s = this._stackParent[s]!) path.push(this._stackFrame[s]!);
+    return path.reverse();
+  }
+
+  /** Weight of each stack's subtree (itself and every stack below it). */
+  subtreeWeights(): Float64Array {
+    const n = this._stackParent.length;
+    const sub = Float64Array.from(this._stackWeight);
+    for (let i = n - 1; i >= 0; i--) {
+      const p = this._stackParent[i]!;
+      if (p >= 0) sub[p]! += sub[i]!;
+    }
+    return sub;
+  }
+
+  /** Children of each stack, and the roots, in index order. */
+  children(): { roots: number[]; children: number[][] } {
+    const n = this._stackParent.length;
+    const roots: number[] = [];
+    const children: number[][] = Array.from({ length: n }, () => []);
+    for (let i = 0; i < n; i++) {
+      const p = this._stackParent[i]!;
+      (p < 0 ? roots : children[p]!).push(i);
+    }
+    return { roots, children };
+  }
+
+  /** Every function with weight, by total then self (descending), then name. */
+  functions(): FunctionStat[] {
+    const nf = this._functions.length;
+    const self = new Float64Array(nf);
+    const total = new Float64Array(nf);
+    const sub = this.subtreeWeights();
+    const { roots, children } = this.children();
+    // A function's total is the subtree weight of its outermost occurrences on each path:
+    // a depth-first walk keeps how many times each function is on the current path, and a
+    // stack adds its subtree only when its function was not already there (recursion).
+    const onPath = new Int32Array(nf);
+    const todo: number[] = [];
+    for (let r = roots.length - 1; r >= 0; r--) todo.push(roots[r]!);
+    while (todo.length > 0) {
+      const x = todo.pop()!;
+      if (x < 0) {
+        onPath[this._frameFunction[this._stackFrame[~x]!]!]!--;
+        continue;
+      }
+      const f = this._frameFunction[this._stackFrame[x]!]!;
+      self[f]! += this._stackWeight[x]!;
+      if (onPath[f]!++ === 0) total[f]! += sub[x]!;
+      todo.push(~x);
+      const ch = children[x]!;
+      for (let c = ch.length - 1; c >= 0; c--) todo.push(ch[c]!);
+    }
+    const out: FunctionStat[] = [];
+    for (let f = 0; f < nf; f++) {
+      if (total[f]! > 0) out.push({ ...this._functions[f]!, self: self[f]!, total: total[f]! });
+    }
+    return out.sort(byTotal);
+  }
+
+  /** The `n` heaviest functions by self or by total weight. */
+  topFunctions(by: 'self' | 'total', n: number): FunctionStat[] {
+    const all = this.functions();
+    if (by === 'self') all.sort(bySelf);
+    return all.filter((f) => f[by] > 0).slice(0, n);
+  }
+}
+
+function byName(a: FunctionStat, b: FunctionStat): number {
+  return cmpStr(a.qualname, b.qualname) || cmpStr(a.filename, b.filename);
+}
+
+function byTotal(a: FunctionStat, b: FunctionStat): number {
+  return b.total - a.total || b.self - a.self || byName(a, b);
+}
+
+function bySelf(a: FunctionStat, b: FunctionStat): number {
+  return b.self - a.self || b.total - a.total || byName(a, b);
+}

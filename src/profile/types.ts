@@ -1,0 +1,71 @@
+// What the profile takes (one validated, symbolized sample) and the plain shapes its queries
+// give back. The lead's pipeline builds SampleInputs; nothing here knows about memory.
+
+import { STATUS_NAMES, type Status } from '../walk/status.js';
+
+export type { Status };
+
+/** One symbolized Python frame. */
+export interface SampleFrame {
+  qualname: string;
+  filename: string;
+  /** null when CPython has no line for the instruction */
+  line: number | null;
+}
+
+/** The thread a sample was taken from. */
+export interface SampleThread {
+  interpreterId: bigint;
+  threadId: bigint;
+  nativeThreadId: bigint;
+  name?: string;
+}
+
+export interface SampleInput {
+  /** µs since recording start */
+  time: number;
+  thread: SampleThread;
+  status: Status;
+  /** innermost first; only read for trusted statuses */
+  frames: SampleFrame[];
+  /** default 1; must be finite and > 0 */
+  weight?: number;
+}
+
+/** Samples per status; every key is present. */
+export type StatusCounts = Record<Status, number>;
+
+export function emptyStatusCounts(): StatusCounts {
+  return Object.fromEntries(STATUS_NAMES.map((s) => [s, 0])) as StatusCounts;
+}
+
+/** Validation statistics of a set of attempted samples (counts of samples, not weights). */
+export interface ValidationStats {
+  /** every sample given to Profile.add; equals the sum of `statuses` */
+  attempted: number;
+  /** complete + complete-unverifiable + idle */
+  trusted: number;
+  /** attempted − trusted */
+  rejected: number;
+  statuses: StatusCounts;
+}
+
+/** Validation statistics of a whole profile: also the samples the schedule wanted but never took. */
+export interface ProfileStats extends ValidationStats {
+  /** samples the recorder's schedule wanted but never attempted (Profile.addMissed) */
+  missed: number;
+  /** attempted + missed */
+  scheduled: number;
+}
+
+/**
+ * A function — (qualname, filename), all lines together — with its weights in one thread.
+ * `self`: weight of samples whose innermost frame is in it; `total`: weight of samples with
+ * the function anywhere on the stack, counted once per sample even when it recurses.
+ */
+export interface FunctionStat {
+  qualname: string;
+  filename: string;
+  self: number;
+  total: number;
+}

@@ -1,0 +1,454 @@
+// The copier: copies the memory of every thread of every interpreter of a target as regions,
+// and each code object the stacks reach, once.
+//
+// Per thread it copies the thread state (on 3.15 through the base frame, which lies past
+// thread_state.size), the _PyCFrame on 3.11/3.12 when it is outside the thread state, the used
+// part of each data-stack chunk, and every frame the chain reaches outside those (generator
+// and coroutine frames inside their objects, entry frames on the C stack). Reads are whole
+// structures. The copy does not judge the stack — the walk does, over exactly these bytes —
+// but it notes whether the stack moved while it was copied (`moved`).
+//
+// Used once by takeSnapshot, and repeatedly by the sampler: code objects are then copied once
+// per address, and copied again only when the address has been reused by another code object.
+
+import type { Layout } from '../layout/layout.js';
+import { pyBytesExtent, pyBytesHeaderSize, pyStringExtent, pyStringHeaderSize } from '../symbols/strings.js';
+import { readPointer } from '../walk/region-memory.js';
+import type { Region } from '../walk/types.js';
+import type { MemorySource } from './source.js';
+
+export interface ThreadSnapshot {
+  interpreterId: bigint;
+  threadStateAddress: bigint;
+  /** pthread handle (thread_id) */
+  threadId: bigint;
+  /** kernel thread id (0 where the platform has none) */
+  nativeThreadId: bigint;
+  /** the thread state says it holds the GIL (3.15+; false where unknown) */
+  holdsGil: boolean;
+  /** the main thread of its interpreter (false where unknown) */
+  mainThread: boolean;
+  regions: Region[];
+  /** what could not be copied (the walk will then reject the sample, with a reason) */
+  errors: string[];
+  /**
+   * The stack moved while it was copied: re-read after the copy, the thread's current frame
+   * (or its data-stack top) was not what the copy started from.
+   */
+  moved: boolean;
+  /** time the copy of this thread took, µs */
+  copyMicros: number;
+}
+
+export interface CodeObjectSnapshot {
+  address: bigint;
+  /** the code object header, and its qualname, name, filename and location-table objects */
+  regions: Region[];
+}
+
+export interface CopierOptions {
+  /** frames followed per thread while looking for frames outside the chunks */
+  maxFrames?: number;
+}
+
+// Bounds on what a (possibly corrupt) target can make the copy do.
+const MAX_INTERPRETERS = 256;
+const MAX_THREADS = 8192;
+const MAX_CHUNKS = 4096;
+const MAX_CHUNK_BYTES = 64 << 20;
+const MAX_TSTATE_TAIL = 64 << 10;
+const MAX_OBJECT_BYTES = 64 << 20;
+
+const hex = (a: bigint): string => `0x${a.toString(16)}`;
+
+interface CodeEntry {
+  snapshot: CodeObjectSnapshot | null;
+  /** the fields that identify the object (type, names, line table, first line, size) */
+  identity: Uint8Array | null;
+  /** code_object_generation of its interpreter when last confirmed, or the pass number */
+  confirmed: bigint;
+}
+
+export class MemoryCopier {
+  private readonly P: 4 | 8;
+  private readonly layout: Layout;
+  private readonly maxFrames: number;
+  private readonly codes = new Map<bigint, CodeEntry>();
+  /** type object address → is it the code type (checked once by tp_name) */
+  private readonly codeTypes = new Map<bigint, boolean>();
+  /** thread state address → bytes to read for it (through the base frame on 3.15) */
+  private readonly tstateLength = new Map<bigint, number>();
+  /** code objects copied (or copied again) since the last takeNewCodes() */
+  private fresh: CodeObjectSnapshot[] = [];
+  private replaced = false;
+  /** code objects reached by the stacks of the last copyAll() */
+  readonly used = new Set<bigint>();
+  /** counts a copyAll pass; stands in for code_object_generation where there is none */
+  private pass = 0n;
+  private generation = 0n;
+
+  constructor(
+    private readonly source: MemorySource,
+    options: CopierOptions = {},
+  ) {
+    this.layout = source.layout;
+    this.P = this.layout.pointerSize;
+    this.maxFrames = options.maxFrames ?? 8192;
+  }
+
+  /** Copy every thread of every interpreter. */
+  copyAll(): ThreadSnapshot[] {
+    const L = this.layout;
+    const P = this.P;
+    const source = this.source;
+    this.pass++;
+    this.used.clear();
+    const threads: ThreadSnapshot[] = [];
+    let interp = readPointer(source.read(source.runtimeAddress + BigInt(L.runtime.interpretersHead), P), 0, P);
+    const seenInterps = new Set<bigint>();
+    const f = L.interp;
+    // one read per interpreter covers every field needed from it
+    const fields: [number, number][] = [
+      [f.id, 8],
+      [f.next, P],
+      [f.threadsHead, P],
+    ];
+    if (f.threadsMain !== null) fields.push([f.threadsMain, P]);
+    if (f.codeObjectGeneration !== null) fields.push([f.codeObjectGeneration, 8]);
+    const lo = Math.min(...fields.map(([o]) => o));
+    const hi = Math.max(...fields.map(([o, n]) => o + n));
+    for (let i = 0; interp !== 0n && i < MAX_INTERPRETERS && !seenInterps.has(interp); i++) {
+      seenInterps.add(interp);
+      const block = source.read(interp + BigInt(lo), hi - lo);
+      const dv = new DataView(block.buffer, block.byteOffset, block.byteLength);
+      const interpreterId = dv.getBigInt64(f.id - lo, true);
+      const main = f.threadsMain !== null ? readPointer(block, f.threadsMain - lo, P) : 0n;
+      // Where the interpreter counts code-object deaths, a cached code object needs checking
+      // only after a death; elsewhere, once per pass.
+      this.generation = f.codeObjectGeneration !== null ? dv.getBigUint64(f.codeObjectGeneration - lo, true) : this.pass;
+      let tstate = readPointer(block, f.threadsHead - lo, P);
+      const seenThreads = new Set<bigint>();
+      for (let t = 0; tstate !== 0n && t < MAX_THREADS && !seenThreads.has(tstate); t++) {
+        seenThreads.add(tstate);
+        const thread = this.thread(interpreterId, tstate);
+        thread.mainThread = main !== 0n && main === tstate;
+        threads.push(thread);
+        const ts = thread.regions[0];
+        if (!ts || ts.address !== tstate) break;
+        tstate = readPointer(ts.bytes, L.tstate.next, P);
+      }
+      interp = readPointer(block, f.next - lo, P);
+    }
+    return threads;
+  }
+
+  /** The code objects copied since the last call, and whether one of them replaced an older copy at the same address. */
+  takeNewCodes(): { codes: CodeObjectSnapshot[]; replaced: boolean } {
+    const out = { codes: this.fresh, replaced: this.replaced };
+    this.fresh = [];
+    this.replaced = false;
+    return out;
+  }
+
+  /** The current copy of a code object (null: the address is not a code object). */
+  codeObject(address: bigint): CodeObjectSnapshot | null {
+    return this.codes.get(address)?.snapshot ?? null;
+  }
+
+  thread(interpreterId: bigint, tstate: bigint): ThreadSnapshot {
+    const L = this.layout;
+    const P = this.P;
+    const started = performance.now();
+    const errors: string[] = [];
+    const regions: Region[] = [];
+    const snap: ThreadSnapshot = {
+      interpreterId,
+      threadStateAddress: tstate,
+      threadId: 0n,
+      nativeThreadId: 0n,
+      holdsGil: false,
+      mainThread: false,
+      regions,
+      errors,
+      moved: false,
+      copyMicros: 0,
+    };
+
+    // one read: the length learned from this thread's previous copy covers the base frame
+    const known = this.tstateLength.get(tstate) ?? L.tstate.size;
+    let ts = this.source.tryRead(tstate, known);
+    if (!ts && known !== L.tstate.size) ts = this.source.tryRead(tstate, L.tstate.size);
+    if (!ts) {
+      errors.push(`thread state ${hex(tstate)}: not readable`);
+      return snap;
+    }
+    // 3.15: the base frame sits inside _PyThreadStateImpl, past thread_state.size; copy the
+    // thread state through its end in the same region
+    if (L.tstate.baseFrame !== null) {
+      const base = readPointer(ts, L.tstate.baseFrame, P);
+      const end = base + BigInt(L.frame.size);
+      if (base >= tstate + BigInt(L.tstate.size) && end - tstate <= BigInt(L.tstate.size + MAX_TSTATE_TAIL)) {
+        const need = Number(end - tstate);
+        if (ts.length < need) {
+          const whole = this.source.tryRead(tstate, need);
+          if (whole) ts = whole;
+          else errors.push(`base frame ${hex(base)}: not readable`);
+        }
+        this.tstateLength.set(tstate, need);
+      }
+    }
+    regions.push({ address: tstate, bytes: ts });
+    snap.threadId = readPointer(ts, L.tstate.threadId, P);
+    snap.nativeThreadId = readPointer(ts, L.tstate.nativeThreadId, P);
+    if (L.tstate.holdsGil !== null) snap.holdsGil = new DataView(ts.buffer, ts.byteOffset).getInt32(L.tstate.holdsGil, true) !== 0;
+    const mem = new GrowingMemory(regions, P);
+
+    const cframe = L.tstate.cframeCurrentFrame !== null ? readPointer(ts, L.tstate.currentFrame, P) : 0n;
+    let frame = readPointer(ts, L.tstate.currentFrame, P);
+    if (L.tstate.cframeCurrentFrame !== null) {
+      // 3.11/3.12: tstate->cframe->current_frame; root_cframe is inside the thread state, a
+      // running eval loop's _PyCFrame is on the C stack
+      frame = 0n;
+      if (cframe !== 0n) {
+        const field = cframe + BigInt(L.tstate.cframeCurrentFrame);
+        if (!mem.contains(field, P)) {
+          const bytes = this.source.tryRead(cframe, L.tstate.cframeCurrentFrame + P);
+          if (bytes) mem.add({ address: cframe, bytes });
+          else errors.push(`cframe ${hex(cframe)}: not readable`);
+        }
+        frame = mem.ptr(field) ?? 0n;
+      }
+    }
+
+    this.copyChunks(ts, mem, errors);
+    this.followFrames(frame, L.tstate.baseFrame !== null ? readPointer(ts, L.tstate.baseFrame, P) : 0n, mem, errors);
+    snap.moved = this.movedSince(tstate, ts, cframe, frame);
+    snap.copyMicros = Math.round((performance.now() - started) * 1000);
+    return snap;
+  }
+
+  /**
+   * Re-read what says where the stack is — the current frame (through the cframe on
+   * 3.11/3.12) and the data-stack top, in one read — and compare with the copy.
+   */
+  private movedSince(tstate: bigint, ts: Uint8Array, cframe: bigint, frame: bigint): boolean {
+    const L = this.layout;
+    const P = this.P;
+    const lo = Math.min(L.tstate.currentFrame, L.tstate.datastackTop);
+    const hi = Math.max(L.tstate.currentFrame, L.tstate.datastackTop) + P;
+    const now = this.source.tryRead(tstate + BigInt(lo), hi - lo);
+    if (!now) return true;
+    if (readPointer(now, L.tstate.datastackTop - lo, P) !== readPointer(ts, L.tstate.datastackTop, P)) return true;
+    const first = readPointer(now, L.tstate.currentFrame - lo, P);
+    if (L.tstate.cframeCurrentFrame === null) return first !== frame;
+    if (first !== cframe) return true;
+    if (cframe === 0n) return false;
+    const again = this.source.tryRead(cframe + BigInt(L.tstate.cframeCurrentFrame), P);
+    return !again || readPointer(again, 0, P) !== frame;
+  }
+
+  /** The used part of every data-stack chunk: [chunk, datastack_top) for the newest, [chunk, data + top) below. */
+  private copyChunks(ts: Uint8Array, mem: GrowingMemory, errors: string[]): void {
+    const L = this.layout;
+    const P = this.P;
+    let chunk = readPointer(ts, L.tstate.datastackChunk, P);
+    const top = readPointer(ts, L.tstate.datastackTop, P);
+    const header = L.chunk.data;
+    for (let i = 0; chunk !== 0n && i < MAX_CHUNKS; i++) {
+      let used: bigint;
+      let bytes: Uint8Array | null;
+      if (i === 0 && top > chunk && top - chunk <= BigInt(MAX_CHUNK_BYTES)) {
+        used = top - chunk;
+        bytes = this.source.tryRead(chunk, Number(used));
+      } else {
+        const head = this.source.tryRead(chunk, header);
+        if (!head) {
+          errors.push(`data-stack chunk ${hex(chunk)}: not readable`);
+          return;
+        }
+        const slots = readPointer(head, L.chunk.top, P);
+        const size = readPointer(head, L.chunk.size, P);
+        used = BigInt(header) + slots * BigInt(P);
+        if (used > size || used > BigInt(MAX_CHUNK_BYTES)) {
+          errors.push(`data-stack chunk ${hex(chunk)}: top ${slots} is past its size ${size}`);
+          mem.add({ address: chunk, bytes: head });
+          chunk = readPointer(head, L.chunk.previous, P);
+          continue;
+        }
+        bytes = used === BigInt(header) ? head : this.source.tryRead(chunk, Number(used));
+      }
+      if (!bytes) {
+        errors.push(`data-stack chunk ${hex(chunk)} (${used} bytes): not readable`);
+        return;
+      }
+      mem.add({ address: chunk, bytes });
+      chunk = readPointer(bytes, L.chunk.previous, P);
+    }
+  }
+
+  /**
+   * Follow the chain from the current frame, copying each frame that is not in memory yet
+   * (generator/coroutine frames, entry frames on the C stack) and each code object reached.
+   */
+  private followFrames(frame: bigint, base: bigint, mem: GrowingMemory, errors: string[]): void {
+    const L = this.layout;
+    const P = this.P;
+    const size = L.frame.size;
+    const tag = BigInt(L.executableTagMask);
+    const seen = new Set<bigint>();
+    for (let depth = 0; frame !== 0n && depth < this.maxFrames && !seen.has(frame); depth++) {
+      seen.add(frame);
+      let bytes = mem.bytes(frame, size);
+      if (!bytes) {
+        const copy = this.source.tryRead(frame, size);
+        if (!copy) {
+          errors.push(`frame ${hex(frame)}: not readable`);
+          return;
+        }
+        mem.add({ address: frame, bytes: copy });
+        bytes = copy;
+      }
+      const owner = bytes[L.frame.owner]!;
+      if (owner === L.owners.thread || owner === L.owners.generator) {
+        const code = readPointer(bytes, L.frame.executable, P) & ~tag;
+        if (code !== 0n) this.code(code);
+      }
+      if (frame === base) return;
+      frame = readPointer(bytes, L.frame.previous, P);
+    }
+  }
+
+  /**
+   * Make sure the code object at `address` is copied and current: copied the first time it is
+   * seen, and — after a code object may have died (the interpreter's code_object_generation
+   * moved, or on every pass where there is no such counter) — checked again by the fields that
+   * identify it, and copied again if another code object now lives at that address.
+   */
+  private code(address: bigint): void {
+    if (this.used.has(address)) return;
+    this.used.add(address);
+    const entry = this.codes.get(address);
+    if (entry && entry.confirmed === this.generation) return;
+    const L = this.layout;
+    const header = this.source.tryRead(address, L.code.size);
+    const identity = header ? this.identity(header) : null;
+    if (entry) {
+      if (identity && entry.identity && equal(identity, entry.identity)) {
+        entry.confirmed = this.generation;
+        return;
+      }
+      this.replaced ||= entry.snapshot !== null;
+    }
+    const snapshot = header && this.isCodeType(readPointer(header, L.object.obType, this.P)) ? this.copyCode(address, header) : null;
+    this.codes.set(address, { snapshot, identity, confirmed: this.generation });
+    if (snapshot) this.fresh.push(snapshot);
+  }
+
+  /** The bytes of the fields that tell one code object from another at the same address. */
+  private identity(header: Uint8Array): Uint8Array {
+    const L = this.layout;
+    const P = this.P;
+    const parts = [
+      [L.object.obType, P],
+      [L.object.obSize, P],
+      [L.code.qualname, P],
+      [L.code.name, P],
+      [L.code.filename, P],
+      [L.code.linetable, P],
+      [L.code.firstlineno, 4],
+    ] as const;
+    const out = new Uint8Array(parts.reduce((n, [, w]) => n + w, 0));
+    let o = 0;
+    for (const [off, w] of parts) {
+      out.set(header.subarray(off, off + w), o);
+      o += w;
+    }
+    return out;
+  }
+
+  private copyCode(address: bigint, header: Uint8Array): CodeObjectSnapshot {
+    const L = this.layout;
+    const regions: Region[] = [{ address, bytes: header }];
+    const field = (off: number): bigint => readPointer(header, off, this.P);
+    for (const s of [field(L.code.qualname), field(L.code.name), field(L.code.filename)]) this.object(s, 'str', regions);
+    this.object(field(L.code.linetable), 'bytes', regions);
+    return { address, regions };
+  }
+
+  /** Copy a str or bytes object with one read (two for long or out-of-line data). */
+  private object(address: bigint, kind: 'str' | 'bytes', regions: Region[]): void {
+    if (address === 0n || regions.some((r) => r.address === address)) return;
+    const L = this.layout;
+    const headerSize = kind === 'str' ? pyStringHeaderSize(L) : pyBytesHeaderSize(L);
+    // most names are short: read a little more than the header so the data comes along
+    const first = this.source.tryRead(address, headerSize + 64) ?? this.source.tryRead(address, headerSize);
+    if (!first) return;
+    let extent;
+    try {
+      extent = kind === 'str' ? pyStringExtent(first, L, address) : pyBytesExtent(first, L, address);
+    } catch {
+      return; // not a valid object: symbolization will say so
+    }
+    if (extent.dataAddress === null) {
+      const total = extent.headerSize + extent.dataLength;
+      if (total > MAX_OBJECT_BYTES) return;
+      const bytes = total <= first.length ? first.subarray(0, Math.max(total, headerSize)) : this.source.tryRead(address, total);
+      if (bytes) regions.push({ address, bytes });
+    } else {
+      regions.push({ address, bytes: first.subarray(0, Math.max(extent.headerSize, headerSize)) });
+      if (extent.dataLength > MAX_OBJECT_BYTES) return;
+      const data = this.source.tryRead(extent.dataAddress, extent.dataLength);
+      if (data) regions.push({ address: extent.dataAddress, bytes: data });
+    }
+  }
+
+  private isCodeType(type: bigint): boolean {
+    const known = this.codeTypes.get(type);
+    if (known !== undefined) return known;
+    let ok = false;
+    const t = this.source.tryRead(type + BigInt(this.layout.type.tpName), this.P);
+    if (t) {
+      const name = this.source.tryRead(readPointer(t, 0, this.P), 5);
+      ok = !!name && name[0] === 0x63 && name[1] === 0x6f && name[2] === 0x64 && name[3] === 0x65 && name[4] === 0;
+    }
+    this.codeTypes.set(type, ok);
+    return ok;
+  }
+}
+
+function equal(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/** Regions that can be added to while copying (few regions: linear search). */
+class GrowingMemory {
+  constructor(
+    private readonly regions: Region[],
+    private readonly P: 4 | 8,
+  ) {}
+
+  add(r: Region): void {
+    this.regions.push(r);
+  }
+
+  bytes(address: bigint, length: number): Uint8Array | null {
+    for (const r of this.regions) {
+      const off = address - r.address;
+      if (off >= 0n && off + BigInt(length) <= BigInt(r.bytes.length)) {
+        return r.bytes.subarray(Number(off), Number(off) + length);
+      }
+    }
+    return null;
+  }
+
+  contains(address: bigint, length: number): boolean {
+    return this.bytes(address, length) !== null;
+  }
+
+  ptr(address: bigint): bigint | null {
+    const b = this.bytes(address, this.P);
+    return b ? readPointer(b, 0, this.P) : null;
+  }
+}

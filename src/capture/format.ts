@@ -308,6 +308,17 @@ export class ByteReader {
   /** Zigzag LEB128 of a signed safe integer. */
   sint(what: string): number {
     const start = this.pos;
+    const b = this.buf;
+    // fast path: up to 7 bytes (49 bits) in a double
+    let result = 0;
+    let scale = 1;
+    for (let i = 0; i < 7 && this.pos < this.end; i++) {
+      const byte = b[this.pos++]!;
+      result += (byte & 0x7f) * scale;
+      if (byte < 0x80) return result % 2 === 1 ? -(result + 1) / 2 : result / 2;
+      scale *= 128;
+    }
+    this.pos = start;
     const z = this.big(what);
     const v = z & 1n ? -(z >> 1n) - 1n : z >> 1n;
     if (v > BigInt(Number.MAX_SAFE_INTEGER) || v < BigInt(Number.MIN_SAFE_INTEGER)) this.fail(`${what}: value exceeds 2^53`, start);
@@ -342,7 +353,7 @@ export function checkUint(v: unknown, what: string): number {
   return v;
 }
 
-function checkRegions(regions: unknown, what: string): Region[] {
+export function checkRegions(regions: unknown, what: string): Region[] {
   if (!Array.isArray(regions)) throw new TypeError(`${what} must be an array of regions`);
   regions.forEach((r: Region, i) => {
     checkU64(r?.address, `${what}[${i}].address`);
@@ -351,8 +362,6 @@ function checkRegions(regions: unknown, what: string): Region[] {
   });
   return regions as Region[];
 }
-
-export { checkRegions };
 
 // ---------------------------------------------------------------------------------------
 // Literal regions and code records (code records are never patched: each is copied once)
@@ -404,7 +413,7 @@ export interface HeaderInfo {
 export function encodeHeader(h: CaptureHeader): Uint8Array {
   const src = h.layoutSource;
   let layout: Record<string, unknown>;
-  let blob = new Uint8Array(0);
+  let blob: Uint8Array = new Uint8Array(0);
   if (src?.kind === 'debug-offsets') {
     if (!(src.bytes instanceof Uint8Array)) throw new TypeError('header.layoutSource.bytes must be a Uint8Array');
     layout = { kind: src.kind };
@@ -650,6 +659,7 @@ const INFLATE_STEP = 16 << 10;
  * `rawLength`.
  */
 export function inflateExact(stored: Uint8Array, rawLength: number): Uint8Array {
+  if (stored.length === 0) throw new Error('empty deflate stream');
   const out = new Uint8Array(rawLength);
   let length = 0;
   let overflow = false;
@@ -666,7 +676,6 @@ export function inflateExact(stored: Uint8Array, rawLength: number): Uint8Array 
     const end = Math.min(stored.length, p + INFLATE_STEP);
     inflater.push(stored.subarray(p, end), end === stored.length);
   }
-  if (stored.length === 0) throw new Error('empty deflate stream');
   if (overflow) throw new Error(`inflates to more than the ${rawLength} bytes the frame announces`);
   if (length !== rawLength) throw new Error(`inflates to ${length} bytes, the frame announces ${rawLength}`);
   return out;

@@ -1,15 +1,19 @@
 // The pyunwind command: one verb per job.
 
 import { dump, DUMP_HELP } from './dump.js';
+import { record, RECORD_HELP } from './record.js';
+import { report, REPORT_HELP } from './report.js';
 import { EXIT, oneLine, UsageError } from './errors.js';
 
-export const VERSION = '0.1.0';
+import { VERSION } from './version.js';
 
 const HELP = `pyunwind ${VERSION} — trustworthy Python stack samples from raw CPython memory
 
 Usage: pyunwind COMMAND [OPTIONS]
 
 Commands:
+  record    sample a running Python (--pid PID, or -- COMMAND) into a capture file
+  report    turn a capture into a profile: text, json, collapsed stacks, speedscope
   dump      print the current stack of every thread of a running Python, once
   help      this help (also: pyunwind COMMAND --help)
 
@@ -18,9 +22,11 @@ Statuses: complete (3.15: the chain reached the thread's base frame), complete-u
 corrupt, no-thread-state, torn. See docs/how-it-works.md.
 `;
 
-type Command = (argv: string[], out: (s: string) => void) => Promise<number>;
+type Command = (argv: string[], out: (s: string) => void, err: (s: string) => void) => Promise<number>;
 
 const COMMANDS: Record<string, { run: Command; help: string }> = {
+  record: { run: record, help: RECORD_HELP },
+  report: { run: report, help: REPORT_HELP },
   dump: { run: dump, help: DUMP_HELP },
 };
 
@@ -40,7 +46,7 @@ export async function main(argv: string[], out = (s: string) => void process.std
     return EXIT.usage;
   }
   try {
-    return await command.run(rest, out);
+    return await command.run(rest, out, err);
   } catch (e) {
     const usage = e instanceof UsageError || (e as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
     err(`pyunwind ${verb}: ${oneLine(e)}${usage ? ` (try: pyunwind ${verb} --help)` : ''}\n`);

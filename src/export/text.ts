@@ -5,7 +5,9 @@
 //
 // Percentages: statuses are of the attempted samples, missed is of the scheduled ones
 // (attempted + missed); function weights are of the thread's trusted weight (samples with a
-// stack plus idle ones), so a thread that idles shows it in its functions' shares.
+// stack plus idle ones), so a thread that idles shows it in its functions' shares. Function
+// columns are weights: a sample of weight w counts w times there (weights default to 1), while
+// the status lines count samples.
 
 import type { Profile } from '../profile/profile.js';
 import type { ThreadProfile } from '../profile/thread.js';
@@ -65,7 +67,7 @@ function validationTable(profile: Profile): string[] {
 function threadSection(t: ThreadProfile, top: number): string[] {
   const st = t.stats();
   const out: string[] = [];
-  out.push(`Thread ${threadLabel(t)}`);
+  out.push(`Thread ${printable(threadLabel(t))}`);
   out.push(`  interpreter ${t.interpreterId}, thread id ${t.threadId}, native thread id ${t.nativeThreadId}`);
   const rejected = REJECTED.filter((r) => st.statuses[r] > 0).map((r) => `${r} ${num(st.statuses[r])}`);
   out.push(
@@ -81,7 +83,7 @@ function threadSection(t: ThreadProfile, top: number): string[] {
   const bySelf = t.topFunctions('self', top);
   const byTotal = t.topFunctions('total', top);
   out.push('');
-  out.push(`  Top ${bySelf.length} by self (% of ${num(base)} trusted samples)`);
+  out.push(`  Top ${bySelf.length} by self (% of ${plural(base, 'trusted sample')})`);
   out.push(...functionTable(bySelf, ['self', 'total'], base));
   out.push('');
   out.push(`  Top ${byTotal.length} by total`);
@@ -94,7 +96,15 @@ function functionTable(rows: FunctionStat[], cols: ['self' | 'total', 'self' | '
   const w = [0, 1, 2, 3].map((i) => Math.max(i % 2 === 0 ? cols[i / 2]!.length : 1, ...cells.map((c) => c[i]!.length)));
   const line = (c: string[], name: string): string =>
     `    ${c.map((x, i) => x.padStart(w[i]!)).join('  ')}  ${name}`.trimEnd();
-  return [line([cols[0], '%', cols[1], '%'], 'function'), ...rows.map((f, i) => line(cells[i]!, `${f.qualname} (${f.filename})`))];
+  return [line([cols[0], '%', cols[1], '%'], 'function'), ...rows.map((f, i) => line(cells[i]!, printable(`${f.qualname} (${f.filename})`)))];
+}
+
+// Names come from the target's memory: a control character (a newline, an ESC sequence) must
+// neither break the layout nor reach the terminal, so they are shown escaped (\\n, \\x1b).
+function printable(s: string): string {
+  return s.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) =>
+    c === '\n' ? '\\n' : c === '\r' ? '\\r' : c === '\t' ? '\\t' : `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`,
+  );
 }
 
 function plural(n: number, word: string): string {

@@ -52,12 +52,8 @@ export function compareFrames(a: SampleFrame, b: SampleFrame): number {
   );
 }
 
-// Length-prefixing the strings makes the keys unambiguous whatever the names contain (the
+// Length-prefixing the qualname makes the key unambiguous whatever the names contain (the
 // target's memory is untrusted, a qualname may hold any character).
-function frameKey(qualname: string, filename: string, line: number | null): string {
-  return `${qualname.length}:${qualname}${filename.length}:${filename}${line}`;
-}
-
 function functionKey(qualname: string, filename: string): string {
   return `${qualname.length}:${qualname}${filename}`;
 }
@@ -77,16 +73,22 @@ export class ThreadProfile {
   private readonly _statuses: StatusCounts = emptyStatusCounts();
   private _idleWeight = 0;
 
-  private readonly frameIndex = new Map<string, number>();
+  // qualname → filename → line → frame index: nested maps cost no key strings per frame
+  private readonly frameIndex = new Map<string, Map<string, Map<number | null, number>>>();
   private readonly _frames: SampleFrame[] = [];
   private readonly _frameFunction: number[] = [];
   private readonly functionIndex = new Map<string, number>();
   private readonly _functions: FunctionId[] = [];
 
-  private readonly stackIndex = new Map<string, number>();
+  // children of each stack by frame index (roots: rootIndex), created on first child
+  private readonly rootIndex = new Map<number, number>();
+  private readonly childIndex: (Map<number, number> | undefined)[] = [];
   private readonly _stackParent: number[] = [];
   private readonly _stackFrame: number[] = [];
   private readonly _stackWeight: number[] = [];
+  // the previous sample's stacks, root first: consecutive samples share most of their stack,
+  // so a new sample re-interns only below the first frame that differs
+  private readonly lastPath: number[] = [];
 
   constructor(ids: ThreadIds) {
     this.interpreterId = ids.interpreterId;
@@ -130,12 +132,15 @@ export class ThreadProfile {
 
   /** @internal Interns the frame and returns its index. */
   internFrame(qualname: string, filename: string, line: number | null): number {
-    const key = frameKey(qualname, filename, line);
-    let i = this.frameIndex.get(key);
+    let byFile = this.frameIndex.get(qualname);
+    if (byFile === undefined) this.frameIndex.set(qualname, (byFile = new Map()));
+    let byLine = byFile.get(filename);
+    if (byLine === undefined) byFile.set(filename, (byLine = new Map()));
+    let i = byLine.get(line);
     if (i === undefined) {
       i = this._frames.length;
       this._frames.push({ qualname, filename, line });
-      this.frameIndex.set(key, i);
+      byLine.set(line, i);
       const fkey = functionKey(qualname, filename);
       let f = this.functionIndex.get(fkey);
       if (f === undefined) {
@@ -150,14 +155,17 @@ export class ThreadProfile {
 
   /** @internal Interns the stack (parent, frame) and returns its index (parent −1: a root). */
   internStack(parent: number, frame: number): number {
-    const key = `${parent},${frame}`;
-    let i = this.stackIndex.get(key);
+    let children: Map<number, number> | undefined;
+    if (parent < 0) children = this.rootIndex;
+    else if ((children = this.childIndex[parent]) === undefined) this.childIndex[parent] = children = new Map();
+    let i = children.get(frame);
     if (i === undefined) {
       i = this._stackParent.length;
       this._stackParent.push(parent);
       this._stackFrame.push(frame);
       this._stackWeight.push(0);
-      this.stackIndex.set(key, i);
+      this.childIndex.push(undefined);
+      children.set(frame, i);
     }
     return i;
   }
@@ -167,12 +175,23 @@ export class ThreadProfile {
     this._stackWeight[stack]! += weight;
   }
 
-  /** @internal Adds a trusted sample's frames (innermost first). */
+  /** @internal Adds a trusted sample's frames (innermost first, at least one). */
   addFrames(frames: readonly SampleFrame[], weight: number): void {
+    const path = this.lastPath;
+    const n = frames.length;
+    let depth = 0;
     let stack = -1;
-    for (let i = frames.length - 1; i >= 0; i--) {
-      const f = frames[i]!;
+    for (; depth < n && depth < path.length; depth++) {
+      const f = frames[n - 1 - depth]!;
+      const known = this._frames[this._stackFrame[path[depth]!]!]!;
+      if (f.line !== known.line || f.qualname !== known.qualname || f.filename !== known.filename) break;
+      stack = path[depth]!;
+    }
+    path.length = depth;
+    for (; depth < n; depth++) {
+      const f = frames[n - 1 - depth]!;
       stack = this.internStack(stack, this.internFrame(f.qualname, f.filename, f.line));
+      path.push(stack);
     }
     this._stackWeight[stack]! += weight;
   }

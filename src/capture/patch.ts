@@ -1,0 +1,364 @@
+// Sample records, delta-coded. Consecutive samples of one thread share almost all their bytes
+// (measured: 5.2 KB per sample raw, 18 B once each is stored as its difference from the
+// thread's previous one), so within a block the first sample of a thread is stored whole and
+// each later one as a patch against that thread's previous sample in the same block: per
+// region, "the base sample's region number j, with this new length and these byte runs".
+// A block never refers outside itself, so blocks stay independent.
+//
+// Decoding is copy-on-write per region: a region that did not change shares its bytes with
+// the previous sample's (no copy); a changed region gets a fresh array (one copy of the region
+// plus the runs). Decoded bytes are therefore shared between samples and must be treated as
+// read-only. The cost of a sample is the size of its changed regions — a memcpy — not an
+// inflate of the whole stack.
+
+import type { Region } from '../walk/types.js';
+import {
+  ByteReader,
+  ByteWriter,
+  MAX_BLOCK_RAW,
+  RECORDER_STATUS_CODE,
+  REGION_KIND,
+  SAMPLE_FORM,
+  bigSize,
+  checkRegions,
+  checkU64,
+  checkUint,
+  readLiteralRegion,
+  uintSize,
+  writeLiteralRegion,
+} from './format.js';
+import type { RecorderStatus, SampleRecord } from './types.js';
+
+/**
+ * A block's samples may hold at most this many region bytes in all (counting unchanged,
+ * shared regions too). It bounds what decoding one block can allocate — a patch of a few
+ * bytes can stand for a copy of a whole region — and what a consumer does per block. The
+ * writer ends a block before it passes this; a reader rejects samples beyond it.
+ */
+export const MAX_BLOCK_SAMPLE_BYTES = 64 << 20;
+
+/**
+ * Equal stretches up to this long between two changed stretches are stored as changed: a new
+ * run costs two varints (gap, length), so merging short gaps is smaller before compression and
+ * gives deflate longer, more repetitive patches.
+ */
+const MERGE_GAP = 4;
+
+const STATUS_NAMES: RecorderStatus[] = ['ok', 'torn'];
+
+/** The thread state address's sample fields a patch repeats only when they changed. */
+const ID_BIT = { INTERPRETER: 1, THREAD: 2, NATIVE_THREAD: 4 } as const;
+
+/** Total region bytes of a sample: what it weighs against MAX_BLOCK_SAMPLE_BYTES. */
+export function sampleBytes(rec: SampleRecord): number {
+  let n = 0;
+  for (const r of rec.regions) n += r.bytes.length;
+  return n;
+}
+
+/** Checks a record from the recorder so that what is written reads back as the same record. */
+export function checkSampleRecord(rec: SampleRecord): void {
+  checkUint(rec?.time, 'sample.time');
+  checkU64(rec.interpreterId, 'sample.interpreterId');
+  checkU64(rec.threadStateAddress, 'sample.threadStateAddress');
+  checkU64(rec.threadId, 'sample.threadId');
+  checkU64(rec.nativeThreadId, 'sample.nativeThreadId');
+  checkUint(rec.flags, 'sample.flags');
+  if (!(rec.recorderStatus in RECORDER_STATUS_CODE)) throw new RangeError(`sample.recorderStatus must be "ok" or "torn" (got ${String(rec.recorderStatus)})`);
+  checkUint(rec.copyMicros, 'sample.copyMicros');
+  if (!Array.isArray(rec.errors) || rec.errors.some((e) => typeof e !== 'string')) throw new TypeError('sample.errors must be an array of strings');
+  checkRegions(rec.regions, 'sample.regions');
+}
+
+// ---------------------------------------------------------------------------------------
+// Encoding
+
+/** Index of the first differing byte of a and b in [from, end), or `end`. */
+function nextDiff(a: Uint8Array, b: Uint8Array, from: number, end: number): number {
+  let i = from;
+  while (i < end && a[i] === b[i]) i++;
+  return i;
+}
+
+/**
+ * The changed stretches of `cur` against `base` as [start, end) pairs in `runs`, sorted and
+ * disjoint; bytes past the base's length are always covered (the decoder insists).
+ */
+function diffRuns(base: Uint8Array, cur: Uint8Array, runs: number[]): void {
+  runs.length = 0;
+  const m = Math.min(base.length, cur.length);
+  let i = nextDiff(base, cur, 0, m);
+  while (i < m) {
+    const start = i;
+    let end = i + 1;
+    for (;;) {
+      while (end < m && base[end] !== cur[end]) end++;
+      const next = nextDiff(base, cur, end, m);
+      if (next < m && next - end <= MERGE_GAP) {
+        end = next + 1;
+        continue;
+      }
+      i = next;
+      break;
+    }
+    runs.push(start, end);
+  }
+  if (cur.length > base.length) {
+    const last = runs.length - 1;
+    if (last > 0 && base.length - runs[last]! <= MERGE_GAP) runs[last] = cur.length;
+    else runs.push(base.length, cur.length);
+  }
+}
+
+function patchSize(j: number, length: number, runs: number[]): number {
+  let n = 1 + uintSize(j) + uintSize(length) + uintSize(runs.length / 2);
+  let pos = 0;
+  for (let k = 0; k < runs.length; k += 2) {
+    const start = runs[k]!;
+    const end = runs[k + 1]!;
+    n += uintSize(start - pos) + uintSize(end - start) + (end - start);
+    pos = end;
+  }
+  return n;
+}
+
+/** What the encoder remembers of a thread's previous sample in the block. */
+interface Base {
+  time: number;
+  interpreterId: bigint;
+  threadId: bigint;
+  nativeThreadId: bigint;
+  regions: Region[];
+}
+
+/**
+ * Writes sample bodies for one block. `encode` does not change the state, so the writer can
+ * drop an encoding (to start a new block, where the sample must be whole) and encode again;
+ * `commit` then records the sample as its thread's base.
+ */
+export class SampleEncoder {
+  private readonly bases = new Map<bigint, Base>();
+  private readonly runs: number[] = [];
+
+  /** A new block: every thread starts whole again. */
+  reset(): void {
+    this.bases.clear();
+  }
+
+  encode(w: ByteWriter, rec: SampleRecord): void {
+    const base = this.bases.get(rec.threadStateAddress);
+    w.big(rec.threadStateAddress);
+    if (!base) {
+      w.u8(SAMPLE_FORM.WHOLE);
+      w.uint(rec.time);
+      w.big(rec.interpreterId);
+      w.big(rec.threadId);
+      w.big(rec.nativeThreadId);
+    } else {
+      w.u8(SAMPLE_FORM.PATCH);
+      w.sint(rec.time - base.time);
+      const mask =
+        (rec.interpreterId !== base.interpreterId ? ID_BIT.INTERPRETER : 0) |
+        (rec.threadId !== base.threadId ? ID_BIT.THREAD : 0) |
+        (rec.nativeThreadId !== base.nativeThreadId ? ID_BIT.NATIVE_THREAD : 0);
+      w.u8(mask);
+      if (mask & ID_BIT.INTERPRETER) w.big(rec.interpreterId);
+      if (mask & ID_BIT.THREAD) w.big(rec.threadId);
+      if (mask & ID_BIT.NATIVE_THREAD) w.big(rec.nativeThreadId);
+    }
+    w.uint(rec.flags);
+    w.u8(RECORDER_STATUS_CODE[rec.recorderStatus]);
+    w.uint(rec.copyMicros);
+    w.uint(rec.errors.length);
+    for (const e of rec.errors) w.string(e);
+    w.uint(rec.regions.length);
+    if (!base) {
+      for (const r of rec.regions) {
+        w.u8(REGION_KIND.LITERAL);
+        writeLiteralRegion(w, r);
+      }
+      return;
+    }
+    // a region's base is the base sample's first not-yet-used region at the same address
+    const byAddress = new Map<bigint, number[]>();
+    base.regions.forEach((r, j) => {
+      const list = byAddress.get(r.address);
+      if (list) list.push(j);
+      else byAddress.set(r.address, [j]);
+    });
+    const runs = this.runs;
+    for (const r of rec.regions) {
+      const j = byAddress.get(r.address)?.shift();
+      if (j !== undefined) {
+        diffRuns(base.regions[j]!.bytes, r.bytes, runs);
+        const literal = 1 + bigSize(r.address) + uintSize(r.bytes.length) + r.bytes.length;
+        if (patchSize(j, r.bytes.length, runs) <= literal) {
+          w.u8(REGION_KIND.PATCH);
+          w.uint(j);
+          w.uint(r.bytes.length);
+          w.uint(runs.length / 2);
+          let pos = 0;
+          for (let k = 0; k < runs.length; k += 2) {
+            const start = runs[k]!;
+            const end = runs[k + 1]!;
+            w.uint(start - pos);
+            w.uint(end - start);
+            w.bytes(r.bytes.subarray(start, end));
+            pos = end;
+          }
+          continue;
+        }
+      }
+      w.u8(REGION_KIND.LITERAL);
+      writeLiteralRegion(w, r);
+    }
+  }
+
+  /**
+   * Makes `rec` its thread's base for the next patch. The bytes are copied: the recorder
+   * may reuse its buffers, and a base that changed under the encoder would make every later
+   * patch of the block silently wrong.
+   */
+  commit(rec: SampleRecord): void {
+    this.bases.set(rec.threadStateAddress, {
+      time: rec.time,
+      interpreterId: rec.interpreterId,
+      threadId: rec.threadId,
+      nativeThreadId: rec.nativeThreadId,
+      regions: rec.regions.map((r) => ({ address: r.address, bytes: r.bytes.slice() })),
+    });
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Decoding
+
+/**
+ * Reads the sample bodies of one block, in order. A sample that cannot be decoded poisons its
+ * thread for the rest of the block (its later patches have no trustworthy base), and a sample
+ * whose thread cannot even be read poisons every later sample of the block: a patch applied
+ * to the wrong base would be silently wrong, which is worse than missing.
+ */
+export class SampleDecoder {
+  private readonly bases = new Map<bigint, SampleRecord>();
+  private readonly broken = new Set<bigint>();
+  /** why no further sample of the block can be trusted, once that is so */
+  private poisoned: string | null = null;
+  private totalBytes = 0;
+
+  /**
+   * Counts a region's bytes against the block's budget before anything is allocated for it;
+   * past the budget the rest of the block is refused (each further patch could otherwise
+   * make a large copy from a few payload bytes).
+   */
+  private readonly charge = (n: number, r: ByteReader, at: number): void => {
+    this.totalBytes += n;
+    if (this.totalBytes > MAX_BLOCK_SAMPLE_BYTES) {
+      this.poisoned = `the block's samples hold more than ${MAX_BLOCK_SAMPLE_BYTES} region bytes`;
+      r.fail(this.poisoned, at);
+    }
+  };
+
+  decode(r: ByteReader): SampleRecord {
+    if (this.poisoned) r.fail(this.poisoned);
+    let tsa: bigint;
+    try {
+      tsa = r.big('thread state address');
+    } catch (e) {
+      this.poisoned = 'an earlier sample of this block could not be attributed to a thread, so no later sample can be trusted';
+      throw e;
+    }
+    if (this.broken.has(tsa)) r.fail(`thread 0x${tsa.toString(16)}: an earlier sample of this thread in the block could not be decoded`);
+    try {
+      const rec = this.decodeBody(r, tsa);
+      this.bases.set(tsa, rec);
+      return rec;
+    } catch (e) {
+      this.broken.add(tsa);
+      this.bases.delete(tsa);
+      throw e;
+    }
+  }
+
+  private decodeBody(r: ByteReader, threadStateAddress: bigint): SampleRecord {
+    const formAt = r.pos;
+    const form = r.u8('sample form');
+    let base: SampleRecord | undefined;
+    let time: number;
+    let interpreterId: bigint;
+    let threadId: bigint;
+    let nativeThreadId: bigint;
+    if (form === SAMPLE_FORM.WHOLE) {
+      time = r.uint('time');
+      interpreterId = r.big('interpreter id');
+      threadId = r.big('thread id');
+      nativeThreadId = r.big('native thread id');
+    } else if (form === SAMPLE_FORM.PATCH) {
+      base = this.bases.get(threadStateAddress);
+      if (!base) r.fail(`a patch for thread 0x${threadStateAddress.toString(16)}, which has no earlier sample in this block`, formAt);
+      const at = r.pos;
+      time = base.time + r.sint('time delta');
+      if (time < 0 || time > Number.MAX_SAFE_INTEGER) r.fail(`time ${time} out of range`, at);
+      const mask = r.u8('id mask');
+      interpreterId = mask & ID_BIT.INTERPRETER ? r.big('interpreter id') : base.interpreterId;
+      threadId = mask & ID_BIT.THREAD ? r.big('thread id') : base.threadId;
+      nativeThreadId = mask & ID_BIT.NATIVE_THREAD ? r.big('native thread id') : base.nativeThreadId;
+    } else {
+      return r.fail(`unknown sample form ${form}`, formAt);
+    }
+    const flags = r.uint('flags');
+    const statusAt = r.pos;
+    const recorderStatus = STATUS_NAMES[r.u8('recorder status')] ?? r.fail('unknown recorder status code', statusAt);
+    const copyMicros = r.uint('copy micros');
+    const errorCount = r.count('error count', 1);
+    const errors: string[] = new Array(errorCount);
+    for (let i = 0; i < errorCount; i++) errors[i] = r.string(`error ${i}`);
+    const regionCount = r.count('region count', 3);
+    const regions: Region[] = new Array(regionCount);
+    for (let i = 0; i < regionCount; i++) {
+      const kindAt = r.pos;
+      const kind = r.u8('region kind');
+      if (kind === REGION_KIND.LITERAL) regions[i] = readLiteralRegion(r, `region ${i}`);
+      else if (kind === REGION_KIND.PATCH && base) regions[i] = readPatchedRegion(r, base.regions, i, this.charge);
+      else r.fail(kind === REGION_KIND.PATCH ? `region ${i} is a patch in a whole sample` : `region ${i}: unknown region kind ${kind}`, kindAt);
+      if (kind === REGION_KIND.LITERAL) this.charge(regions[i]!.bytes.length, r, kindAt);
+    }
+    // bytes left in the body: fields of a later minor version, ignored
+    return { time, interpreterId, threadStateAddress, threadId, nativeThreadId, flags, recorderStatus, copyMicros, regions, errors };
+  }
+}
+
+type Charge = (n: number, r: ByteReader, at: number) => void;
+
+function readPatchedRegion(r: ByteReader, baseRegions: Region[], i: number, charge: Charge): Region {
+  const jAt = r.pos;
+  const j = r.uint(`region ${i} base index`);
+  const from = baseRegions[j];
+  if (!from) r.fail(`region ${i}: base region ${j} does not exist (the base sample has ${baseRegions.length})`, jAt);
+  const base = from.bytes;
+  const lengthAt = r.pos;
+  const length = r.uint(`region ${i} length`);
+  if (length > MAX_BLOCK_RAW) r.fail(`region ${i}: length ${length} exceeds ${MAX_BLOCK_RAW}`, lengthAt);
+  charge(length, r, lengthAt);
+  const runCount = r.count(`region ${i} run count`, 2);
+  if (runCount === 0) {
+    if (length > base.length) r.fail(`region ${i}: grows from ${base.length} to ${length} bytes without a run covering the new bytes`, lengthAt);
+    // unchanged (or only cut short): share, no copy
+    return { address: from.address, bytes: length === base.length ? base : base.subarray(0, length) };
+  }
+  const out = new Uint8Array(length);
+  out.set(length >= base.length ? base : base.subarray(0, length));
+  let pos = 0;
+  for (let k = 0; k < runCount; k++) {
+    const runAt = r.pos;
+    const start = pos + r.uint('run gap');
+    const n = r.uint('run length');
+    if (start + n > length) r.fail(`region ${i}: run at ${start} + ${n} bytes passes the region's length ${length}`, runAt);
+    // bytes past the base's end exist only in runs: a gap there would invent zeros
+    if (start > pos && start > base.length) r.fail(`region ${i}: bytes ${Math.max(pos, base.length)}..${start} past the base's end are not covered by a run`, runAt);
+    out.set(r.bytes(n, 'run bytes'), start);
+    pos = start + n;
+  }
+  if (length > Math.max(pos, base.length)) r.fail(`region ${i}: bytes ${Math.max(pos, base.length)}..${length} past the base's end are not covered by a run`, lengthAt);
+  return { address: from.address, bytes: out };
+}

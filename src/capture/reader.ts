@@ -1,0 +1,372 @@
+// Reads a .pyuw capture block by block. The file is read incrementally (one block's stored
+// bytes at a time), every block is checked before it is used, and damage costs only what it
+// touches: a bad block is reported and skipped, a damaged frame is skipped by scanning for the
+// next intact one, a cut file yields every block before the cut. Only a file whose header
+// cannot be used is refused (CaptureError): without the header no region means anything.
+//
+// Nothing here imports Node modules at load time, so a browser viewer can bundle it;
+// openCapture loads node:fs when it is called.
+
+import {
+  BLOCK_MAGIC,
+  BLOCK_TYPE,
+  ByteReader,
+  COMPRESSION,
+  DecodeError,
+  FRAME_SIZE,
+  MAX_BLOCK_RAW,
+  RECORD_TYPE,
+  crc32,
+  decodeHeader,
+  decodeTrailer,
+  describeBytes,
+  findMagic,
+  hex32,
+  inflateExact,
+  parseFrame,
+  readCodeRecord,
+  type CaptureTrailer,
+} from './format.js';
+import { SampleDecoder } from './patch.js';
+import { CaptureError, type CaptureBlock, type CaptureHeader, type CaptureWarning } from './types.js';
+
+/** Random access to a capture's bytes. */
+export interface CaptureSource {
+  /** length of the capture in bytes */
+  readonly size: number;
+  /** up to `length` bytes at `offset`: fewer only at the end of the data */
+  read(offset: number, length: number): Uint8Array;
+  close?(): void;
+}
+
+/**
+ * A block whose frame and stored bytes passed their checksums, not yet decompressed or
+ * decoded. Plain data (it can be posted to a worker); `decodeBlock` turns it into records.
+ */
+export interface RawBlock {
+  /** the writer's 0-based block number */
+  index: number;
+  /** byte offset of the block's frame in the file */
+  offset: number;
+  compression: number;
+  rawLength: number;
+  stored: Uint8Array;
+}
+
+/** Bytes read per step when scanning for the next block after damage. */
+const SCAN_CHUNK = 1 << 16;
+/** How far from the end the end block is looked for at open. */
+const TAIL_SCAN = 4096;
+
+function errorMessage(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+/** The raw payload of a block, or why it has none. */
+function unpack(raw: RawBlock): Uint8Array | string {
+  try {
+    if (raw.compression === COMPRESSION.NONE) {
+      if (raw.stored.length !== raw.rawLength) return `stored length ${raw.stored.length} differs from raw length ${raw.rawLength} in an uncompressed block`;
+      return raw.stored;
+    }
+    if (raw.compression === COMPRESSION.DEFLATE) return inflateExact(raw.stored, raw.rawLength);
+    return `unknown compression ${raw.compression} (written by a newer pyunwind?)`;
+  } catch (e) {
+    return `cannot be decompressed (${errorMessage(e)})`;
+  }
+}
+
+/**
+ * Decodes one block, needing nothing from any other block. Records that cannot be decoded are
+ * skipped and reported (one warning per block); everything intact is kept. `block` is null
+ * when nothing could be decoded at all.
+ */
+export function decodeBlock(raw: RawBlock): { block: CaptureBlock | null; warnings: CaptureWarning[] } {
+  const where = `block ${raw.index} at byte ${raw.offset}`;
+  const payload = unpack(raw);
+  if (typeof payload === 'string') return { block: null, warnings: [{ offset: raw.offset, message: `${where}: ${payload}; block skipped` }] };
+
+  const r = new ByteReader(payload);
+  const block: CaptureBlock = { index: raw.index, offset: raw.offset, codes: [], samples: [], missed: 0 };
+  const problems: string[] = [];
+  let skipped = 0;
+  const unknownTypes = new Map<number, number>();
+  try {
+    block.missed = r.uint('missed count');
+  } catch (e) {
+    return { block: null, warnings: [{ offset: raw.offset, message: `${where}: ${errorMessage(e)}; block skipped` }] };
+  }
+  const decoder = new SampleDecoder();
+  // each pass consumes at least the type byte and the length varint: bounded by the payload
+  while (r.pos < r.end) {
+    const recordAt = r.pos;
+    let type: number;
+    let length: number;
+    try {
+      type = r.u8('record type');
+      length = r.uint('record length');
+      if (length > r.remaining) r.fail(`record length ${length} passes the end of the payload (${r.remaining} bytes left)`, recordAt);
+    } catch (e) {
+      // record boundaries are lost: nothing after this point can be found
+      problems.push(`payload byte ${recordAt}: ${errorMessage(e)}; the rest of the block (${r.end - recordAt} bytes) was not read`);
+      break;
+    }
+    const body = new ByteReader(payload, r.pos, r.pos + length);
+    r.pos += length;
+    try {
+      if (type === RECORD_TYPE.CODE) block.codes.push(readCodeRecord(body));
+      else if (type === RECORD_TYPE.SAMPLE) block.samples.push(decoder.decode(body));
+      else unknownTypes.set(type, (unknownTypes.get(type) ?? 0) + 1);
+    } catch (e) {
+      if (!(e instanceof DecodeError)) throw e;
+      if (skipped++ === 0) problems.push(`${type === RECORD_TYPE.CODE ? 'code' : 'sample'} record at payload byte ${recordAt}: ${e.message} (at payload byte ${e.at})`);
+    }
+  }
+  if (skipped > 1) problems.push(`${skipped} records skipped in all`);
+  else if (skipped === 1) problems.push('record skipped');
+  for (const [type, n] of unknownTypes) problems.push(`${n} record(s) of unknown type ${type} skipped (written by a newer pyunwind?)`);
+  const warnings = problems.length ? [{ offset: raw.offset, message: `${where}: ${problems.join('; ')}` }] : [];
+  return { block, warnings };
+}
+
+export class CaptureReader {
+  readonly header: CaptureHeader;
+  readonly formatVersion: { major: number; minor: number };
+  /** byte offset of the first block */
+  readonly dataStart: number;
+  /** the file ends with an intact end block: the writer closed it (known at open) */
+  readonly closedCleanly: boolean;
+  /** the totals of the end block, when `closedCleanly` (known at open, e.g. for progress) */
+  readonly trailer: CaptureTrailer | null;
+  /** problems found so far, in file order; iterating the blocks adds to it */
+  readonly warnings: CaptureWarning[] = [];
+  private readonly seen = new Set<string>();
+
+  constructor(
+    private readonly source: CaptureSource,
+    /** the file name used in messages */
+    readonly name: string,
+  ) {
+    const info = decodeHeader(name, source.size, (offset, length) => source.read(offset, length));
+    this.header = info.header;
+    this.formatVersion = { major: info.major, minor: info.minor };
+    this.dataStart = info.end;
+    this.trailer = this.findTrailer();
+    this.closedCleanly = this.trailer !== null;
+  }
+
+  get size(): number {
+    return this.source.size;
+  }
+
+  /**
+   * Blocks in file order, decoded. Can be iterated again (each pass reads the file again);
+   * a warning is recorded once however often its block is passed.
+   */
+  *blocks(): Generator<CaptureBlock> {
+    for (const raw of this.rawBlocks()) {
+      const { block, warnings } = decodeBlock(raw);
+      for (const w of warnings) this.warn(w.offset, w.message);
+      if (block) yield block;
+    }
+  }
+
+  /**
+   * Blocks in file order, checked but not decoded, for decoding elsewhere (`decodeBlock`,
+   * e.g. in workers). Problems with the file's structure go to `warnings`.
+   */
+  *rawBlocks(): Generator<RawBlock> {
+    const size = this.source.size;
+    let pos = this.dataStart;
+    let complete = 0;
+    let expected = 0;
+    // a warning already explains a break in the block numbers
+    let explained = false;
+    // every pass either returns or moves pos forward by at least one byte
+    while (pos < size) {
+      const left = size - pos;
+      const head = this.source.read(pos, Math.min(FRAME_SIZE, left));
+      if (head.length < FRAME_SIZE) {
+        this.warn(pos, this.endsInside(head, pos, expected, complete));
+        return;
+      }
+      const frame = parseFrame(head);
+      if (typeof frame === 'string') {
+        const next = this.scan(pos + 1);
+        this.warn(
+          pos,
+          `byte ${pos}: no intact block frame where block ${expected} should start (${frame}); ` +
+            (next < 0 ? `no intact block follows up to the end of the file (byte ${size}); ${complete} complete blocks read` : `skipped ${next - pos} bytes to the next intact block at byte ${next}`),
+        );
+        if (next < 0) return;
+        pos = next;
+        explained = true;
+        continue;
+      }
+      const where = `block ${frame.seq} at byte ${pos}`;
+      if (frame.seq !== expected && !explained) {
+        this.warn(pos, `${where}: expected block ${expected} here (blocks are missing or out of order)`);
+      }
+      explained = false;
+      expected = frame.seq + 1;
+      const end = pos + FRAME_SIZE + frame.storedLength;
+      if (frame.storedLength > MAX_BLOCK_RAW || frame.rawLength > MAX_BLOCK_RAW) {
+        if (end > size) {
+          this.warn(pos, `${where}: stored length ${frame.storedLength} passes the end of the file (byte ${size}) and any block's limit; ${complete} complete blocks read`);
+          return;
+        }
+        this.warn(pos, `${where}: stored length ${frame.storedLength} / raw length ${frame.rawLength} exceed the limit of ${MAX_BLOCK_RAW}; block skipped`);
+        pos = end;
+        continue;
+      }
+      const stored = end <= size ? this.source.read(pos + FRAME_SIZE, frame.storedLength) : null;
+      if (!stored || stored.length < frame.storedLength) {
+        this.warn(pos, `file ends at byte ${size} inside block ${frame.seq} (started at byte ${pos}, ${end - pos} bytes long): the recording was cut short; ${complete} complete blocks read`);
+        return;
+      }
+      const computed = crc32(stored);
+      if (computed !== frame.payloadCrc) {
+        const what = frame.type === BLOCK_TYPE.END ? `${where} (the end marker)` : where;
+        this.warn(pos, `${what}: checksum mismatch (stored ${hex32(frame.payloadCrc)}, computed ${hex32(computed)}); block skipped`);
+        pos = end;
+        explained = true;
+        continue;
+      }
+      if (frame.type === BLOCK_TYPE.END) {
+        if (end < size) this.warn(end, `${size - end} bytes after the end marker (${where}) were ignored`);
+        return;
+      }
+      if (frame.type !== BLOCK_TYPE.RECORDS) {
+        this.warn(pos, `${where}: unknown block type ${frame.type} skipped (written by a newer pyunwind?)`);
+        pos = end;
+        continue;
+      }
+      complete++;
+      yield { index: frame.seq, offset: pos, compression: frame.compression, rawLength: frame.rawLength, stored };
+      pos = end;
+    }
+    this.warn(size, `file ends at byte ${size} after block ${expected - 1} without an end marker: the recording was cut short (or is still being written); ${complete} complete blocks read`);
+  }
+
+  /** Closes the file (if the reader owns one). */
+  close(): void {
+    this.source.close?.();
+  }
+
+  private warn(offset: number, message: string): void {
+    const key = `${offset}:${message}`;
+    if (this.seen.has(key)) return;
+    this.seen.add(key);
+    this.warnings.push({ offset, message });
+  }
+
+  /** The warning for a file that ends less than a frame after `pos`. */
+  private endsInside(head: Uint8Array, pos: number, expected: number, complete: number): string {
+    const size = this.source.size;
+    const magicPart = head.subarray(0, Math.min(head.length, BLOCK_MAGIC.length));
+    if (magicPart.every((b, i) => b === BLOCK_MAGIC[i])) {
+      return `file ends at byte ${size} inside block ${expected} (started at byte ${pos}): the recording was cut short; ${complete} complete blocks read`;
+    }
+    return `file ends at byte ${size} with ${head.length} bytes that are not a block (${describeBytes(head)}) at byte ${pos}; ${complete} complete blocks read`;
+  }
+
+  /** Offset of the next intact frame (magic and frame checksum) at or after `from`, or -1. */
+  private scan(from: number): number {
+    const size = this.source.size;
+    for (let base = from; base < size; base += SCAN_CHUNK) {
+      // overlap by a magic's length so a magic across the chunk edge is seen
+      const chunk = this.source.read(base, Math.min(SCAN_CHUNK + BLOCK_MAGIC.length - 1, size - base));
+      for (let i = findMagic(chunk, 0); i !== -1 && i < SCAN_CHUNK; i = findMagic(chunk, i + 1)) {
+        const at = base + i;
+        if (typeof parseFrame(this.source.read(at, FRAME_SIZE)) !== 'string') return at;
+      }
+    }
+    return -1;
+  }
+
+  /** The end block's totals if the file ends with an intact end block. */
+  private findTrailer(): CaptureTrailer | null {
+    const size = this.source.size;
+    const from = Math.max(this.dataStart, size - TAIL_SCAN);
+    const tail = this.source.read(from, size - from);
+    const m0 = BLOCK_MAGIC[0]!;
+    for (let i = tail.lastIndexOf(m0); i >= 0; i = i > 0 ? tail.lastIndexOf(m0, i - 1) : -1) {
+      const frame = parseFrame(tail, i);
+      if (typeof frame === 'string' || frame.type !== BLOCK_TYPE.END) continue;
+      if (i + FRAME_SIZE + frame.storedLength !== tail.length) continue;
+      const stored = tail.subarray(i + FRAME_SIZE);
+      if (crc32(stored) !== frame.payloadCrc) continue;
+      const raw = unpack({ index: frame.seq, offset: from + i, compression: frame.compression, rawLength: frame.rawLength, stored });
+      if (typeof raw === 'string') continue;
+      try {
+        return decodeTrailer(raw);
+      } catch {
+        continue;
+      }
+    }
+    return null;
+  }
+}
+
+/** A capture held in memory (a test, a file dropped on a web page). */
+export function readCaptureBytes(bytes: Uint8Array, name = 'capture'): CaptureReader {
+  const source: CaptureSource = {
+    size: bytes.length,
+    read: (offset, length) => bytes.subarray(offset, Math.min(bytes.length, offset + length)),
+  };
+  return new CaptureReader(source, name);
+}
+
+/** Reads through any source (e.g. one that counts or limits reads). */
+export function readCaptureSource(source: CaptureSource, name: string): CaptureReader {
+  return new CaptureReader(source, name);
+}
+
+/**
+ * Opens a capture file for incremental reading: the header now, each block's bytes when it is
+ * reached. Call `close()` when done. Throws CaptureError for a missing or unreadable file and
+ * for a file that is not a capture.
+ */
+export async function openCapture(path: string): Promise<CaptureReader> {
+  const fs = await import('node:fs');
+  let fd: number;
+  try {
+    fd = fs.openSync(path, 'r');
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') throw new CaptureError(`${path}: no such file`);
+    if (code === 'EACCES') throw new CaptureError(`${path}: permission denied`);
+    throw new CaptureError(`cannot open ${path}: ${errorMessage(e)}`);
+  }
+  try {
+    let closed = false;
+    const stat = fs.fstatSync(fd);
+    if (!stat.isFile()) throw new CaptureError(`${path} is ${stat.isDirectory() ? 'a directory' : 'not a regular file'}, not a capture`);
+    const source: CaptureSource = {
+      size: stat.size,
+      read(offset: number, length: number): Uint8Array {
+        const buf = new Uint8Array(length);
+        let n = 0;
+        try {
+          while (n < length) {
+            const k = fs.readSync(fd, buf, n, length - n, offset + n);
+            if (k === 0) break; // the file shrank since it was opened
+            n += k;
+          }
+        } catch (e) {
+          throw new CaptureError(`${path}: cannot read ${length} bytes at byte ${offset}: ${errorMessage(e)}`);
+        }
+        return n === length ? buf : buf.subarray(0, n);
+      },
+      close(): void {
+        if (closed) return;
+        closed = true;
+        fs.closeSync(fd);
+      },
+    };
+    return new CaptureReader(source, path);
+  } catch (e) {
+    fs.closeSync(fd);
+    throw e;
+  }
+}

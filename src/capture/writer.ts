@@ -1,0 +1,237 @@
+// Writes a .pyuw capture: the header at construction, then blocks of code and sample records,
+// each handed to the sink in one write as soon as it is complete, then an end block.
+
+import fs from 'node:fs';
+import {
+  BLOCK_TYPE,
+  ByteWriter,
+  DEFAULT_BLOCK_BYTES,
+  DEFAULT_COMPRESSION_LEVEL,
+  MAX_BLOCK_RAW,
+  RECORD_TYPE,
+  checkCodeRecord,
+  checkUint,
+  encodeBlock,
+  encodeHeader,
+  encodeTrailer,
+  writeCodeRecord,
+} from './format.js';
+import { MAX_BLOCK_SAMPLE_BYTES, SampleEncoder, checkSampleRecord, sampleBytes } from './patch.js';
+import type { CaptureHeader, CodeRecord, SampleRecord } from './types.js';
+
+/** Where the bytes go. `write` is synchronous: when it returns, the bytes are the sink's. */
+export interface CaptureSink {
+  write(bytes: Uint8Array): void;
+  close?(): void;
+}
+
+export interface CaptureWriterOptions {
+  /** raw (uncompressed) bytes after which a block is ended; default 1 MiB */
+  blockBytes?: number;
+  /** deflate level 1–9 (0: never compress); default 6 */
+  compressionLevel?: number;
+}
+
+/**
+ * A file written with one `writeSync` per block. Each block is in the kernel when `write`
+ * returns, so a recorder killed with SIGKILL leaves every flushed block readable (surviving a
+ * power loss would need an fsync per block, which this does not pay for).
+ */
+export function fileSink(path: string): CaptureSink & { readonly path: string } {
+  const fd = fs.openSync(path, 'w');
+  let closed = false;
+  return {
+    path,
+    write(bytes: Uint8Array): void {
+      if (closed) throw new Error(`${path}: write after close`);
+      // writeSync may write less than asked (a full disk, a signal): loop until all is out
+      for (let off = 0; off < bytes.length; ) off += fs.writeSync(fd, bytes, off, bytes.length - off);
+    },
+    close(): void {
+      if (closed) return;
+      closed = true;
+      fs.closeSync(fd);
+    },
+  };
+}
+
+/** Collects everything written, for tests and in-memory use (e.g. a browser recorder). */
+export function memorySink(): CaptureSink & { bytes(): Uint8Array; readonly length: number } {
+  const parts: Uint8Array[] = [];
+  let length = 0;
+  let joined: Uint8Array | null = null;
+  return {
+    write(bytes: Uint8Array): void {
+      parts.push(bytes.slice());
+      length += bytes.length;
+      joined = null;
+    },
+    get length(): number {
+      return length;
+    },
+    /** everything written so far, as one array */
+    bytes(): Uint8Array {
+      if (!joined) {
+        joined = new Uint8Array(length);
+        let off = 0;
+        for (const p of parts) {
+          joined.set(p, off);
+          off += p.length;
+        }
+      }
+      return joined;
+    },
+  };
+}
+
+export class CaptureWriter {
+  /** samples in blocks handed to the sink (added samples still in the open block are not counted) */
+  samplesWritten = 0;
+  /** code records in blocks handed to the sink */
+  codesWritten = 0;
+  /** bytes handed to the sink, header included */
+  bytesWritten = 0;
+  /** record blocks handed to the sink (the end block is not counted) */
+  blocksWritten = 0;
+  /** missed samples in blocks handed to the sink */
+  missedWritten = 0;
+
+  private readonly blockBytes: number;
+  private readonly level: number;
+  private readonly codes = new ByteWriter(4096);
+  private readonly samples = new ByteWriter(1 << 16);
+  private readonly scratch = new ByteWriter(1 << 14);
+  private readonly encoder = new SampleEncoder();
+  private blockCodes = 0;
+  private blockSamples = 0;
+  private blockMissed = 0;
+  /** region bytes of the open block's samples, against MAX_BLOCK_SAMPLE_BYTES */
+  private blockSampleBytes = 0;
+  private closed = false;
+
+  constructor(
+    private readonly sink: CaptureSink,
+    header: CaptureHeader,
+    options: CaptureWriterOptions = {},
+  ) {
+    const blockBytes = options.blockBytes ?? DEFAULT_BLOCK_BYTES;
+    if (!Number.isFinite(blockBytes) || blockBytes < 1) throw new RangeError(`blockBytes must be a positive number (got ${blockBytes})`);
+    // a block must leave room for its framing varints under the format's limit
+    this.blockBytes = Math.min(Math.floor(blockBytes), MAX_BLOCK_RAW / 2);
+    const level = options.compressionLevel ?? DEFAULT_COMPRESSION_LEVEL;
+    if (!Number.isInteger(level) || level < 0 || level > 9) throw new RangeError(`compressionLevel must be an integer 0-9 (got ${level})`);
+    this.level = level;
+    this.emit(encodeHeader(header));
+  }
+
+  /** Raw bytes of the open block so far. */
+  get pendingBytes(): number {
+    return this.codes.length + this.samples.length;
+  }
+
+  /** Samples added to the open block, not yet handed to the sink. */
+  get pendingSamples(): number {
+    return this.blockSamples;
+  }
+
+  addCode(rec: CodeRecord): void {
+    this.checkOpen();
+    checkCodeRecord(rec);
+    const body = this.scratch;
+    body.reset();
+    writeCodeRecord(body, rec);
+    checkFits(body.length, 'code record');
+    if (this.overflows(body.length)) this.flush();
+    appendRecord(this.codes, RECORD_TYPE.CODE, body);
+    this.blockCodes++;
+    this.flushIfFull();
+  }
+
+  addSample(rec: SampleRecord): void {
+    this.checkOpen();
+    checkSampleRecord(rec);
+    const weight = sampleBytes(rec);
+    if (weight > MAX_BLOCK_SAMPLE_BYTES) throw new RangeError(`sample of thread 0x${rec.threadStateAddress.toString(16)} holds ${weight} region bytes, more than a block may (${MAX_BLOCK_SAMPLE_BYTES})`);
+    const body = this.scratch;
+    body.reset();
+    this.encoder.encode(body, rec);
+    if (this.blockSampleBytes + weight > MAX_BLOCK_SAMPLE_BYTES || this.overflows(body.length)) {
+      // a new block: the sample cannot be a patch against the old one's samples
+      this.flush();
+      body.reset();
+      this.encoder.encode(body, rec);
+    }
+    checkFits(body.length, 'sample record');
+    appendRecord(this.samples, RECORD_TYPE.SAMPLE, body);
+    this.encoder.commit(rec);
+    this.blockSamples++;
+    this.blockSampleBytes += weight;
+    this.flushIfFull();
+  }
+
+  /** Samples the schedule wanted but never attempted; recorded in the open block. */
+  addMissed(n: number): void {
+    this.checkOpen();
+    this.blockMissed += checkUint(n, 'missed count');
+  }
+
+  /** Ends the open block, if it holds anything, and hands it to the sink. */
+  flush(): void {
+    this.checkOpen();
+    if (this.blockCodes === 0 && this.blockSamples === 0 && this.blockMissed === 0) return;
+    const raw = new ByteWriter(16 + this.codes.length + this.samples.length);
+    raw.uint(this.blockMissed);
+    // codes first: a code added before a sample is then visible to it whatever the order of adds
+    raw.bytes(this.codes.view());
+    raw.bytes(this.samples.view());
+    this.emit(encodeBlock(BLOCK_TYPE.RECORDS, this.blocksWritten, raw.view(), this.level));
+    this.blocksWritten++;
+    this.samplesWritten += this.blockSamples;
+    this.codesWritten += this.blockCodes;
+    this.missedWritten += this.blockMissed;
+    this.codes.reset();
+    this.samples.reset();
+    this.encoder.reset();
+    this.blockCodes = this.blockSamples = this.blockMissed = this.blockSampleBytes = 0;
+  }
+
+  /** Flushes, writes the end block with the totals, and closes the sink. */
+  close(): void {
+    if (this.closed) return;
+    this.flush();
+    const trailer = encodeTrailer({ blocks: this.blocksWritten, samples: this.samplesWritten, codes: this.codesWritten, missed: this.missedWritten });
+    this.emit(encodeBlock(BLOCK_TYPE.END, this.blocksWritten, trailer, 0));
+    this.closed = true;
+    this.sink.close?.();
+  }
+
+  private emit(bytes: Uint8Array): void {
+    this.sink.write(bytes);
+    this.bytesWritten += bytes.length;
+  }
+
+  private checkOpen(): void {
+    if (this.closed) throw new Error('CaptureWriter: the capture is closed');
+  }
+
+  /** Would a record of `n` body bytes push the open block past the format's limit? */
+  private overflows(n: number): boolean {
+    return this.pendingBytes > 0 && this.pendingBytes + n + 32 > MAX_BLOCK_RAW;
+  }
+
+  private flushIfFull(): void {
+    if (this.pendingBytes >= this.blockBytes) this.flush();
+  }
+}
+
+/** A record must fit a block on its own, with room for the block's and its own varints. */
+function checkFits(n: number, what: string): void {
+  if (n + 32 > MAX_BLOCK_RAW) throw new RangeError(`a ${what} of ${n} bytes does not fit in a block (limit ${MAX_BLOCK_RAW})`);
+}
+
+/** type byte, varint body length, body */
+function appendRecord(to: ByteWriter, type: number, body: ByteWriter): void {
+  to.u8(type);
+  to.uint(body.length);
+  to.bytes(body.view());
+}

@@ -1,0 +1,69 @@
+// Processing of recorded samples: walk each with a walker (the WebAssembly kernel), give it
+// its status — the recorder's `torn` first, else the walk's — and symbolize the frames of the
+// trusted ones. Code objects arrive as records; a later record for an address replaces the
+// earlier one (the address was reused).
+
+import type { CodeRecord, SampleRecord } from './capture/types.js';
+import type { Layout } from './layout/layout.js';
+import { CodeTable, type StackFrame } from './unwind.js';
+import { walkParams, type WalkParams } from './walk/params.js';
+import { TRUSTED, type Status } from './walk/status.js';
+import type { Walker } from './walk/index.js';
+import type { WalkResult } from './walk/types.js';
+
+export interface ProcessedSample {
+  sample: SampleRecord;
+  status: Status;
+  /** innermost first; empty for rejected samples */
+  frames: StackFrame[];
+  /** the walk's own result (null for samples the recorder marked torn: not walked) */
+  walk: WalkResult | null;
+}
+
+export class SampleProcessor {
+  private readonly codes = new Map<bigint, CodeRecord>();
+  private table: CodeTable | null = null;
+  private readonly params: WalkParams;
+
+  constructor(
+    readonly layout: Layout,
+    private readonly walker: Walker,
+    maxDepth?: number,
+  ) {
+    this.params = walkParams(layout, maxDepth);
+  }
+
+  addCodes(records: Iterable<CodeRecord>): void {
+    for (const r of records) {
+      this.codes.set(r.address, r);
+      this.table = null;
+    }
+  }
+
+  get codeCount(): number {
+    return this.codes.size;
+  }
+
+  private codeTable(): CodeTable {
+    return (this.table ??= new CodeTable(this.layout, this.codes.values()));
+  }
+
+  process(samples: readonly SampleRecord[]): ProcessedSample[] {
+    const table = this.codeTable();
+    const toWalk = samples.filter((s) => s.recorderStatus !== 'torn');
+    const results = toWalk.length
+      ? this.walker.walk(
+          this.params,
+          table.ranges,
+          toWalk.map((s) => ({ threadStateAddress: s.threadStateAddress, regions: s.regions })),
+        )
+      : [];
+    let k = 0;
+    return samples.map((sample) => {
+      if (sample.recorderStatus === 'torn') return { sample, status: 'torn', frames: [], walk: null };
+      const walk = results[k++]!;
+      const frames = TRUSTED.has(walk.status) ? walk.frames.map((f) => table.frame(f.code, f.instrPtr)) : [];
+      return { sample, status: walk.status, frames, walk };
+    });
+  }
+}

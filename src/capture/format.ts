@@ -480,7 +480,8 @@ export function encodeHeader(h: CaptureHeader): Uint8Array {
  */
 export function decodeHeader(name: string, size: number, read: (offset: number, length: number) => Uint8Array): HeaderInfo {
   if (size === 0) throw new CaptureError(`${name} is empty: not a pyunwind capture`);
-  const prefix = read(0, Math.min(size, HEADER_PREFIX_SIZE));
+  // one byte more than the prefix, so that "not a capture" can show that more follows
+  const prefix = read(0, Math.min(size, HEADER_PREFIX_SIZE + 1));
   const magicPart = prefix.subarray(0, Math.min(prefix.length, FILE_MAGIC.length));
   if (!magicPart.every((b, i) => b === FILE_MAGIC[i])) {
     throw new CaptureError(`${name} is not a pyunwind capture (starts with ${describeBytes(prefix)})`);

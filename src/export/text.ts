@@ -100,7 +100,7 @@ function functionTable(rows: FunctionStat[], cols: ['self' | 'total', 'self' | '
 }
 
 // Names come from the target's memory: a control character (a newline, an ESC sequence) must
-// neither break the layout nor reach the terminal, so they are shown escaped (\\n, \\x1b).
+// neither break the layout nor reach the terminal, so they are shown escaped (as \n, \x1b).
 function printable(s: string): string {
   return s.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) =>
     c === '\n' ? '\\n' : c === '\r' ? '\\r' : c === '\t' ? '\\t' : `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`,

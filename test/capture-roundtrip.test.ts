@@ -1,0 +1,513 @@
+// The .pyuw container reads back exactly what was written: the header (both layout kinds,
+// bigints up to 2^64 − 1), code records, and samples of many threads whose regions change,
+// appear, disappear and change length between samples — through patches, in many blocks.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import fc from 'fast-check';
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  CaptureError,
+  CaptureWriter,
+  fileSink,
+  memorySink,
+  openCapture,
+  readCaptureBytes,
+  type CaptureBlock,
+  type CaptureHeader,
+  type CodeRecord,
+  type SampleRecord,
+} from '../src/capture/index.js';
+import type { Region } from '../src/walk/types.js';
+
+const U64_MAX = (1n << 64n) - 1n;
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'pyuw-'));
+afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+const HEADER: CaptureHeader = {
+  layoutSource: { kind: 'debug-offsets', bytes: Uint8Array.from({ length: 888 }, (_, i) => (i * 37) & 0xff) },
+  pointerSize: 8,
+  pythonVersion: '3.15.2',
+  target: 'pid 1234 (python3.15, 3.15.2)',
+  command: ['python3', '-c', 'print("é ✓")'],
+  pid: 1234,
+  runtimeAddress: 0x7f12_3456_7000n,
+  rateHz: 1000,
+  startTime: 1_760_000_000_000,
+  recorder: 'pyunwind 0.1.0',
+  mode: 'optimistic',
+};
+
+/** mulberry32: the test data follows from one seed, so a failure is reproducible. */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function randomBytes(rand: () => number, n: number): Uint8Array {
+  return Uint8Array.from({ length: n }, () => (rand() * 256) | 0);
+}
+
+const bigOf = (rand: () => number): bigint => {
+  const pick = rand();
+  if (pick < 0.2) return U64_MAX - BigInt((rand() * 4) | 0);
+  if (pick < 0.3) return BigInt((rand() * 3) | 0);
+  return (BigInt((rand() * 2 ** 32) >>> 0) << 32n) | BigInt((rand() * 2 ** 32) >>> 0);
+};
+
+/**
+ * Samples of `threads` threads whose regions evolve like a recorder's copies, plus every
+ * awkward case: bytes changed here and there, regions growing, shrinking, emptied, added,
+ * removed, reordered, repeated addresses, identical consecutive samples, ids that change.
+ */
+function evolvingSamples(seed: number, threads: number, count: number, maxRegion = 600): SampleRecord[] {
+  const rand = rng(seed);
+  const state = Array.from({ length: threads }, (_, t) => ({
+    tsa: t === 0 ? U64_MAX - 0xfffn : 0x7f00_0000_0000n + BigInt(t) * 0x10000n,
+    tid: bigOf(rand),
+    regions: Array.from({ length: 1 + ((rand() * 3) | 0) }, (_, k) => ({
+      address: k === 0 ? U64_MAX - BigInt(k * 0x1000) : 0x5500_0000n + BigInt(t * 0x100000 + k * 0x1000),
+      bytes: randomBytes(rand, (rand() * maxRegion) | 0),
+    })) as Region[],
+  }));
+  const out: SampleRecord[] = [];
+  let time = 0;
+  for (let i = 0; i < count; i++) {
+    const s = state[(rand() * threads) | 0]!;
+    const op = rand();
+    if (op < 0.15) {
+      // identical to the thread's previous sample
+    } else if (op < 0.55) {
+      // a few scattered bytes change
+      const r = s.regions[(rand() * s.regions.length) | 0];
+      if (r && r.bytes.length) {
+        const b = r.bytes.slice();
+        for (let k = (rand() * 6) | 0; k >= 0; k--) b[(rand() * b.length) | 0] = (rand() * 256) | 0;
+        r.bytes = b;
+      }
+    } else if (op < 0.7) {
+      // a region grows or shrinks (the stack's used part), possibly to nothing
+      const r = s.regions[(rand() * s.regions.length) | 0];
+      if (r) {
+        const n = rand() < 0.1 ? 0 : (rand() * maxRegion) | 0;
+        const b = new Uint8Array(n);
+        b.set(r.bytes.subarray(0, n));
+        if (n > r.bytes.length) b.set(randomBytes(rand, n - r.bytes.length), r.bytes.length);
+        r.bytes = b;
+      }
+    } else if (op < 0.8) {
+      // a frame outside the chunks appears (sometimes at an address already present)
+      const address = rand() < 0.3 && s.regions.length ? s.regions[0]!.address : bigOf(rand);
+      s.regions.splice((rand() * (s.regions.length + 1)) | 0, 0, { address, bytes: randomBytes(rand, (rand() * 120) | 0) });
+    } else if (op < 0.88) {
+      s.regions.splice((rand() * s.regions.length) | 0, 1);
+    } else if (op < 0.93) {
+      s.regions.reverse();
+    } else if (op < 0.96) {
+      s.tid = bigOf(rand);
+    } else {
+      // all new content at the same addresses and lengths
+      s.regions = s.regions.map((r) => ({ address: r.address, bytes: randomBytes(rand, r.bytes.length) }));
+    }
+    time += rand() < 0.1 ? 0 : (rand() * 2000) | 0;
+    out.push({
+      time: rand() < 0.02 ? Number.MAX_SAFE_INTEGER - ((rand() * 10) | 0) : time,
+      interpreterId: rand() < 0.9 ? 0n : bigOf(rand),
+      threadStateAddress: s.tsa,
+      threadId: s.tid,
+      nativeThreadId: rand() < 0.95 ? BigInt(4000 + threads) : bigOf(rand),
+      flags: (rand() * 4) | 0,
+      recorderStatus: rand() < 0.1 ? 'torn' : 'ok',
+      copyMicros: (rand() * 100) | 0,
+      // the recorder hands over fresh copies each time; the writer must not rely on it anyway
+      regions: s.regions.map((r) => ({ address: r.address, bytes: r.bytes })),
+      errors: rand() < 0.05 ? ['chunk 0x7f00: read failed (EIO)', 'ünïcödé'] : [],
+    });
+  }
+  return out;
+}
+
+function codeRecord(seed: number): CodeRecord {
+  const rand = rng(seed);
+  return {
+    address: bigOf(rand),
+    regions: Array.from({ length: (rand() * 5) | 0 }, () => ({ address: bigOf(rand), bytes: randomBytes(rand, (rand() * 300) | 0) })),
+  };
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/** Deep equality, fast for thousands of samples; on a mismatch, vitest's diff of the first one. */
+function expectSameSamples(got: SampleRecord[], want: SampleRecord[]): void {
+  expect(got.length).toBe(want.length);
+  for (let i = 0; i < want.length; i++) {
+    const g = got[i]!;
+    const w = want[i]!;
+    const same =
+      g.time === w.time &&
+      g.interpreterId === w.interpreterId &&
+      g.threadStateAddress === w.threadStateAddress &&
+      g.threadId === w.threadId &&
+      g.nativeThreadId === w.nativeThreadId &&
+      g.flags === w.flags &&
+      g.recorderStatus === w.recorderStatus &&
+      g.copyMicros === w.copyMicros &&
+      g.errors.length === w.errors.length &&
+      g.errors.every((e, k) => e === w.errors[k]) &&
+      g.regions.length === w.regions.length &&
+      g.regions.every((r, k) => r.address === w.regions[k]!.address && sameBytes(r.bytes, w.regions[k]!.bytes));
+    if (!same) expect({ sample: i, ...g }).toEqual({ sample: i, ...w });
+  }
+}
+
+function writeAll(
+  header: CaptureHeader,
+  ops: Array<{ code: CodeRecord } | { sample: SampleRecord } | { missed: number } | 'flush'>,
+  options?: { blockBytes?: number; compressionLevel?: number },
+): { bytes: Uint8Array; writer: CaptureWriter } {
+  const sink = memorySink();
+  const writer = new CaptureWriter(sink, header, options);
+  for (const op of ops) {
+    if (op === 'flush') writer.flush();
+    else if ('code' in op) writer.addCode(op.code);
+    else if ('sample' in op) writer.addSample(op.sample);
+    else writer.addMissed(op.missed);
+  }
+  writer.close();
+  return { bytes: sink.bytes(), writer };
+}
+
+function readAll(bytes: Uint8Array) {
+  const reader = readCaptureBytes(bytes, 'test.pyuw');
+  const blocks: CaptureBlock[] = [...reader.blocks()];
+  return {
+    reader,
+    blocks,
+    codes: blocks.flatMap((b) => b.codes),
+    samples: blocks.flatMap((b) => b.samples),
+    missed: blocks.reduce((n, b) => n + b.missed, 0),
+  };
+}
+
+describe('header', () => {
+  const headers: Array<[string, CaptureHeader]> = [
+    ['debug offsets, every optional field', HEADER],
+    [
+      'builtin layout, no optional field, bigint at 2^64 - 1',
+      {
+        layoutSource: { kind: 'builtin', id: 'builtin/3.12/wasm32', versionHex: 0x030c07f0 },
+        pointerSize: 4,
+        pythonVersion: '3.12.7',
+        target: 'pyodide',
+        runtimeAddress: U64_MAX,
+        rateHz: 99.5,
+        startTime: 0,
+        recorder: 'pyunwind 0.1.0',
+      },
+    ],
+    ['empty debug-offsets bytes, runtime address 0', { ...HEADER, layoutSource: { kind: 'debug-offsets', bytes: new Uint8Array(0) }, runtimeAddress: 0n, command: [] }],
+  ];
+  it.each(headers)('%s: round trips exactly', (_, header) => {
+    const { bytes } = writeAll(header, []);
+    const { reader, blocks } = readAll(bytes);
+    expect(reader.header).toEqual(header);
+    expect(reader.formatVersion).toEqual({ major: 1, minor: 0 });
+    expect(blocks).toEqual([]);
+    expect(reader.warnings).toEqual([]);
+    expect(reader.closedCleanly).toBe(true);
+    expect(reader.trailer).toEqual({ blocks: 0, samples: 0, codes: 0, missed: 0 });
+  });
+
+  it('round trips any header (property)', () => {
+    const header = fc.record(
+      {
+        layoutSource: fc.oneof(
+          fc.record({ kind: fc.constant('debug-offsets' as const), bytes: fc.uint8Array({ maxLength: 1200 }) }),
+          fc.record({ kind: fc.constant('builtin' as const), id: fc.string(), versionHex: fc.nat() }),
+        ),
+        pointerSize: fc.constantFrom(4 as const, 8 as const),
+        pythonVersion: fc.string(),
+        target: fc.string({ unit: 'binary' }),
+        command: fc.array(fc.string({ unit: 'binary' })),
+        pid: fc.nat(),
+        runtimeAddress: fc.bigInt({ min: 0n, max: U64_MAX }),
+        rateHz: fc.double({ noNaN: true, noDefaultInfinity: true }).filter((x) => !Object.is(x, -0)),
+        startTime: fc.integer(),
+        recorder: fc.string(),
+        mode: fc.string(),
+      },
+      { requiredKeys: ['layoutSource', 'pointerSize', 'pythonVersion', 'target', 'runtimeAddress', 'rateHz', 'startTime', 'recorder'] },
+    );
+    fc.assert(
+      fc.property(header, (h) => {
+        const { reader } = readAll(writeAll(h, []).bytes);
+        expect(reader.header).toEqual(h);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('refuses a header it cannot store faithfully, naming the field', () => {
+    expect(() => new CaptureWriter(memorySink(), { ...HEADER, runtimeAddress: -1n })).toThrow(/runtimeAddress/);
+    expect(() => new CaptureWriter(memorySink(), { ...HEADER, runtimeAddress: 1n << 64n })).toThrow(/runtimeAddress/);
+    expect(() => new CaptureWriter(memorySink(), { ...HEADER, rateHz: NaN })).toThrow(/rateHz/);
+    expect(() => new CaptureWriter(memorySink(), { ...HEADER, pointerSize: 2 as 4 })).toThrow(/pointerSize/);
+  });
+});
+
+describe('blocks', () => {
+  it('round trips samples of many threads, codes and missed counts over many blocks', () => {
+    const samples = evolvingSamples(1, 12, 3000);
+    const ops: Parameters<typeof writeAll>[1] = [];
+    const codes: CodeRecord[] = [];
+    let missed = 0;
+    samples.forEach((s, i) => {
+      if (i % 97 === 0) {
+        const c = codeRecord(i);
+        codes.push(c);
+        ops.push({ code: c });
+      }
+      if (i % 333 === 0) {
+        ops.push({ missed: i % 7 });
+        missed += i % 7;
+      }
+      ops.push({ sample: s });
+    });
+    const { bytes, writer } = writeAll(HEADER, ops, { blockBytes: 64 << 10 });
+    const got = readAll(bytes);
+    expect(got.reader.warnings).toEqual([]);
+    expect(got.reader.closedCleanly).toBe(true);
+    expect(got.blocks.length).toBeGreaterThan(5);
+    expect(got.blocks.map((b) => b.index)).toEqual(got.blocks.map((_, i) => i));
+    expectSameSamples(got.samples, samples);
+    expect(got.codes).toEqual(codes);
+    expect(got.missed).toBe(missed);
+    expect(writer.samplesWritten).toBe(samples.length);
+    expect(writer.codesWritten).toBe(codes.length);
+    expect(writer.blocksWritten).toBe(got.blocks.length);
+    expect(writer.bytesWritten).toBe(bytes.length);
+    expect(got.reader.trailer).toEqual({ blocks: got.blocks.length, samples: samples.length, codes: codes.length, missed });
+  });
+
+  it('round trips any sequence of records, blocks and compression (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.record({
+          seed: fc.nat(),
+          threads: fc.integer({ min: 1, max: 6 }),
+          count: fc.integer({ min: 0, max: 150 }),
+          blockBytes: fc.integer({ min: 1, max: 20_000 }),
+          level: fc.integer({ min: 0, max: 9 }),
+          flushes: fc.array(fc.nat({ max: 150 }), { maxLength: 5 }),
+          codesAt: fc.array(fc.nat({ max: 150 }), { maxLength: 8 }),
+        }),
+        ({ seed, threads, count, blockBytes, level, flushes, codesAt }) => {
+          const samples = evolvingSamples(seed, threads, count, 300);
+          const codes: CodeRecord[] = [];
+          const ops: Parameters<typeof writeAll>[1] = [];
+          for (let i = 0; i <= count; i++) {
+            if (flushes.includes(i)) ops.push('flush');
+            for (const at of codesAt) {
+              if (at !== i) continue;
+              codes.push(codeRecord(seed + i));
+              ops.push({ code: codes[codes.length - 1]! });
+            }
+            if (i < count) ops.push({ sample: samples[i]! });
+          }
+          const got = readAll(writeAll(HEADER, ops, { blockBytes, compressionLevel: level }).bytes);
+          expect(got.reader.warnings).toEqual([]);
+          expectSameSamples(got.samples, samples);
+          expect(got.codes).toEqual(codes);
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it('decodes each sample to its own bytes: later patches never change earlier samples', () => {
+    const base = new Uint8Array(5000).fill(7);
+    const mk = (time: number, bytes: Uint8Array): SampleRecord => ({
+      time,
+      interpreterId: 0n,
+      threadStateAddress: 0x1000n,
+      threadId: 1n,
+      nativeThreadId: 2n,
+      flags: 0,
+      recorderStatus: 'ok',
+      copyMicros: 0,
+      regions: [{ address: 0x2000n, bytes }],
+      errors: [],
+    });
+    const samples = [mk(0, base)];
+    for (let i = 1; i < 50; i++) {
+      const b = samples[i - 1]!.regions[0]!.bytes.slice();
+      b[i * 10] = i;
+      samples.push(mk(i, b));
+    }
+    samples.push(mk(50, samples[49]!.regions[0]!.bytes)); // identical: shares the bytes
+    const { samples: got } = readAll(writeAll(HEADER, samples.map((sample) => ({ sample }))).bytes);
+    expectSameSamples(got, samples);
+    expect(got[50]!.regions[0]!.bytes).toBe(got[49]!.regions[0]!.bytes);
+    expect(got[49]!.regions[0]!.bytes).not.toBe(got[48]!.regions[0]!.bytes);
+  });
+
+  it('keeps its own copy of each base: a recorder reusing its buffer does not corrupt patches', () => {
+    const buf = new Uint8Array(1000);
+    const sink = memorySink();
+    const writer = new CaptureWriter(sink, HEADER);
+    const want: Uint8Array[] = [];
+    for (let i = 0; i < 20; i++) {
+      buf[i] = i + 1; // the same array, changed in place between samples
+      want.push(buf.slice());
+      writer.addSample({
+        time: i,
+        interpreterId: 0n,
+        threadStateAddress: 0x10n,
+        threadId: 1n,
+        nativeThreadId: 1n,
+        flags: 0,
+        recorderStatus: 'ok',
+        copyMicros: 0,
+        regions: [{ address: 0x20n, bytes: buf }],
+        errors: [],
+      });
+    }
+    writer.close();
+    expect(readAll(sink.bytes()).samples.map((s) => s.regions[0]!.bytes)).toEqual(want);
+  });
+
+  it('puts a block\'s codes before its samples, whatever the order of adds', () => {
+    const [s1, s2] = evolvingSamples(5, 1, 2);
+    const code = codeRecord(9);
+    const later = codeRecord(10);
+    const { blocks } = readAll(writeAll(HEADER, [{ sample: s1! }, { code }, { sample: s2! }, 'flush', { code: later }, { missed: 3 }]).bytes);
+    expect(blocks).toHaveLength(2);
+    expect(blocks[0]!.codes).toEqual([code]);
+    expect(blocks[0]!.samples).toHaveLength(2);
+    expect(blocks[1]).toMatchObject({ index: 1, codes: [later], samples: [], missed: 3 });
+  });
+
+  it('ends a block at blockBytes, writes nothing for an empty flush, and counts what it wrote', () => {
+    const sink = memorySink();
+    const writer = new CaptureWriter(sink, HEADER, { blockBytes: 1000 });
+    const headerBytes = writer.bytesWritten;
+    expect(headerBytes).toBe(sink.length);
+    writer.flush();
+    expect(writer.blocksWritten).toBe(0);
+    const samples = evolvingSamples(3, 2, 100);
+    for (const s of samples) writer.addSample(s);
+    expect(writer.blocksWritten).toBeGreaterThan(1);
+    expect(writer.samplesWritten + writer.pendingSamples).toBe(100);
+    expect(writer.bytesWritten).toBe(sink.length);
+    writer.close();
+    writer.close(); // idempotent
+    expect(writer.samplesWritten).toBe(100);
+    expect(() => writer.addSample(samples[0]!)).toThrow(/closed/);
+    expect(readAll(sink.bytes()).blocks.every((b) => b.index < writer.blocksWritten)).toBe(true);
+  });
+
+  it('rejects records it cannot store faithfully, naming the field, and stays usable', () => {
+    const writer = new CaptureWriter(memorySink(), HEADER);
+    const [s] = evolvingSamples(1, 1, 1);
+    expect(() => writer.addSample({ ...s!, time: 1.5 })).toThrow(/sample\.time/);
+    expect(() => writer.addSample({ ...s!, copyMicros: -1 })).toThrow(/copyMicros/);
+    expect(() => writer.addSample({ ...s!, threadId: -1n })).toThrow(/threadId/);
+    expect(() => writer.addSample({ ...s!, recorderStatus: 'weird' as 'ok' })).toThrow(/recorderStatus/);
+    expect(() => writer.addSample({ ...s!, regions: [{ address: 1n, bytes: [1, 2] as unknown as Uint8Array }] })).toThrow(/bytes/);
+    expect(() => writer.addMissed(-1)).toThrow(/missed/);
+    writer.addSample(s!);
+    writer.flush();
+    expect(writer.samplesWritten).toBe(1);
+  });
+});
+
+describe('files', () => {
+  it('writes with fileSink and reads back incrementally with openCapture', async () => {
+    const file = path.join(tmp, 'a.pyuw');
+    const samples = evolvingSamples(11, 4, 800);
+    const writer = new CaptureWriter(fileSink(file), HEADER, { blockBytes: 16 << 10 });
+    for (const s of samples) writer.addSample(s);
+    writer.flush();
+    // after a flush the blocks are in the file, before close: readable, not closed cleanly
+    const mid = await openCapture(file);
+    const midBlocks = [...mid.blocks()];
+    mid.close();
+    expect(midBlocks.flatMap((b) => b.samples)).toHaveLength(800);
+    expect(mid.closedCleanly).toBe(false);
+    expect(mid.warnings).toHaveLength(1);
+    expect(mid.warnings[0]!.message).toMatch(/without an end marker/);
+    writer.close();
+
+    const reader = await openCapture(file);
+    try {
+      expect(reader.header).toEqual(HEADER);
+      expect(reader.closedCleanly).toBe(true);
+      expectSameSamples([...reader.blocks()].flatMap((b) => b.samples), samples);
+      expect(reader.warnings).toEqual([]);
+    } finally {
+      reader.close();
+    }
+  });
+
+  it('says clearly when a file is missing, empty, a directory or not a capture', async () => {
+    await expect(openCapture(path.join(tmp, 'nope.pyuw'))).rejects.toThrow(new CaptureError(`${path.join(tmp, 'nope.pyuw')}: no such file`));
+    const empty = path.join(tmp, 'empty.pyuw');
+    fs.writeFileSync(empty, '');
+    await expect(openCapture(empty)).rejects.toThrow(/is empty: not a pyunwind capture/);
+    await expect(openCapture(tmp)).rejects.toThrow(/is a directory/);
+    const text = path.join(tmp, 'notes.txt');
+    fs.writeFileSync(text, '{"hello": "world"}\n');
+    await expect(openCapture(text)).rejects.toThrow(`${text} is not a pyunwind capture (starts with 7b 22 68 65 6c 6c 6f 22 3a 20 22 77 6f 72 6c 64 … "{"hello": "world")`);
+    await expect(openCapture(text)).rejects.toBeInstanceOf(CaptureError);
+  });
+
+  it('refuses another major format version and names both', () => {
+    const bytes = writeAll(HEADER, []).bytes.slice();
+    bytes[8] = 2;
+    expect(() => readCaptureBytes(bytes, 'x.pyuw')).toThrow('x.pyuw is a pyunwind capture of format version 2.0; this pyunwind reads format 1.x (it was written by a newer pyunwind)');
+  });
+
+  it('leaves every flushed block readable when the recorder is killed with SIGKILL', async () => {
+    const file = path.join(tmp, 'killed.pyuw');
+    const script = `
+      import { CaptureWriter, fileSink } from ${JSON.stringify(path.resolve('src/capture/index.ts'))};
+      const w = new CaptureWriter(fileSink(${JSON.stringify(file)}), {
+        layoutSource: { kind: 'builtin', id: 'builtin/3.12/x86_64', versionHex: 0x030c00f0 }, pointerSize: 8,
+        pythonVersion: '3.12.0', target: 't', runtimeAddress: 1n, rateHz: 1, startTime: 0, recorder: 'test' });
+      for (let i = 0; i < 5; i++) {
+        w.addSample({ time: i, interpreterId: 0n, threadStateAddress: 16n, threadId: 1n, nativeThreadId: 1n, flags: 0,
+          recorderStatus: 'ok', copyMicros: 0, regions: [{ address: 32n, bytes: new Uint8Array(100).fill(i) }], errors: [] });
+        w.flush();
+      }
+      w.addSample({ time: 9, interpreterId: 0n, threadStateAddress: 16n, threadId: 1n, nativeThreadId: 1n, flags: 0,
+        recorderStatus: 'ok', copyMicros: 0, regions: [], errors: [] }); // buffered, never flushed
+      process.stdout.write('ready\\n');
+      setInterval(() => {}, 1000);
+    `;
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.on('data', (d: Buffer) => d.toString().includes('ready') && resolve());
+      child.on('exit', (code) => reject(new Error(`child exited early (${code})`)));
+    });
+    const exited = new Promise((resolve) => child.on('exit', resolve));
+    child.kill('SIGKILL');
+    await exited;
+    const reader = await openCapture(file);
+    const blocks = [...reader.blocks()];
+    reader.close();
+    expect(blocks.map((b) => b.samples[0]!.regions[0]!.bytes[0])).toEqual([0, 1, 2, 3, 4]);
+    expect(reader.closedCleanly).toBe(false);
+    expect(reader.warnings.map((w) => w.message)).toEqual([expect.stringMatching(/after block 4 without an end marker: the recording was cut short .*; 5 complete blocks read/)]);
+  });
+});

@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util';
 import { CaptureWriter, fileSink } from '../capture/index.js';
 import type { CodeRecord, SampleRecord } from '../capture/types.js';
 import { formatVersion } from '../layout/index.js';
-import { openLinuxProcess, TargetError, type LinuxProcessSource } from '../record/linux-process.js';
+import { openLinuxProcess, processIsRunning, TargetError, type LinuxProcessSource } from '../record/linux-process.js';
 import { runSampler, type SamplerStats } from '../record/sampler.js';
 import { SampleProcessor } from '../process.js';
 import { KernelWalker } from '../walk/kernel-walker.js';
@@ -74,15 +74,7 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
     source = await attachToChild(child, command[0]!);
   }
   const pid = source.pid;
-  const alive = (): boolean => {
-    if (child) return child.exitCode === null && child.signalCode === null;
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  };
+  const alive = (): boolean => (child ? child.exitCode === null && child.signalCode === null : true) && processIsRunning(pid);
 
   const writer = new CaptureWriter(fileSink(values.output), {
     layoutSource: source.layout.source,

@@ -433,3 +433,19 @@ export function openLinuxProcess(pid: number): LinuxProcessSource {
     throw e;
   }
 }
+
+/**
+ * Is process `pid` still running? A process that exited but was not reaped yet (a zombie:
+ * its parent has not waited for it, or there is no init to do it) counts as gone.
+ */
+export function processIsRunning(pid: number): boolean {
+  let stat: string;
+  try {
+    stat = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');
+  } catch {
+    return false;
+  }
+  // the state follows the command name, which is in parentheses and may contain anything
+  const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+  return state !== 'Z' && state !== 'X' && state !== 'x';
+}

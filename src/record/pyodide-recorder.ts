@@ -164,6 +164,8 @@ export interface PyodideRecordingStats {
   ticks: number;
   /** scheduled − taken: ticks that found the buffer still full, or Python away from a safe point */
   missed: number;
+  /** of the missed: slots the schedule itself skipped because this thread was late (never written) */
+  lateTicks: number;
   /** thread samples written (one per tick: Pyodide has one thread) */
   samples: number;
   failedTicks: number;
@@ -339,6 +341,7 @@ export async function recordPyodide(options: PyodideRecordOptions): Promise<Pyod
     // The schedule: tick k is due at start + k·interval. A tick that comes too late for its
     // slot is not made up for; the slots skipped are scheduled and missed.
     let scheduled = 0;
+    let lateTicks = 0;
     let next = start;
     let lastProgress = start;
     let stoppedForDuration = false;
@@ -354,6 +357,7 @@ export async function recordPyodide(options: PyodideRecordOptions): Promise<Pyod
       const late = Math.floor((now - next) / interval);
       if (late > 0) {
         scheduled += late;
+        lateTicks += late;
         next += late * interval;
       }
       // the signal first, then the count: the worker never counts a tick it could still take as missed
@@ -402,6 +406,7 @@ export async function recordPyodide(options: PyodideRecordOptions): Promise<Pyod
       scheduled,
       ticks: taken,
       missed: Math.max(0, scheduled - taken),
+      lateTicks,
       samples: totals?.samples ?? taken,
       failedTicks: totals?.failedTicks ?? 0,
       firstFailure: totals?.firstFailure ?? null,

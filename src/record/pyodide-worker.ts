@@ -132,6 +132,7 @@ async function main(): Promise<void> {
     const started = performance.now();
     try {
       const threads = copier.copyAll();
+      const tc = performance.now(); (globalThis as any).T ??= {copy:0, add:0, flush:0, n:0, hist:[]}; (globalThis as any).T.copy += tc - started;
       const { codes, replaced } = copier.takeNewCodes();
       // a block holds one copy per code address: a reused address starts a new block
       if (replaced) writer.flush();
@@ -162,10 +163,11 @@ async function main(): Promise<void> {
         totals.copyMicros.total += t.copyMicros;
         if (t.copyMicros > totals.copyMicros.max) totals.copyMicros.max = t.copyMicros;
       }
+      const ta = performance.now(); (globalThis as any).T.add += ta - tc; (globalThis as any).T.n++; (globalThis as any).T.hist.push(Math.round((ta-started)*1000));
       Atomics.store(control, CONTROL.TAKEN, totals.ticks);
       if (started - lastFlush >= flushEvery) {
         writer.flush();
-        lastFlush = performance.now();
+        lastFlush = performance.now(); (globalThis as any).T.flush += lastFlush - ta; console.log('flush', lastFlush-ta);
       }
     } catch (e) {
       totals.failedTicks++;
@@ -194,6 +196,7 @@ async function main(): Promise<void> {
   Atomics.wait(control, CONTROL.SCHEDULER_DONE, 0, 10_000);
   reportMissed(Atomics.load(control, CONTROL.SCHEDULED), 0);
   writer.close();
+  const T=(globalThis as any).T; T.hist.sort((a:number,b:number)=>a-b); console.log(JSON.stringify({copy:T.copy/T.n*1000, add:T.add/T.n*1000, flush:T.flush, p50:T.hist[T.n>>1], p90:T.hist[Math.floor(T.n*0.9)], p99:T.hist[Math.floor(T.n*0.99)], first:T.hist.slice(-10)}));
   post({ type: 'done', outcome, totals });
 }
 

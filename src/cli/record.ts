@@ -116,7 +116,8 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
     stats = await runSampler(source, sink, {
       rateHz,
       ...(durationMs !== undefined ? { durationMs } : {}),
-      shouldStop: () => stopRequested || !alive(),
+      // a target that exits makes the next read fail, and the sampler then asks isAlive
+      shouldStop: () => stopRequested || (child !== null && (child.exitCode !== null || child.signalCode !== null)),
       isAlive: alive,
       onProgress: processor
         ? (s, recent) => {

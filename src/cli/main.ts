@@ -1,5 +1,6 @@
 // The pyunwind command: one verb per job.
 
+import { demo, DEMO_HELP } from './demo.js';
 import { dump, DUMP_HELP } from './dump.js';
 import { record, RECORD_HELP } from './record.js';
 import { report, REPORT_HELP } from './report.js';
@@ -15,6 +16,7 @@ Commands:
   record    sample a running Python (--pid PID, or -- COMMAND) into a capture file
   report    turn a capture into a profile: text, json, collapsed stacks, speedscope
   dump      print the current stack of every thread of a running Python, once
+  demo      record a bundled program in Pyodide (or --python PATH) and print its profile
   help      this help (also: pyunwind COMMAND --help)
 
 Statuses: complete (3.15: the chain reached the thread's base frame), complete-unverifiable
@@ -28,6 +30,7 @@ const COMMANDS: Record<string, { run: Command; help: string }> = {
   record: { run: record, help: RECORD_HELP },
   report: { run: report, help: REPORT_HELP },
   dump: { run: dump, help: DUMP_HELP },
+  demo: { run: demo, help: DEMO_HELP },
 };
 
 export async function main(argv: string[], out = (s: string) => void process.stdout.write(s), err = (s: string) => void process.stderr.write(s)): Promise<number> {

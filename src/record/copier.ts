@@ -36,8 +36,12 @@ export interface ThreadSnapshot {
    * (or its data-stack top) was not what the copy started from.
    */
   moved: boolean;
-  /** time the copy of this thread took, µs */
+  /** time the copy of this thread took (the last attempt), µs */
   copyMicros: number;
+  /** copies made of this thread for this sample (1 + retries used) */
+  attempts: number;
+  /** the last copy was made with the target stopped */
+  stopped: boolean;
 }
 
 export interface CodeObjectSnapshot {
@@ -46,9 +50,33 @@ export interface CodeObjectSnapshot {
   regions: Region[];
 }
 
+/**
+ * How a copy is checked for having moved under the copier:
+ * - `anchor` (CPython 3.15+; writes one word into the target): the thread's profiler anchor
+ *   (`last_profiled_frame`) is set to the current frame before the copy; the interpreter moves
+ *   it, and bumps `last_profiled_frame_seq`, when that frame is popped or suspended. Anchor and
+ *   sequence unchanged after the copy prove that nothing at or below the current frame changed.
+ * - `reread` (read-only; every version): after the copy, the current frame, the data-stack top
+ *   and the current frame's own code and caller are read again and must be unchanged. A frame
+ *   popped and another pushed at the same address, with the same code and caller, passes.
+ */
+export type Consistency = 'anchor' | 'reread';
+
+/** Stops and resumes the whole target (every thread), for copies that must not move. */
+export interface Stopper {
+  stop(): void;
+  resume(): void;
+}
+
 export interface CopierOptions {
   /** frames followed per thread while looking for frames outside the chunks */
   maxFrames?: number;
+  /** default: `anchor` where the layout has the anchor and the source can write, else `reread` */
+  consistency?: Consistency;
+  /** copies of a thread tried again, at once, when the copy moved (default 1) */
+  retries?: number;
+  /** when a thread's copy still moved after the retries: stop the target and copy it (adaptive) */
+  stopper?: Stopper;
 }
 
 // Bounds on what a (possibly corrupt) target can make the copy do.
@@ -86,6 +114,13 @@ export class MemoryCopier {
   /** counts a copyAll pass; stands in for code_object_generation where there is none */
   private pass = 0n;
   private generation = 0n;
+  readonly consistency: Consistency;
+  private readonly retries: number;
+  private readonly stopper: Stopper | null;
+  /** thread states whose anchor this copier has set (cleared by clearAnchors) */
+  private readonly anchored = new Set<bigint>();
+  /** what the end-of-copy check reads, in one read: [lo, hi) of the thread state */
+  private readonly checkSpan: { lo: number; hi: number };
 
   constructor(
     private readonly source: MemorySource,
@@ -94,6 +129,21 @@ export class MemoryCopier {
     this.layout = source.layout;
     this.P = this.layout.pointerSize;
     this.maxFrames = options.maxFrames ?? 8192;
+    const t = this.layout.tstate;
+    const canAnchor = t.lastProfiledFrame !== null && t.lastProfiledFrameSeq !== null && typeof source.write === 'function';
+    this.consistency = options.consistency ?? (canAnchor ? 'anchor' : 'reread');
+    if (this.consistency === 'anchor' && !canAnchor) {
+      throw new Error(
+        t.lastProfiledFrame === null
+          ? `${source.description}: this Python has no profiler anchor (CPython 3.15+); use the read-only check`
+          : `${source.description}: the memory source cannot write the profiler anchor`,
+      );
+    }
+    this.retries = options.retries ?? 1;
+    this.stopper = options.stopper ?? null;
+    const fields = [t.currentFrame, t.datastackTop, t.datastackChunk];
+    if (this.consistency === 'anchor') fields.push(t.lastProfiledFrame!, t.lastProfiledFrameSeq!);
+    this.checkSpan = { lo: Math.min(...fields), hi: Math.max(...fields) + this.P };
   }
 
   /** Copy every thread of every interpreter. */
@@ -155,7 +205,72 @@ export class MemoryCopier {
     return this.codes.get(address)?.snapshot ?? null;
   }
 
+  /**
+   * Copy one thread: tried again at once if the copy moved, and — with a stopper — copied with
+   * the target stopped if it still moves.
+   */
   thread(interpreterId: bigint, tstate: bigint): ThreadSnapshot {
+    let snap = this.copyThread(interpreterId, tstate);
+    let attempts = 1;
+    while (snap.moved && attempts <= this.retries) {
+      snap = this.copyThread(interpreterId, tstate);
+      attempts++;
+    }
+    if (snap.moved && this.stopper) {
+      this.stopper.stop();
+      try {
+        snap = this.copyThread(interpreterId, tstate);
+      } finally {
+        this.stopper.resume();
+      }
+      attempts++;
+      // nothing ran while it was copied
+      snap.moved = false;
+      snap.stopped = true;
+    }
+    snap.attempts = attempts;
+    return snap;
+  }
+
+  /** Write 0 into the anchor of every thread this copier anchored that still exists. */
+  clearAnchors(): void {
+    const lpf = this.layout.tstate.lastProfiledFrame;
+    if (this.anchored.size === 0 || lpf === null || !this.source.write) return;
+    // only thread states still in the interpreters' lists: an exited thread's memory may
+    // already belong to something else
+    for (const tstate of this.liveThreadStates()) {
+      if (!this.anchored.has(tstate)) continue;
+      try {
+        this.source.write(tstate + BigInt(lpf), new Uint8Array(this.P));
+      } catch {
+        // the thread or the process is gone: nothing left to clear
+      }
+    }
+    this.anchored.clear();
+  }
+
+  /** Addresses of every thread state of every interpreter, now. */
+  private liveThreadStates(): bigint[] {
+    const L = this.layout;
+    const P = this.P;
+    const out: bigint[] = [];
+    const ptr = (a: bigint): bigint | null => {
+      const b = this.source.tryRead(a, P);
+      return b ? readPointer(b, 0, P) : null;
+    };
+    let interp = ptr(this.source.runtimeAddress + BigInt(L.runtime.interpretersHead)) ?? 0n;
+    for (let i = 0; interp !== 0n && i < MAX_INTERPRETERS; i++) {
+      let t = ptr(interp + BigInt(L.interp.threadsHead)) ?? 0n;
+      for (let k = 0; t !== 0n && k < MAX_THREADS && !out.includes(t); k++) {
+        out.push(t);
+        t = ptr(t + BigInt(L.tstate.next)) ?? 0n;
+      }
+      interp = ptr(interp + BigInt(L.interp.next)) ?? 0n;
+    }
+    return out;
+  }
+
+  private copyThread(interpreterId: bigint, tstate: bigint): ThreadSnapshot {
     const L = this.layout;
     const P = this.P;
     const started = performance.now();
@@ -172,6 +287,8 @@ export class MemoryCopier {
       errors,
       moved: false,
       copyMicros: 0,
+      attempts: 1,
+      stopped: false,
     };
 
     // one read: the length learned from this thread's previous copy covers the base frame
@@ -220,31 +337,98 @@ export class MemoryCopier {
       }
     }
 
+    const base = L.tstate.baseFrame !== null ? readPointer(ts, L.tstate.baseFrame, P) : 0n;
+    // the anchor: set it to the current frame, then confirm it is still current and take the
+    // sequence (read after the anchor was seen in place)
+    let seq: bigint | null = null;
+    const anchoring = this.consistency === 'anchor' && frame !== 0n && frame !== base;
+    if (anchoring) {
+      const anchorAt = tstate + BigInt(L.tstate.lastProfiledFrame!);
+      const word = new Uint8Array(P);
+      new DataView(word.buffer).setBigUint64(0, frame, true);
+      try {
+        this.source.write!(anchorAt, P === 8 ? word : word.subarray(0, 4));
+      } catch (e) {
+        errors.push(`profiler anchor at ${hex(anchorAt)}: ${(e as Error).message}`);
+      }
+      this.anchored.add(tstate);
+      const now = this.readCheck(tstate);
+      if (!now || now.current !== frame || now.anchor !== frame) {
+        // the stack moved before the copy began: try again
+        snap.moved = true;
+        snap.copyMicros = Math.round((performance.now() - started) * 1000);
+        return snap;
+      }
+      seq = now.seq;
+    }
+
     this.copyChunks(ts, mem, errors);
-    this.followFrames(frame, L.tstate.baseFrame !== null ? readPointer(ts, L.tstate.baseFrame, P) : 0n, mem, errors);
-    snap.moved = this.movedSince(tstate, ts, cframe, frame);
+    this.followFrames(frame, base, mem, errors);
+    snap.moved = anchoring ? this.anchorMoved(tstate, ts, frame, seq!, mem) : this.movedSince(tstate, ts, cframe, frame, mem);
     snap.copyMicros = Math.round((performance.now() - started) * 1000);
     return snap;
   }
 
-  /**
-   * Re-read what says where the stack is — the current frame (through the cframe on
-   * 3.11/3.12) and the data-stack top, in one read — and compare with the copy.
-   */
-  private movedSince(tstate: bigint, ts: Uint8Array, cframe: bigint, frame: bigint): boolean {
+  /** One read of the thread-state fields the checks compare. */
+  private readCheck(tstate: bigint): { current: bigint; top: bigint; chunk: bigint; anchor: bigint; seq: bigint } | null {
     const L = this.layout;
     const P = this.P;
-    const lo = Math.min(L.tstate.currentFrame, L.tstate.datastackTop);
-    const hi = Math.max(L.tstate.currentFrame, L.tstate.datastackTop) + P;
-    const now = this.source.tryRead(tstate + BigInt(lo), hi - lo);
+    const { lo, hi } = this.checkSpan;
+    const b = this.source.tryRead(tstate + BigInt(lo), hi - lo);
+    if (!b) return null;
+    const at = (off: number | null): bigint => (off === null ? 0n : readPointer(b, off - lo, P));
+    return {
+      current: at(L.tstate.currentFrame),
+      top: at(L.tstate.datastackTop),
+      chunk: at(L.tstate.datastackChunk),
+      anchor: this.consistency === 'anchor' ? at(L.tstate.lastProfiledFrame) : 0n,
+      seq: this.consistency === 'anchor' ? at(L.tstate.lastProfiledFrameSeq) : 0n,
+    };
+  }
+
+  /**
+   * After an anchored copy: the anchor still on the frame the copy started from, with the same
+   * sequence, and the same newest data-stack chunk. An anchor on an entry frame proves nothing
+   * (the interpreter pops entry frames without moving it), so such a copy counts as moved.
+   */
+  private anchorMoved(tstate: bigint, ts: Uint8Array, frame: bigint, seq: bigint, mem: GrowingMemory): boolean {
+    const now = this.readCheck(tstate);
+    if (!now || now.anchor !== frame || now.seq !== seq) return true;
+    if (now.chunk !== readPointer(ts, this.layout.tstate.datastackChunk, this.P)) return true;
+    const owner = mem.bytes(frame + BigInt(this.layout.frame.owner), 1)?.[0];
+    return owner === undefined || (owner !== this.layout.owners.thread && owner !== this.layout.owners.generator);
+  }
+
+  /**
+   * Read-only check, after the copy: the current frame (through the cframe on 3.11/3.12), the
+   * data-stack top and chunk, and the current frame's own code and caller must be what the copy
+   * saw. (A frame popped and another pushed at the same address with the same code and caller
+   * is not detected: the stack below it is then the same, but that is not a proof.)
+   */
+  private movedSince(tstate: bigint, ts: Uint8Array, cframe: bigint, frame: bigint, mem: GrowingMemory): boolean {
+    const L = this.layout;
+    const P = this.P;
+    const now = this.readCheck(tstate);
     if (!now) return true;
-    if (readPointer(now, L.tstate.datastackTop - lo, P) !== readPointer(ts, L.tstate.datastackTop, P)) return true;
-    const first = readPointer(now, L.tstate.currentFrame - lo, P);
-    if (L.tstate.cframeCurrentFrame === null) return first !== frame;
-    if (first !== cframe) return true;
-    if (cframe === 0n) return false;
-    const again = this.source.tryRead(cframe + BigInt(L.tstate.cframeCurrentFrame), P);
-    return !again || readPointer(again, 0, P) !== frame;
+    if (now.top !== readPointer(ts, L.tstate.datastackTop, P) || now.chunk !== readPointer(ts, L.tstate.datastackChunk, P)) return true;
+    if (L.tstate.cframeCurrentFrame === null) {
+      if (now.current !== frame) return true;
+    } else {
+      if (now.current !== cframe) return true;
+      if (cframe !== 0n) {
+        const again = this.source.tryRead(cframe + BigInt(L.tstate.cframeCurrentFrame), P);
+        if (!again || readPointer(again, 0, P) !== frame) return true;
+      }
+    }
+    if (frame === 0n) return false;
+    // the top frame itself: same code, same caller
+    const lo = Math.min(L.frame.previous, L.frame.executable);
+    const hi = Math.max(L.frame.previous, L.frame.executable) + P;
+    const copied = mem.bytes(frame + BigInt(lo), hi - lo);
+    const live = this.source.tryRead(frame + BigInt(lo), hi - lo);
+    if (!copied || !live) return true;
+    for (let i = 0; i < copied.length; i++) if (copied[i] !== live[i]) return true;
+    return false;
   }
 
   /** The used part of every data-stack chunk: [chunk, datastack_top) for the newest, [chunk, data + top) below. */

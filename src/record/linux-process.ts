@@ -259,6 +259,8 @@ function readWholeFile(file: string): Uint8Array | string {
 /** pread() on /proc/PID/mem: one system call per read, no caching. */
 export class ProcessMemory {
   private fd: number;
+  /** opened only when something is written (the profiler anchor) */
+  private writeFd = -1;
 
   /** Opens /proc/PID/mem; throws TargetError (no such process, permission denied). */
   constructor(readonly pid: number) {
@@ -303,7 +305,35 @@ export class ProcessMemory {
     return this.fill(address, target, offset, length) === null;
   }
 
+  /**
+   * Write `bytes` at `address` (pwrite on /proc/PID/mem, opened for writing on first use).
+   * Throws ReadError (naming the write) when it cannot.
+   */
+  write(address: bigint, bytes: Uint8Array): void {
+    if (this.fd < 0) throw this.error(address, bytes.length, 'the memory source is closed', 'write');
+    if (this.writeFd < 0) {
+      try {
+        this.writeFd = fs.openSync(`/proc/${this.pid}/mem`, 'r+');
+      } catch (e) {
+        throw this.error(address, bytes.length, (e as NodeJS.ErrnoException).code ?? String(e), 'write');
+      }
+    }
+    let put: number;
+    try {
+      // user-space addresses are far below 2^53: exact as a number
+      if (address < 0n || address > BigInt(Number.MAX_SAFE_INTEGER)) throw new Error('address out of range');
+      put = fs.writeSync(this.writeFd, bytes, 0, bytes.length, Number(address));
+    } catch (e) {
+      throw this.error(address, bytes.length, (e as NodeJS.ErrnoException).code ?? String(e), 'write');
+    }
+    if (put !== bytes.length) throw this.error(address, bytes.length, `short write of ${put} bytes`, 'write');
+  }
+
   close(): void {
+    if (this.writeFd >= 0) {
+      fs.closeSync(this.writeFd);
+      this.writeFd = -1;
+    }
     if (this.fd < 0) return;
     const fd = this.fd;
     this.fd = -1;
@@ -340,8 +370,8 @@ export class ProcessMemory {
     return null;
   }
 
-  private error(address: bigint, length: number, why: string): ReadError {
-    return new ReadError(address, length, `cannot read ${length} bytes at ${hex(address)} in pid ${this.pid}: ${why}`);
+  private error(address: bigint, length: number, why: string, what = 'read'): ReadError {
+    return new ReadError(address, length, `cannot ${what} ${length} bytes at ${hex(address)} in pid ${this.pid}: ${why}`);
   }
 }
 
@@ -402,6 +432,9 @@ export class LinuxProcessSource implements MemorySource {
   }
   tryReadInto(address: bigint, target: Uint8Array, offset?: number, length?: number): boolean {
     return this.memory.tryReadInto(address, target, offset, length);
+  }
+  write(address: bigint, bytes: Uint8Array): void {
+    this.memory.write(address, bytes);
   }
   close(): void {
     this.memory.close();

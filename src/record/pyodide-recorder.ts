@@ -50,7 +50,11 @@ export const CONTROL = {
   FINISHED: 3,
   /** 1: the schedule has stopped and SCHEDULED is final (main thread writes, and notifies) */
   SCHEDULER_DONE: 4,
-  length: 5,
+  /** 1: after STOP, everything sampled is in blocks sent to the main thread (worker writes) */
+  FLUSHED: 5,
+  /** 1: the program is about to start and WorkerInit.startAt holds the start (worker writes, and notifies) */
+  STARTED: 6,
+  length: 7,
 } as const;
 
 export interface WorkerInit {
@@ -63,15 +67,12 @@ export interface WorkerInit {
   recorder: string;
   interrupt: SharedArrayBuffer;
   control: SharedArrayBuffer;
+  /** one float64: the recording's start, performance.timeOrigin + performance.now(), ms */
+  startAt: SharedArrayBuffer;
 }
 
-export type WorkerRequest = {
-  type: 'run';
-  /** the recording's start: performance.timeOrigin + performance.now() of this thread, ms */
-  startAt: number;
-  /** Date.now() at the start, for the header */
-  startTime: number;
-};
+/** Start the program (Pyodide is loaded, the program compiled). */
+export type WorkerRequest = { type: 'run' };
 
 export type ProgramOutcome =
   | { kind: 'finished' }
@@ -200,6 +201,8 @@ export class PyodideProgramError extends Error {
 }
 
 const OUTPUT_KEEP = 1 << 20;
+/** How long the worker may take to flush after a stop before the program is interrupted anyway (it is away from safe points: in C or JS code). */
+const STOP_FLUSH_WAIT_MS = 250;
 
 /** Where the worker module is, and how to start it: compiled JS, or TypeScript through tsx when run from the sources (tests). */
 function workerSpec(): { url: URL } {
@@ -220,7 +223,7 @@ function workerSpec(): { url: URL } {
   return { url: new URL(`data:text/javascript,${encodeURIComponent(code)}`) };
 }
 
-const signalWord = new Int32Array(new SharedArrayBuffer(4));
+const sleepWord = new Int32Array(new SharedArrayBuffer(4));
 /** Block until `performance.now()` reaches `until`: timers for the bulk, Atomics.wait for the last few ms. */
 async function sleepUntil(until: number): Promise<void> {
   let left = until - performance.now();
@@ -228,7 +231,14 @@ async function sleepUntil(until: number): Promise<void> {
     await new Promise((r) => setTimeout(r, left - 2));
     left = until - performance.now();
   }
-  if (left > 0) Atomics.wait(signalWord, 0, 0, left);
+  if (left > 0) Atomics.wait(sleepWord, 0, 0, left);
+}
+/** Atomics.waitAsync (ES2024, in Node 20) as a promise; polls where it is missing. */
+function waitAsync(array: Int32Array, index: number, value: number, timeoutMs: number): Promise<unknown> {
+  const wa = (Atomics as unknown as { waitAsync?: (a: Int32Array, i: number, v: number, t: number) => { async: boolean; value: unknown } }).waitAsync;
+  if (!wa) return new Promise((r) => setTimeout(r, 1));
+  const { value: result } = wa(array, index, value, timeoutMs);
+  return Promise.resolve(result);
 }
 /** Let the event loop run: the worker's messages (capture blocks, output) arrive here. */
 const yieldNow = (): Promise<void> => new Promise((r) => setImmediate(r));
@@ -261,6 +271,7 @@ export async function recordPyodide(options: PyodideRecordOptions): Promise<Pyod
     recorder: `pyunwind ${VERSION}`,
     interrupt: interrupt.buffer as SharedArrayBuffer,
     control: control.buffer as SharedArrayBuffer,
+    startAt: new SharedArrayBuffer(8),
   };
 
   const sink: CaptureSink = typeof options.output === 'string' ? fileSink(options.output) : options.output;
@@ -334,9 +345,16 @@ export async function recordPyodide(options: PyodideRecordOptions): Promise<Pyod
     const loadMs = performance.now() - loadStarted;
     options.onStart?.({ pythonVersion, description, loadMs });
 
-    const start = performance.now();
-    const request: WorkerRequest = { type: 'run', startAt: performance.timeOrigin + start, startTime: Date.now() };
+    const request: WorkerRequest = { type: 'run' };
     worker.postMessage(request);
+    // The worker says when the program starts (its set-up takes a few ms that are not the program's).
+    while (Atomics.load(control, CONTROL.STARTED) === 0 && !failure && !exited) {
+      const started = waitAsync(control, CONTROL.STARTED, 0, 50);
+      await Promise.race([wait(), started]);
+    }
+    if (Atomics.load(control, CONTROL.STARTED) === 0) throw failure ?? new Error('pyodide worker: exited before the program started');
+    // on this thread's clock
+    const start = new Float64Array(init.startAt)[0]! - performance.timeOrigin;
 
     // The schedule: tick k is due at start + k·interval. A tick that comes too late for its
     // slot is not made up for; the slots skipped are scheduled and missed.
@@ -348,7 +366,9 @@ export async function recordPyodide(options: PyodideRecordOptions): Promise<Pyod
     for (;;) {
       if (Atomics.load(control, CONTROL.FINISHED) !== 0 || done || failure || exited) break;
       if (options.durationMs !== undefined && next - start >= options.durationMs) {
-        stoppedForDuration = true;
+        // the program runs (unsampled) to the end of the duration, then is interrupted
+        await sleepUntil(start + options.durationMs);
+        if (Atomics.load(control, CONTROL.FINISHED) === 0) stoppedForDuration = true;
         break;
       }
       await sleepUntil(next);
@@ -375,10 +395,16 @@ export async function recordPyodide(options: PyodideRecordOptions): Promise<Pyod
     Atomics.store(control, CONTROL.SCHEDULER_DONE, 1);
     Atomics.notify(control, CONTROL.SCHEDULER_DONE);
 
-    // Interrupt the program: SIGINT replaces any SIGUSR1 still in the buffer, and is written
-    // again now and then in case the program caught one KeyboardInterrupt.
+    // Stopping before the program's end: one more SIGUSR1 makes the worker flush what it has
+    // (so a program that then refuses to stop loses nothing); then SIGINT, which raises
+    // KeyboardInterrupt, written again now and then in case the program caught one.
     let terminated = false;
     if (stoppedForDuration || failure) {
+      Atomics.store(interrupt, 0, SIGUSR1);
+      const flushDeadline = performance.now() + Math.min(graceMs, STOP_FLUSH_WAIT_MS);
+      while (Atomics.load(control, CONTROL.FLUSHED) === 0 && !done && !exited && performance.now() < flushDeadline) {
+        await new Promise((r) => setTimeout(r, 1));
+      }
       const deadline = performance.now() + graceMs;
       while (!done && !exited) {
         if (performance.now() >= deadline) {

@@ -29,5 +29,10 @@ export interface MemorySource {
   read(address: bigint, length: number): Uint8Array;
   /** Like read, but returns null instead of throwing when the memory is not readable. */
   tryRead(address: bigint, length: number): Uint8Array | null;
+  /**
+   * Write into the target (only the profiler anchor of CPython 3.15+ is ever written). Absent
+   * for sources that cannot write; throws ReadError when a write fails.
+   */
+  write?(address: bigint, bytes: Uint8Array): void;
   close(): void;
 }

@@ -1,0 +1,214 @@
+// Recording Python in Pyodide by signals, end to end: workloads/hotcold.py (≈70 % of its time
+// in hot(), ≈30 % in cold(), measured by the program itself) runs in Pyodide 3.15 and 3.14
+// inside a worker_thread; recordPyodide samples it at 1 kHz through the interrupt buffer
+// (SIGUSR1 → a JS handler that copies the interpreter's memory) into a capture. The capture is
+// read back and walked by the WebAssembly kernel, and must show: the wasm32 header; most ticks
+// sampled; every sample trusted; only stacks the program can have (the program's documented
+// set — so the handler added no frame on top); and the program's own hot/cold split.
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { memorySink, readCaptureBytes } from '../src/capture/index.js';
+import { layoutFromSource } from '../src/layout/index.js';
+import { SampleProcessor } from '../src/process.js';
+import { PYODIDE_PACKAGES, PyodideProgramError, recordPyodide, type PyodideVersion } from '../src/record/pyodide-recorder.js';
+import { KernelWalker } from '../src/walk/kernel-walker.js';
+import { TRUSTED, type Status } from '../src/walk/status.js';
+import { recordCoverage } from './helpers/coverage.js';
+
+const WORKLOAD = path.resolve('workloads/hotcold.py');
+const SOURCE = fs.readFileSync(WORKLOAD, 'utf8');
+const SECONDS = 3.2;
+const RATE_HZ = 1000;
+
+/**
+ * The stacks the workload documents at its top ("<module> → main → hot" lines in its
+ * docstring), as "<module>;main;hot".
+ */
+function documentedStacks(source: string): Set<string> {
+  const doc = /^"""([\s\S]*?)"""/m.exec(source)?.[1] ?? '';
+  const stacks = new Set<string>();
+  for (const line of doc.split('\n')) {
+    const m = /^\s+(<module>(?: → [\w.<>]+)*)\s*$/.exec(line);
+    if (m) stacks.add(m[1]!.split(' → ').join(';'));
+  }
+  return stacks;
+}
+
+function installed(version: PyodideVersion): string | null {
+  try {
+    createRequire(import.meta.url).resolve(`${PYODIDE_PACKAGES[version]}/package.json`);
+    return null;
+  } catch {
+    return `npm package ${PYODIDE_PACKAGES[version]} is not installed (a devDependency: npm install)`;
+  }
+}
+
+describe('the workload', () => {
+  it('documents its stacks', () => {
+    expect([...documentedStacks(SOURCE)].sort()).toEqual(['<module>', '<module>;main', '<module>;main;cold', '<module>;main;hot']);
+  });
+});
+
+describe.each(['3.15', '3.14'] as PyodideVersion[])('Pyodide %s, sampled by signals', (version) => {
+  const missing = installed(version);
+  if (missing) {
+    it(`is skipped: ${missing}`, () => recordCoverage('pyodide-record', `pyodide ${version}`, false, missing));
+    return;
+  }
+
+  it('records hotcold: most ticks sampled, every sample trusted, only its own stacks, its own split', async () => {
+    const sink = memorySink();
+    const stats = await recordPyodide({ python: SOURCE, filename: WORKLOAD, args: [String(SECONDS)], rateHz: RATE_HZ, output: sink, version });
+    expect(stats.ended).toBe('finished');
+    expect(stats.failedTicks, stats.firstFailure ?? '').toBe(0);
+    const truth = JSON.parse(stats.stdout.trim().split('\n').pop()!) as { hot: number; cold: number; total: number };
+
+    // the header: wasm32, the version, the recording mode
+    const reader = readCaptureBytes(sink.bytes(), `pyodide-${version}.pyuw`);
+    const header = reader.header;
+    expect(header.pointerSize).toBe(4);
+    expect(header.pythonVersion.startsWith(`${version}.`)).toBe(true);
+    expect(header.pythonVersion).toBe(stats.pythonVersion);
+    expect(header.mode).toBe('signal');
+    expect(header.rateHz).toBe(RATE_HZ);
+    expect(header.command).toEqual([WORKLOAD, String(SECONDS)]);
+    const layout = layoutFromSource(header.layoutSource);
+    expect(layout.pointerSize).toBe(4);
+    expect(reader.closedCleanly).toBe(true);
+    expect(reader.trailer).toMatchObject({ samples: stats.samples, missed: stats.missed });
+    expect(stats.scheduled).toBe(stats.ticks + stats.missed);
+
+    // walk every sample
+    const processor = new SampleProcessor(layout, await KernelWalker.load());
+    const statuses = new Map<Status, number>();
+    const stacks = new Map<string, number>();
+    let attempted = 0;
+    let trusted = 0;
+    let hot = 0;
+    let cold = 0;
+    let lastTime = -1;
+    const filenames = new Set<string>();
+    for (const block of reader.blocks()) {
+      processor.addCodes(block.codes);
+      for (const p of processor.process(block.samples)) {
+        attempted++;
+        statuses.set(p.status, (statuses.get(p.status) ?? 0) + 1);
+        // µs since the start, in order, within the recording
+        expect(p.sample.time).toBeGreaterThanOrEqual(lastTime);
+        lastTime = p.sample.time;
+        expect(p.sample.recorderStatus).toBe('ok');
+        expect(p.sample.errors).toEqual([]);
+        if (!TRUSTED.has(p.status)) continue;
+        trusted++;
+        const names = p.frames.map((f) => f.qualname).reverse();
+        for (const f of p.frames) filenames.add(f.filename);
+        const key = names.join(';');
+        stacks.set(key, (stacks.get(key) ?? 0) + 1);
+        if (names.includes('hot')) hot++;
+        if (names.includes('cold')) cold++;
+      }
+    }
+    expect(reader.warnings).toEqual([]);
+    expect(attempted).toBe(stats.samples);
+    expect(lastTime / 1e6).toBeLessThanOrEqual(stats.elapsedMs / 1e3 + 0.01);
+
+    const pct = (n: number, d: number): number => (d ? (100 * n) / d : 0);
+    const secs = stats.elapsedMs / 1000;
+    const takenPct = pct(stats.ticks, stats.scheduled);
+    // the ticks the scheduler itself wrote late are lost to the host's load, not to the signal path
+    const deliveredPct = pct(stats.ticks, stats.scheduled - stats.lateTicks);
+    const hotPct = pct(hot, trusted);
+    const coldPct = pct(cold, trusted);
+    const hotTruth = pct(truth.hot, truth.total);
+    const coldTruth = pct(truth.cold, truth.total);
+    console.log(
+      `pyodide ${stats.pythonVersion}: ${stats.samples} samples in ${secs.toFixed(2)} s = ${Math.round(stats.samples / secs)}/s at ${RATE_HZ} Hz; ` +
+        `taken ${takenPct.toFixed(1)}% of ${stats.scheduled} scheduled (missed ${pct(stats.missed, stats.scheduled).toFixed(1)}%, ` +
+        `of which ${stats.lateTicks} written late by the scheduler; ${deliveredPct.toFixed(1)}% of the ticks written were taken); ` +
+        `handler ${(stats.handlerMicros.total / Math.max(1, stats.ticks)).toFixed(0)} µs mean, ${stats.handlerMicros.max} µs max; ` +
+        `statuses ${JSON.stringify(Object.fromEntries(statuses))}; stacks ${JSON.stringify(Object.fromEntries(stacks))}; ` +
+        `hot ${hotPct.toFixed(1)}% (truth ${hotTruth.toFixed(1)}%), cold ${coldPct.toFixed(1)}% (truth ${coldTruth.toFixed(1)}%)`,
+    );
+
+    // recorded for >= 3 s at 1 kHz, and most ticks became samples
+    expect(secs).toBeGreaterThanOrEqual(3);
+    expect(takenPct).toBeGreaterThanOrEqual(80);
+
+    // every sample walks to a trusted status: complete (the base frame) on 3.15
+    const expected: Status = layout.bottom === 'base-frame' ? 'complete' : 'complete-unverifiable';
+    if (version === '3.15') expect(expected).toBe('complete');
+    expect(pct(statuses.get(expected) ?? 0, attempted)).toBeGreaterThanOrEqual(95);
+
+    // only stacks the workload can have: the handler added no frame, Pyodide none below <module>
+    const possible = documentedStacks(SOURCE);
+    expect([...stacks.keys()].filter((s) => !possible.has(s))).toEqual([]);
+    expect([...filenames]).toEqual([WORKLOAD]);
+
+    // the split of samples is the program's own
+    expect(Math.abs(hotPct - hotTruth)).toBeLessThanOrEqual(5);
+    expect(Math.abs(coldPct - coldTruth)).toBeLessThanOrEqual(5);
+    recordCoverage('pyodide-record', `pyodide ${stats.pythonVersion}`, true);
+  });
+});
+
+describe('Pyodide 3.15: how a recording ends', () => {
+  const missing = installed('3.15');
+  if (missing) {
+    it(`is skipped: ${missing}`, () => recordCoverage('pyodide-record', 'pyodide 3.15 (endings)', false, missing));
+    return;
+  }
+
+  /** Walk a capture; the trusted stacks as "<module>;f;g" with their counts. */
+  async function stacksOf(bytes: Uint8Array): Promise<{ stacks: Map<string, number>; samples: number; closedCleanly: boolean }> {
+    const reader = readCaptureBytes(bytes);
+    const processor = new SampleProcessor(layoutFromSource(reader.header.layoutSource), await KernelWalker.load());
+    const stacks = new Map<string, number>();
+    let samples = 0;
+    for (const block of reader.blocks()) {
+      processor.addCodes(block.codes);
+      for (const p of processor.process(block.samples)) {
+        samples++;
+        expect(TRUSTED.has(p.status), p.status).toBe(true);
+        const key = p.frames.map((f) => f.qualname).reverse().join(';');
+        stacks.set(key, (stacks.get(key) ?? 0) + 1);
+      }
+    }
+    return { stacks, samples, closedCleanly: reader.closedCleanly };
+  }
+
+  it('stops a program that runs on at durationMs (KeyboardInterrupt) and closes the capture', async () => {
+    const sink = memorySink();
+    const python = 'def spin():\n    while True:\n        sum(range(100))\n\nspin()\n';
+    const stats = await recordPyodide({ python, filename: '/endless.py', rateHz: RATE_HZ, durationMs: 800, output: sink });
+    expect(stats.ended).toBe('duration');
+    expect(stats.elapsedMs).toBeGreaterThanOrEqual(800);
+    expect(stats.elapsedMs).toBeLessThan(1500);
+    const { stacks, samples, closedCleanly } = await stacksOf(sink.bytes());
+    expect(closedCleanly).toBe(true);
+    expect(samples).toBe(stats.samples);
+    expect(samples).toBeGreaterThan(400);
+    expect([...stacks.keys()].filter((s) => s !== '<module>;spin')).toEqual([]);
+  });
+
+  it('reports a program that raises with its traceback; nothing after its frames are gone is sampled', async () => {
+    const sink = memorySink();
+    const python = 'import time\n\ndef work():\n    end = time.perf_counter() + 0.3\n    while time.perf_counter() < end:\n        pass\n    raise ValueError("boom")\n\nwork()\n';
+    const error = await recordPyodide({ python, filename: '/raises.py', rateHz: RATE_HZ, output: sink }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PyodideProgramError);
+    const e = error as PyodideProgramError;
+    expect(e.traceback).toMatch(/File "\/raises.py", line 7, in work/);
+    expect(e.traceback.trimEnd().endsWith('ValueError: boom')).toBe(true);
+    expect(e.stats.ended).toBe('error');
+    const { stacks, samples, closedCleanly } = await stacksOf(sink.bytes());
+    expect(closedCleanly).toBe(true);
+    expect(samples).toBe(e.stats.samples);
+    expect(samples).toBeGreaterThan(150);
+    // Pyodide formats the traceback with Python code (sys.excepthook) after the program's frames
+    // are gone: none of that may be in the capture
+    expect([...stacks.keys()].filter((s) => s !== '<module>;work')).toEqual([]);
+    // and the schedule stopped with the program (not after the formatting)
+    expect(e.stats.missed).toBeLessThan(0.25 * e.stats.scheduled);
+  });
+});

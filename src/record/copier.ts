@@ -363,8 +363,8 @@ export class MemoryCopier {
     }
 
     this.copyChunks(ts, mem, errors);
-    this.followFrames(frame, base, mem, errors);
-    snap.moved = anchoring ? this.anchorMoved(tstate, ts, frame, seq!, mem) : this.movedSince(tstate, ts, cframe, frame, mem);
+    const chain = this.followFrames(frame, base, mem, errors);
+    snap.moved = anchoring ? this.anchorMoved(tstate, ts, frame, seq!, mem) : this.movedSince(tstate, ts, cframe, frame, mem, chain);
     snap.copyMicros = Math.round((performance.now() - started) * 1000);
     return snap;
   }
@@ -401,11 +401,12 @@ export class MemoryCopier {
 
   /**
    * Read-only check, after the copy: the current frame (through the cframe on 3.11/3.12), the
-   * data-stack top and chunk, and the current frame's own code and caller must be what the copy
-   * saw. (A frame popped and another pushed at the same address with the same code and caller
-   * is not detected: the stack below it is then the same, but that is not a proof.)
+   * data-stack top and chunk, and every frame of the chain (its code, caller and owner) must be
+   * what the copy saw. What it cannot see: changes undone before the second read (a frame
+   * popped and the same function called again from the same place) — the copy then shows a
+   * stack the program had, but not a proof that it had it at one instant.
    */
-  private movedSince(tstate: bigint, ts: Uint8Array, cframe: bigint, frame: bigint, mem: GrowingMemory): boolean {
+  private movedSince(tstate: bigint, ts: Uint8Array, cframe: bigint, frame: bigint, mem: GrowingMemory, chain: bigint[]): boolean {
     const L = this.layout;
     const P = this.P;
     const now = this.readCheck(tstate);
@@ -421,13 +422,39 @@ export class MemoryCopier {
       }
     }
     if (frame === 0n) return false;
-    // the top frame itself: same code, same caller
-    const lo = Math.min(L.frame.previous, L.frame.executable);
-    const hi = Math.max(L.frame.previous, L.frame.executable) + P;
-    const copied = mem.bytes(frame + BigInt(lo), hi - lo);
-    const live = this.source.tryRead(frame + BigInt(lo), hi - lo);
-    if (!copied || !live) return true;
-    for (let i = 0; i < copied.length; i++) if (copied[i] !== live[i]) return true;
+    return this.chainChanged(chain, mem, ts);
+  }
+
+  /**
+   * Read the chain's frames again — the newest chunk in one read, each frame outside it on its
+   * own — and compare what makes the chain: each frame's code, caller and owner.
+   */
+  private chainChanged(chain: bigint[], mem: GrowingMemory, ts: Uint8Array): boolean {
+    const L = this.layout;
+    const P = this.P;
+    const chunk = readPointer(ts, L.tstate.datastackChunk, P);
+    const top = readPointer(ts, L.tstate.datastackTop, P);
+    const again = top > chunk && top - chunk <= BigInt(MAX_CHUNK_BYTES) ? this.source.tryRead(chunk, Number(top - chunk)) : null;
+    const fields: [number, number][] = [
+      [L.frame.previous, P],
+      [L.frame.executable, P],
+      [L.frame.owner, 1],
+    ];
+    for (const frame of chain) {
+      const copied = mem.bytes(frame, L.frame.size);
+      if (!copied) return true;
+      let live: Uint8Array | null;
+      if (again && frame >= chunk && frame + BigInt(L.frame.size) <= top) {
+        const off = Number(frame - chunk);
+        live = again.subarray(off, off + L.frame.size);
+      } else {
+        live = this.source.tryRead(frame, L.frame.size);
+      }
+      if (!live) return true;
+      for (const [off, width] of fields) {
+        for (let i = off; i < off + width; i++) if (copied[i] !== live[i]) return true;
+      }
+    }
     return false;
   }
 
@@ -474,20 +501,22 @@ export class MemoryCopier {
    * Follow the chain from the current frame, copying each frame that is not in memory yet
    * (generator/coroutine frames, entry frames on the C stack) and each code object reached.
    */
-  private followFrames(frame: bigint, base: bigint, mem: GrowingMemory, errors: string[]): void {
+  private followFrames(frame: bigint, base: bigint, mem: GrowingMemory, errors: string[]): bigint[] {
     const L = this.layout;
     const P = this.P;
     const size = L.frame.size;
     const tag = BigInt(L.executableTagMask);
     const seen = new Set<bigint>();
+    const chain: bigint[] = [];
     for (let depth = 0; frame !== 0n && depth < this.maxFrames && !seen.has(frame); depth++) {
       seen.add(frame);
+      chain.push(frame);
       let bytes = mem.bytes(frame, size);
       if (!bytes) {
         const copy = this.source.tryRead(frame, size);
         if (!copy) {
           errors.push(`frame ${hex(frame)}: not readable`);
-          return;
+          return chain;
         }
         mem.add({ address: frame, bytes: copy });
         bytes = copy;
@@ -497,9 +526,10 @@ export class MemoryCopier {
         const code = readPointer(bytes, L.frame.executable, P) & ~tag;
         if (code !== 0n) this.code(code);
       }
-      if (frame === base) return;
+      if (frame === base) return chain;
       frame = readPointer(bytes, L.frame.previous, P);
     }
+    return chain;
   }
 
   /**

@@ -22,9 +22,21 @@ export interface ReportOptions {
   onSample?: (p: ProcessedSample) => void;
 }
 
+/** How the samples were copied: what the recorder measured, over the samples reported. */
+export interface RecordingStats {
+  samples: number;
+  /** time each copy took, µs (the copy that was kept) */
+  copyMicros: { mean: number; p50: number; p99: number; max: number };
+  /** samples copied with the target stopped (blocking, or adaptive after a copy moved) */
+  stopped: number;
+  /** samples whose first copy moved and was made again */
+  retried: number;
+}
+
 export interface CaptureReport {
   header: CaptureHeader;
   profile: Profile;
+  recording: RecordingStats;
   warnings: CaptureWarning[];
   closedCleanly: boolean;
   blocks: number;
@@ -57,10 +69,18 @@ export async function reportCapture(path: string, options: ReportOptions = {}): 
     const profile = new Profile();
     let blocks = 0;
     let samples = 0;
+    const copy: number[] = [];
+    let stopped = 0;
+    let retried = 0;
     for await (const block of reader.blocks()) {
       blocks++;
       processor.addCodes(block.codes);
       const chosen = block.samples.filter(keep(options.thread));
+      for (const s of chosen) {
+        copy.push(s.copyMicros);
+        if (s.flags & SAMPLE_FLAG.STOPPED) stopped++;
+        if (s.flags & SAMPLE_FLAG.RETRIED) retried++;
+      }
       for (const p of processor.process(chosen)) {
         profile.add(sampleInput(p));
         options.onSample?.(p);
@@ -69,7 +89,15 @@ export async function reportCapture(path: string, options: ReportOptions = {}): 
       samples += chosen.length;
       options.onProgress?.(samples, blocks);
     }
-    return { header, profile, warnings: [...reader.warnings], closedCleanly: reader.closedCleanly, blocks };
+    copy.sort((a, b) => a - b);
+    const at = (q: number): number => (copy.length ? copy[Math.min(copy.length - 1, Math.floor(q * copy.length))]! : 0);
+    const recording: RecordingStats = {
+      samples: copy.length,
+      copyMicros: { mean: copy.length ? Math.round(copy.reduce((a, b) => a + b, 0) / copy.length) : 0, p50: at(0.5), p99: at(0.99), max: at(1) },
+      stopped,
+      retried,
+    };
+    return { header, profile, recording, warnings: [...reader.warnings], closedCleanly: reader.closedCleanly, blocks };
   } finally {
     reader.close();
   }

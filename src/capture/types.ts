@@ -43,6 +43,10 @@ export const SAMPLE_FLAG = {
   GIL: 1,
   /** the main thread of its interpreter */
   MAIN: 2,
+  /** copied with the target stopped (blocking, or adaptive after a copy moved) */
+  STOPPED: 4,
+  /** the first copy moved and was made again */
+  RETRIED: 8,
 } as const;
 
 export interface SampleRecord {

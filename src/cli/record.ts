@@ -6,7 +6,8 @@ import { CaptureWriter, fileSink } from '../capture/index.js';
 import type { CodeRecord, SampleRecord } from '../capture/types.js';
 import { formatVersion } from '../layout/index.js';
 import { openLinuxProcess, processIsRunning, TargetError, type LinuxProcessSource } from '../record/linux-process.js';
-import { runSampler, type SamplerStats } from '../record/sampler.js';
+import { runSampler, type SamplerStats, type SamplingMode } from '../record/sampler.js';
+import { ProcessStopper } from '../record/stopper.js';
 import { SampleProcessor } from '../process.js';
 import { KernelWalker } from '../walk/kernel-walker.js';
 import { TRUSTED } from '../walk/status.js';
@@ -17,8 +18,11 @@ import { VERSION } from './version.js';
 export const RECORD_HELP = `Usage: pyunwind record [OPTIONS] -o FILE (--pid PID | -- COMMAND [ARGS...])
 
 Sample a running Python at a steady rate and keep the raw memory of each sample in a capture
-file; \`pyunwind report FILE\` turns it into a profile. The target keeps running: nothing is
-stopped or written into it.
+file; \`pyunwind report FILE\` turns it into a profile.
+
+Each copy is checked for having moved while it was made (the program runs on meanwhile). On
+CPython 3.15+ this uses the thread's profiler anchor, one word pyunwind writes into the target
+(and clears at the end); elsewhere, or with --read-only, the stack is read again and compared.
 
 Options:
   -o, --output FILE      the capture file to write (required)
@@ -27,6 +31,17 @@ Options:
                          recording ends before it (--duration), it is stopped (SIGTERM)
   -r, --rate HZ          samples per second (default 1000; "2k" works too)
   -d, --duration SECS    stop after this long (default: until the target exits or Ctrl-C)
+  -m, --mode MODE        how copies are kept consistent (default adaptive):
+                           adaptive    copy while the target runs; a thread whose copy moved
+                                       (twice) is copied again with the target stopped for a
+                                       moment, so no sample is lost and steady code is never
+                                       stopped
+                           optimistic  never stop the target; a copy that moved is kept as
+                                       'torn' — counted, never profiled
+                           blocking    stop the target for every copy (exact; costs the target)
+      --blocking         same as --mode blocking
+      --read-only        never write into the target (no profiler anchor): the weaker check
+                         by re-reading the stack
   -a, --all-threads      sample every thread of every interpreter (the default; kept for
                          compatibility with other profilers' options)
   -q, --quiet            no progress line
@@ -48,6 +63,9 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
       rate: { type: 'string', short: 'r', default: '1000' },
       duration: { type: 'string', short: 'd' },
       'all-threads': { type: 'boolean', short: 'a' },
+      mode: { type: 'string', short: 'm' },
+      blocking: { type: 'boolean' },
+      'read-only': { type: 'boolean' },
       quiet: { type: 'boolean', short: 'q' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -64,6 +82,9 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
   const rateHz = parsePositive('--rate', values.rate!, { allowK: true });
   if (rateHz > 100_000) throw new UsageError(`--rate ${rateHz} is above 100000 Hz`);
   const durationMs = values.duration === undefined ? undefined : parsePositive('--duration', values.duration) * 1000;
+  if (values.blocking && values.mode !== undefined && values.mode !== 'blocking') throw new UsageError(`--blocking contradicts --mode ${values.mode}`);
+  const mode = (values.blocking ? 'blocking' : (values.mode ?? 'adaptive')) as SamplingMode;
+  if (!['adaptive', 'optimistic', 'blocking'].includes(mode)) throw new UsageError(`unknown mode "${values.mode}" (adaptive, optimistic or blocking)`);
 
   let child: ChildProcess | null = null;
   let source: LinuxProcessSource;
@@ -87,8 +108,9 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
     rateHz,
     startTime: Date.now(),
     recorder: `pyunwind ${VERSION}`,
-    mode: 'optimistic',
+    mode: `${mode}${values['read-only'] ? ', read-only' : ''}`,
   });
+  const stopper = mode === 'optimistic' ? null : new ProcessStopper(pid);
 
   let stopRequested = false;
   const stop = (): void => {
@@ -115,6 +137,9 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
   try {
     stats = await runSampler(source, sink, {
       rateHz,
+      mode,
+      ...(values['read-only'] ? { consistency: 'reread' as const } : {}),
+      ...(stopper ? { stopper } : {}),
       ...(durationMs !== undefined ? { durationMs } : {}),
       // a target that exits makes the next read fail, and the sampler then asks isAlive
       shouldStop: () => stopRequested || (child !== null && (child.exitCode !== null || child.signalCode !== null)),
@@ -131,6 +156,7 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
     });
     if (stats.ended === 'stopped' && !alive()) stats.ended = 'target-exited';
   } finally {
+    stopper?.close();
     writer.close();
     source.close();
     process.off('SIGINT', stop);
@@ -144,7 +170,8 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
   err(
     `pyunwind: recorded ${stats.samples} samples of ${source.description} in ${secs.toFixed(1)} s ` +
       `(${Math.round(stats.ticks / Math.max(secs, 1e-9))} ticks/s; missed ${pct(stats.missed, stats.scheduled)}, ` +
-      `torn ${pct(stats.torn, stats.samples)}) → ${values.output}` +
+      `torn ${pct(stats.torn, stats.samples)}, copied with the target stopped ${pct(stats.stopped, stats.samples)}; ` +
+      `copy ${stats.samples ? Math.round(stats.copyMicros.total / stats.samples) : 0} µs mean) → ${values.output}` +
       (stats.ended === 'target-exited' ? ' (the target exited)' : '') +
       '\n',
   );

@@ -64,14 +64,29 @@ export async function report(argv: string[], out: (s: string) => void, err: (s: 
   if (tty) err('\r\x1b[K');
   for (const w of result.warnings) err(`pyunwind report: warning: ${file}: byte ${w.offset}: ${w.message}\n`);
 
-  const { profile, header } = result;
+  const { profile, header, recording } = result;
+  const pct = (n: number): string => (recording.samples ? `${((100 * n) / recording.samples).toFixed(1)}%` : '0%');
   let text: string;
   switch (format) {
     case 'text':
-      text = exportText(profile, { top: Number(values.top), title: `${header.target}, recorded at ${header.rateHz} Hz by ${header.recorder}` });
+      text =
+        exportText(profile, { top: Number(values.top), title: `${header.target}, recorded at ${header.rateHz} Hz by ${header.recorder}` }) +
+        `\nRecording: mode ${header.mode ?? 'unknown'}; copy window ${recording.copyMicros.mean} µs mean, ` +
+        `${recording.copyMicros.p50} µs median, ${recording.copyMicros.p99} µs p99, ${recording.copyMicros.max} µs max; ` +
+        `copied again after moving ${pct(recording.retried)}, copied with the target stopped ${pct(recording.stopped)}\n`;
       break;
     case 'json':
-      text = exportJson(profile, { metadata: { target: header.target, pythonVersion: header.pythonVersion, rateHz: header.rateHz, recorder: header.recorder, startTime: header.startTime } });
+      text = exportJson(profile, {
+        metadata: {
+          target: header.target,
+          pythonVersion: header.pythonVersion,
+          rateHz: header.rateHz,
+          recorder: header.recorder,
+          startTime: header.startTime,
+          mode: header.mode ?? null,
+          recording: { samples: recording.samples, copyMicros: { ...recording.copyMicros }, stopped: recording.stopped, retried: recording.retried },
+        },
+      });
       break;
     case 'collapsed':
       text = exportCollapsed(profile);

@@ -64,7 +64,8 @@ export type Consistency = 'anchor' | 'reread';
 
 /** Stops and resumes the whole target (every thread), for copies that must not move. */
 export interface Stopper {
-  stop(): void;
+  /** stop every thread of the target; true when every thread was seen stopped */
+  stop(): boolean;
   resume(): void;
 }
 
@@ -217,16 +218,20 @@ export class MemoryCopier {
       attempts++;
     }
     if (snap.moved && this.stopper) {
-      this.stopper.stop();
+      let stopped = false;
       try {
+        stopped = this.stopper.stop();
         snap = this.copyThread(interpreterId, tstate);
       } finally {
         this.stopper.resume();
       }
       attempts++;
-      // nothing ran while it was copied
-      snap.moved = false;
-      snap.stopped = true;
+      if (stopped) {
+        // nothing ran while it was copied (the anchor check may still say "moved" when the
+        // current frame is an entry frame: that proves nothing either way here)
+        snap.moved = false;
+        snap.stopped = true;
+      }
     }
     snap.attempts = attempts;
     return snap;

@@ -5,7 +5,7 @@
 
 import type { CodeRecord, SampleRecord } from '../capture/types.js';
 import { SAMPLE_FLAG } from '../capture/types.js';
-import { MemoryCopier, type ThreadSnapshot } from './copier.js';
+import { MemoryCopier, type Consistency, type Stopper, type ThreadSnapshot } from './copier.js';
 import { ReadError, type MemorySource } from './source.js';
 
 /** Where samples go (a CaptureWriter is one). */
@@ -17,8 +17,23 @@ export interface SampleSink {
   flush(): void;
 }
 
+/**
+ * How copies are kept consistent:
+ * - `optimistic`: copy while the target runs; a copy that moved (after one immediate retry) is
+ *   kept as `torn` — counted, never profiled.
+ * - `adaptive`: the same, but a thread whose copy still moved is copied again with the target
+ *   stopped, so no sample is lost to the check; steady code is never stopped.
+ * - `blocking`: stop the target for every tick's copy.
+ */
+export type SamplingMode = 'optimistic' | 'adaptive' | 'blocking';
+
 export interface SamplerOptions {
   rateHz: number;
+  mode?: SamplingMode;
+  /** how a copy is checked (default: the anchor where the target has one and can be written) */
+  consistency?: Consistency;
+  /** stops and resumes the target (required for `adaptive` and `blocking`) */
+  stopper?: Stopper;
   /** stop after this long (default: until stopped or the target exits) */
   durationMs?: number;
   /** end a block at least this often, so a killed recorder loses little (default 1000 ms) */
@@ -50,8 +65,12 @@ export interface SamplerStats {
   /** ticks whose copy failed before any thread (e.g. the interpreter list was unreadable) */
   failedTicks: number;
   codeObjects: number;
-  /** copy time per thread sample, µs */
+  /** copy time per thread sample (the copy that was kept), µs */
   copyMicros: { total: number; max: number };
+  /** thread samples that needed more than one copy */
+  retried: number;
+  /** thread samples copied with the target stopped */
+  stopped: number;
   elapsedMs: number;
   ended: SamplerEnd | null;
 }
@@ -81,10 +100,30 @@ const yieldNow = (): Promise<void> => new Promise((r) => setImmediate(r));
 
 export async function runSampler(source: MemorySource, sink: SampleSink, options: SamplerOptions): Promise<SamplerStats> {
   if (!(options.rateHz > 0)) throw new RangeError(`rate ${options.rateHz} Hz`);
+  const mode = options.mode ?? 'optimistic';
+  if (mode !== 'optimistic' && !options.stopper) throw new Error(`sampling mode ${mode} needs a way to stop the target`);
+  const copier = new MemoryCopier(source, {
+    ...(options.consistency ? { consistency: options.consistency } : {}),
+    ...(mode === 'adaptive' ? { stopper: options.stopper! } : {}),
+  });
+  try {
+    return await sampleLoop(source, sink, options, copier, mode);
+  } finally {
+    // the anchor is the one thing written into the target: put it back, on every path
+    copier.clearAnchors();
+  }
+}
+
+async function sampleLoop(
+  source: MemorySource,
+  sink: SampleSink,
+  options: SamplerOptions,
+  copier: MemoryCopier,
+  mode: SamplingMode,
+): Promise<SamplerStats> {
   const interval = 1000 / options.rateHz;
   const flushEvery = options.flushEveryMs ?? 1000;
   const progressEvery = options.progressEveryMs ?? 250;
-  const copier = new MemoryCopier(source);
   const stats: SamplerStats = {
     scheduled: 0,
     ticks: 0,
@@ -94,6 +133,8 @@ export async function runSampler(source: MemorySource, sink: SampleSink, options
     failedTicks: 0,
     codeObjects: 0,
     copyMicros: { total: 0, max: 0 },
+    retried: 0,
+    stopped: 0,
     elapsedMs: 0,
     ended: null,
   };
@@ -128,7 +169,21 @@ export async function runSampler(source: MemorySource, sink: SampleSink, options
 
     let threads: ThreadSnapshot[];
     try {
-      threads = copier.copyAll();
+      if (mode === 'blocking') {
+        let stopped = false;
+        try {
+          stopped = options.stopper!.stop();
+          threads = copier.copyAll();
+        } finally {
+          options.stopper!.resume();
+        }
+        if (stopped) {
+          for (const t of threads) {
+            t.stopped = true;
+            t.moved = false;
+          }
+        }
+      } else threads = copier.copyAll();
     } catch (e) {
       if (!(e instanceof ReadError)) throw e;
       if (options.isAlive && !options.isAlive()) {
@@ -151,7 +206,11 @@ export async function runSampler(source: MemorySource, sink: SampleSink, options
       threadStateAddress: t.threadStateAddress,
       threadId: t.threadId,
       nativeThreadId: t.nativeThreadId,
-      flags: (t.holdsGil ? SAMPLE_FLAG.GIL : 0) | (t.mainThread ? SAMPLE_FLAG.MAIN : 0),
+      flags:
+        (t.holdsGil ? SAMPLE_FLAG.GIL : 0) |
+        (t.mainThread ? SAMPLE_FLAG.MAIN : 0) |
+        (t.stopped ? SAMPLE_FLAG.STOPPED : 0) |
+        (t.attempts > 1 ? SAMPLE_FLAG.RETRIED : 0),
       recorderStatus: t.moved ? 'torn' : 'ok',
       copyMicros: t.copyMicros,
       regions: t.regions,
@@ -161,6 +220,8 @@ export async function runSampler(source: MemorySource, sink: SampleSink, options
       sink.addSample(s);
       stats.samples++;
       if (s.recorderStatus === 'torn') stats.torn++;
+      if (s.flags & SAMPLE_FLAG.STOPPED) stats.stopped++;
+      if (s.flags & SAMPLE_FLAG.RETRIED) stats.retried++;
       stats.copyMicros.total += s.copyMicros;
       stats.copyMicros.max = Math.max(stats.copyMicros.max, s.copyMicros);
     }

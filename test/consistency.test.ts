@@ -1,0 +1,218 @@
+// Consistent copies of a running stack. The churn oracle (workloads/churn.py) calls and
+// returns far faster than a copy takes, through functions whose possible stacks are known;
+// it is recorded live at 5 kHz for 4 s, and every accepted stack is checked against the set of
+// possible ones: none may be impossible, in any mode. Also: the anchor written into the target
+// (3.15+) is back to 0 after every kind of end, and the target runs on unharmed.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { openLinuxProcess } from '../src/record/linux-process.js';
+import { readPointer } from '../src/walk/region-memory.js';
+import { recordCoverage } from './helpers/coverage.js';
+import { nativeInterpreters, type Interpreter } from './helpers/interpreters.js';
+
+const BIN = path.resolve('bin/pyunwind.js');
+const CHURN = path.resolve('workloads/churn.py');
+/** every stack churn.py can have (its docstring), outermost first */
+const POSSIBLE = new Set(
+  ['', ';main', ';main;a', ';main;a;b', ';main;a;b;Churner.method', ';main;a;b;Churner.method;gen', ';main;a;b;Churner.method;gen;leaf', ';main;a;c', ';main;a;c;leaf'].map(
+    (s) => `<module>${s}`,
+  ),
+);
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pyunwind-consistency-'));
+const children: ChildProcess[] = [];
+afterAll(() => {
+  children.forEach((c) => c.kill('SIGKILL'));
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+interface Outcome {
+  attempted: number;
+  accepted: number;
+  rejected: number;
+  impossible: string[];
+  statuses: Record<string, number>;
+  copyMicros: { mean: number; p50: number; p99: number };
+  stopped: number;
+  rounds: number;
+}
+
+function startChurn(py: Interpreter, seconds: number): { child: ChildProcess; done: Promise<number> } {
+  const child = spawn(py.command, [CHURN, String(seconds)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  children.push(child);
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  const done = new Promise<number>((resolve) =>
+    child.once('close', () => resolve(out.trim() ? (JSON.parse(out.trim().split('\n').pop()!) as { rounds: number }).rounds : 0)),
+  );
+  return { child, done };
+}
+
+/** Record churn.py in `mode` at `rate` Hz until it exits, and judge every accepted stack. */
+async function recordChurn(py: Interpreter, mode: string, rate: number, seconds: number, extra: string[] = []): Promise<Outcome> {
+  const { child, done } = startChurn(py, seconds);
+  await new Promise((r) => setTimeout(r, 150));
+  const file = path.join(dir, `${py.label}-${mode}.pyuw`);
+  const rec = spawnSync(process.execPath, [BIN, 'record', '--pid', String(child.pid), '-o', file, '-r', String(rate), '-m', mode, '-q', ...extra], {
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
+  expect(rec.status, rec.stderr).toBe(0);
+  const rounds = await done;
+  const rep = spawnSync(process.execPath, [BIN, 'report', file, '-f', 'json', '-q'], { encoding: 'utf8', timeout: 120_000 });
+  expect(rep.status, rep.stderr).toBe(0);
+  const json = JSON.parse(rep.stdout) as {
+    summary: { attempted: number; trusted: number; rejected: number; statuses: Record<string, number> };
+    metadata: { recording: { copyMicros: { mean: number; p50: number; p99: number }; stopped: number } };
+    threads: { frames: { qualname: string }[]; stacks: [number, number, number][] }[];
+  };
+  const impossible: string[] = [];
+  let accepted = 0;
+  for (const t of json.threads) {
+    for (let i = 0; i < t.stacks.length; i++) {
+      const names: string[] = [];
+      for (let k = i; k >= 0; k = t.stacks[k]![0]) names.unshift(t.frames[t.stacks[k]![1]]!.qualname);
+      const weight = t.stacks[i]![2];
+      accepted += weight;
+      if (weight > 0 && !POSSIBLE.has(names.join(';'))) impossible.push(`${names.join(';')} ×${weight}`);
+    }
+  }
+  const s = json.summary;
+  return {
+    attempted: s.attempted,
+    accepted,
+    rejected: s.rejected,
+    impossible,
+    statuses: s.statuses,
+    copyMicros: json.metadata.recording.copyMicros,
+    stopped: json.metadata.recording.stopped,
+    rounds,
+  };
+}
+
+function describeOutcome(label: string, mode: string, o: Outcome): string {
+  const pct = (n: number) => `${((100 * n) / Math.max(1, o.attempted)).toFixed(1)}%`;
+  return (
+    `${label} ${mode}: ${o.attempted} attempted, ${o.accepted} accepted, rejected ${pct(o.rejected)} ` +
+    `(torn ${o.statuses['torn'] ?? 0}, incomplete ${o.statuses['incomplete'] ?? 0}, corrupt ${o.statuses['corrupt'] ?? 0}), ` +
+    `impossible ${o.impossible.length}, stopped ${pct(o.stopped)}, copy window ${o.copyMicros.mean} µs mean / ${o.copyMicros.p99} µs p99`
+  );
+}
+
+const churnTargets = nativeInterpreters().filter((p) => /^debian-3\.1[3-9]/.test(p.label));
+
+describe.each(churnTargets)('the churn oracle on $label', (py) => {
+  if (py.missing) {
+    it(`is skipped: ${py.missing}`, () => recordCoverage('consistency', py.label, false, py.missing!));
+    return;
+  }
+  it('default mode, 5 kHz for 4 s: no impossible stack accepted', async () => {
+    const o = await recordChurn(py, 'adaptive', 5000, 4.5);
+    console.log(describeOutcome(py.label, 'adaptive (default)', o));
+    expect(o.attempted).toBeGreaterThan(2000);
+    expect(o.impossible).toEqual([]);
+    recordCoverage('consistency', `${py.label} churn`, true);
+  });
+  it('optimistic and blocking modes: no impossible stack accepted either', async () => {
+    for (const mode of ['optimistic', 'blocking']) {
+      const o = await recordChurn(py, mode, mode === 'blocking' ? 1000 : 5000, 3);
+      console.log(describeOutcome(py.label, mode, o));
+      expect(o.attempted).toBeGreaterThan(200);
+      expect(o.impossible).toEqual([]);
+    }
+  });
+  it('read-only (no write into the target): no impossible stack accepted', async () => {
+    const o = await recordChurn(py, 'optimistic', 5000, 3, ['--read-only']);
+    console.log(describeOutcome(py.label, 'optimistic --read-only', o));
+    expect(o.impossible).toEqual([]);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// The anchor is put back
+
+const anchored = nativeInterpreters().find((p) => p.label === 'debian-3.15');
+
+/** the profiler anchor of every thread of pid */
+function anchors(pid: number): bigint[] {
+  const source = openLinuxProcess(pid);
+  try {
+    const L = source.layout;
+    const P = L.pointerSize;
+    const ptr = (a: bigint) => readPointer(source.read(a, P), 0, P);
+    const out: bigint[] = [];
+    let interp = ptr(source.runtimeAddress + BigInt(L.runtime.interpretersHead));
+    while (interp !== 0n) {
+      for (let t = ptr(interp + BigInt(L.interp.threadsHead)); t !== 0n; t = ptr(t + BigInt(L.tstate.next))) {
+        out.push(ptr(t + BigInt(L.tstate.lastProfiledFrame!)));
+      }
+      interp = ptr(interp + BigInt(L.interp.next));
+    }
+    return out;
+  } finally {
+    source.close();
+  }
+}
+
+describe('the profiler anchor after recording', () => {
+  if (!anchored || anchored.missing) {
+    const why = anchored?.missing ?? 'no Debian 3.15 interpreter';
+    it(`is skipped: ${why}`, () => recordCoverage('consistency', 'anchor', false, why));
+    return;
+  }
+  const ends: { name: string; run: (pid: number, file: string) => Promise<number | null> }[] = [
+    {
+      name: 'a normal end (--duration)',
+      run: async (pid, file) => spawnSync(process.execPath, [BIN, 'record', '--pid', String(pid), '-o', file, '-d', '1', '-q']).status,
+    },
+    ...(['SIGINT', 'SIGTERM'] as const).map((signal) => ({
+      name: signal,
+      run: async (pid: number, file: string) => {
+        const r = spawn(process.execPath, [BIN, 'record', '--pid', String(pid), '-o', file, '-q'], { stdio: 'ignore' });
+        children.push(r);
+        await new Promise((res) => setTimeout(res, 1000));
+        // while it records, the anchor is in use (so "back to 0" below means something)
+        expect(anchors(pid).some((a) => a !== 0n)).toBe(true);
+        r.kill(signal);
+        return new Promise<number | null>((res) => r.once('exit', (c) => res(c)));
+      },
+    })),
+    {
+      // the capture goes to a named pipe whose reader goes away part-way: the next block
+      // cannot be written
+      name: 'a recorder error (its output closed while recording)',
+      run: async (pid: number, file: string) => {
+        expect(spawnSync('mkfifo', [file]).status).toBe(0);
+        const r = spawn(process.execPath, [BIN, 'record', '--pid', String(pid), '-o', file, '-q'], { stdio: ['ignore', 'ignore', 'pipe'] });
+        children.push(r);
+        let stderr = '';
+        r.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+        const reader = fs.createReadStream(file);
+        await new Promise((res) => reader.once('data', res));
+        await new Promise((res) => setTimeout(res, 300));
+        expect(anchors(pid).some((a) => a !== 0n)).toBe(true);
+        reader.destroy();
+        const code = await new Promise<number | null>((res) => r.once('exit', (c) => res(c)));
+        expect(stderr).toMatch(/^pyunwind record: .*EPIPE/);
+        return code;
+      },
+    },
+  ];
+  for (const end of ends) {
+    it(`is 0 after ${end.name}, and the target runs on`, async () => {
+      const { child, done } = startChurn(anchored, 4);
+      await new Promise((r) => setTimeout(r, 200));
+      const code = await end.run(child.pid!, path.join(dir, `anchor-${end.name.replace(/\W+/g, '-')}.pyuw`));
+      if (end.name.startsWith('a recorder error')) expect(code).not.toBe(0);
+      else expect(code).toBe(0);
+      expect(child.exitCode).toBe(null);
+      expect(anchors(child.pid!).every((a) => a === 0n)).toBe(true);
+      // unharmed: it finishes its work and exits normally
+      expect(await done).toBeGreaterThan(0);
+      expect(child.exitCode).toBe(0);
+    });
+  }
+});

@@ -62,6 +62,17 @@ CONF
   fi
 }
 
+# patchelf, for the test of an interpreter binary patched to use another loader: from the
+# host's own suite, so that it runs with the host's libraries
+if [ ! -x "$DEST/bin/patchelf" ]; then
+  host_suite=$(. /etc/os-release 2>/dev/null; echo "${VERSION_CODENAME:-}")
+  if [ -n "$host_suite" ] && use_suite "$host_suite" && (cd "$S/debs" && apt-get download -qq patchelf >/dev/null 2>&1); then
+    dpkg-deb -x "$S"/debs/patchelf_*.deb "$S/root" && ln -sf "$S/root/usr/bin/patchelf" "$DEST/bin/patchelf"
+    "$DEST/bin/patchelf" --version >/dev/null 2>&1 && echo "provision-cpython: $("$DEST/bin/patchelf" --version)" || rm -f "$DEST/bin/patchelf"
+  fi
+  [ -x "$DEST/bin/patchelf" ] || echo "provision-cpython: patchelf not provisioned; its test will skip" >&2
+fi
+
 ok=()
 for v in $VERSIONS; do
   have_headers() { [ "$HEADERS" = 0 ] || [ -n "$(compgen -G "$DEST/suites/*/root/usr/include/python$v/internal")" ]; }
@@ -86,6 +97,14 @@ for v in $VERSIONS; do
     # interpreter binary shows up only in /proc/PID/maps (pyunwind handles both).
     printf '#!/bin/sh\nexec %s --library-path %s %s "$@"\n' "$LD" "$LP" "$R/usr/bin/python$v" > "$DEST/bin/python$v"
     chmod +x "$DEST/bin/python$v"
+    # With the standard library (STDLIB=1), also a copy of the binary patched to use the
+    # suite's loader directly: programs that start sys.executable (CPython 3.15's own profiler,
+    # `python -m profiling.sampling run`) need a binary that runs by itself.
+    if [ "$STDLIB" = 1 ] && [ -x "$DEST/bin/patchelf" ]; then
+      cp "$R/usr/bin/python$v" "$R/usr/bin/python${v}p"
+      "$DEST/bin/patchelf" --set-interpreter "$LD" --set-rpath "$LP" "$R/usr/bin/python${v}p"
+      ln -sf "$R/usr/bin/python${v}p" "$DEST/bin/python${v}p"
+    fi
     if "$DEST/bin/python$v" -c 'import sys, threading' >/dev/null 2>&1; then
       echo "provision-cpython: python$v from $suite: $("$DEST/bin/python$v" -c 'import sys; print(sys.version.split()[0])')"
       ok+=("$v"); done_v=1; break
@@ -95,14 +114,4 @@ for v in $VERSIONS; do
   done
   [ "$done_v" = 1 ] || [ -x "$DEST/bin/python$v" ] || echo "provision-cpython: python$v NOT provisioned; its tests will skip" >&2
 done
-# patchelf, for the test of an interpreter binary patched to use another loader: from the
-# host's own suite, so that it runs with the host's libraries
-if [ ! -x "$DEST/bin/patchelf" ]; then
-  host_suite=$(. /etc/os-release 2>/dev/null; echo "${VERSION_CODENAME:-}")
-  if [ -n "$host_suite" ] && use_suite "$host_suite" && (cd "$S/debs" && apt-get download -qq patchelf >/dev/null 2>&1); then
-    dpkg-deb -x "$S"/debs/patchelf_*.deb "$S/root" && ln -sf "$S/root/usr/bin/patchelf" "$DEST/bin/patchelf"
-    "$DEST/bin/patchelf" --version >/dev/null 2>&1 && echo "provision-cpython: $("$DEST/bin/patchelf" --version)" || rm -f "$DEST/bin/patchelf"
-  fi
-  [ -x "$DEST/bin/patchelf" ] || echo "provision-cpython: patchelf not provisioned; its test will skip" >&2
-fi
 echo "provision-cpython: ready: ${ok[*]:-none}"

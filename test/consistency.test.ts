@@ -216,3 +216,49 @@ describe('the profiler anchor after recording', () => {
     });
   }
 });
+
+// ---------------------------------------------------------------------------------------------
+// Bias: rejecting copies that moved favours long-lived frames. On a steady program the
+// per-function totals of the default mode must match the exact ones (--blocking).
+
+const STEADY = path.resolve('workloads/steady.py');
+
+async function functionShares(py: Interpreter, mode: string): Promise<Map<string, number>> {
+  const child = spawn(py.command, [STEADY, '4.5'], { stdio: ['ignore', 'ignore', 'inherit'] });
+  children.push(child);
+  const closed = new Promise((r) => child.once('close', r));
+  await new Promise((r) => setTimeout(r, 150));
+  const file = path.join(dir, `steady-${py.label}-${mode}.pyuw`);
+  const rec = spawnSync(process.execPath, [BIN, 'record', '--pid', String(child.pid), '-o', file, '-r', '2000', '-m', mode, '-q'], {
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
+  expect(rec.status, rec.stderr).toBe(0);
+  await closed;
+  const rep = spawnSync(process.execPath, [BIN, 'report', file, '-f', 'json', '-q'], { encoding: 'utf8', timeout: 120_000 });
+  const json = JSON.parse(rep.stdout) as { threads: { functions: { qualname: string; total: number }[]; summary: { stackedWeight: number } }[] };
+  const t = json.threads[0]!;
+  // shares of a few hundred samples would differ by sampling noise alone
+  expect(t.summary.stackedWeight, `${mode}: samples`).toBeGreaterThan(1000);
+  return new Map(t.functions.map((f) => [f.qualname, (100 * f.total) / t.summary.stackedWeight]));
+}
+
+describe.each(churnTargets)('bias on a steady program, $label', (py) => {
+  if (py.missing) {
+    it(`is skipped: ${py.missing}`, () => recordCoverage('consistency', `${py.label} bias`, false, py.missing!));
+    return;
+  }
+  it('per-function totals of the default mode are within 5 points of --blocking', async () => {
+    const adaptive = await functionShares(py, 'adaptive');
+    const blocking = await functionShares(py, 'blocking');
+    const rows: string[] = [];
+    for (const name of ['main', 'step', 'parse', 'render', 'layout']) {
+      const a = adaptive.get(name) ?? 0;
+      const b = blocking.get(name) ?? 0;
+      rows.push(`${name} ${a.toFixed(1)}% vs ${b.toFixed(1)}%`);
+      expect(Math.abs(a - b), `${name}: default ${a.toFixed(1)}%, blocking ${b.toFixed(1)}%`).toBeLessThanOrEqual(5);
+    }
+    expect(blocking.get('parse') ?? 0).toBeGreaterThan(20);
+    console.log(`${py.label} steady, default vs blocking: ${rows.join(', ')}`);
+  });
+});

@@ -94,6 +94,10 @@ export class ProcessStopper implements Stopper {
       }
       if (all) return true;
       if (performance.now() > until) return false;
+      // yield the CPU: a thread that is waiting to run cannot stop until it runs
+      Atomics.wait(pause, 0, 0, 0.02);
     }
   }
 }
+
+const pause = new Int32Array(new SharedArrayBuffer(4));

@@ -37,7 +37,8 @@ const P_OWNER_SKIP = 13;
 const P_BOTTOM = 14;
 const P_IP_PREVIOUS = 15;
 const P_MAX_DEPTH = 16;
-const P_COUNT = 17;
+const P_OWNER_THREAD = 17;
+const P_COUNT = 18;
 
 const BOTTOM_BASE_FRAME = 0;
 const BOTTOM_ENTRY_FRAME = 1;
@@ -46,7 +47,7 @@ const BOTTOM_IS_ENTRY_FLAG = 2;
 // ---- record sizes ----
 const SAMPLE_SIZE: u32 = 16; // u64 tstate, u32 regionTable, u32 regionCount
 const REGION_SIZE: u32 = 16; // u64 address, u32 length, u32 data offset
-const CODE_SIZE: u32 = 24; // u64 address, u64 bytecode start, u64 bytecode end
+const CODE_SIZE: u32 = 32; // u64 address, u64 bytecode start, u64 bytecode end, u32 frame size, u32 unused
 const RESULT_SIZE: u32 = 32; // u32 status, u32 frameStart, u32 frameCount, u32 visited, u64 last, u64 fail
 const FRAME_SIZE: u32 = 24; // u64 frame, u64 code, u64 instr ptr
 
@@ -68,6 +69,7 @@ let ownerSkip: u32 = 0;
 let bottom: i32 = 0;
 let ipPrevious: u32 = 0;
 let maxDepth: u32 = 0;
+let ownerThread: u32 = 0;
 
 // ---- current sample ----
 let regTable: u32 = 0;
@@ -75,8 +77,9 @@ let regCount: u32 = 0;
 let codeTable: u32 = 0;
 let codeCount: u32 = 0;
 
-// result of the last `locate`: the linear-memory offset of the address, or a failure kind
+// result of the last `locate`: the linear-memory offset of the address and the region it is in
 let locOffset: u32 = 0;
+let locRegion: i32 = -1;
 const LOC_OK: i32 = 0;
 const LOC_MISSING: i32 = 1; // no region contains the address
 const LOC_CROSSES: i32 = 2; // a region starts at or before the address but ends inside [address, address+len)
@@ -123,6 +126,7 @@ function locate(addr: u64, len: u32): i32 {
   // safe even if it did not
   if (!inMemory(data + off, <u64>len)) return LOC_MISSING;
   locOffset = <u32>(data + off);
+  locRegion = found;
   return LOC_OK;
 }
 
@@ -144,6 +148,7 @@ function readPtr(addr: u64): u64 {
 // code lookup result
 let codeStart: u64 = 0;
 let codeEnd: u64 = 0;
+let codeFrameSize: u64 = 0;
 
 /** Exact-match binary search of the sorted code table; sets codeStart/codeEnd. */
 function findCode(addr: u64): bool {
@@ -156,6 +161,7 @@ function findCode(addr: u64): bool {
     if (a == addr) {
       codeStart = load<u64>(entry, 8);
       codeEnd = load<u64>(entry, 16);
+      codeFrameSize = <u64>load<u32>(entry, 24);
       return true;
     }
     if (a < addr) lo = mid + 1;
@@ -188,6 +194,7 @@ function loadParams(p: u32): bool {
   bottom = load<i32>(p + P_BOTTOM * 4);
   ipPrevious = load<u32>(p + P_IP_PREVIOUS * 4);
   maxDepth = load<u32>(p + P_MAX_DEPTH * 4);
+  ownerThread = load<u32>(p + P_OWNER_THREAD * 4);
   // every field read from a frame must lie inside the frame size, which is what locate checks
   if (frSize == 0 || frSize > 4096) return false;
   if (frPrevious + ptrSize > frSize || frExecutable + ptrSize > frSize) return false;
@@ -258,6 +265,10 @@ function walkOne(tstate: u64, frames: u32): void {
   let power: u32 = 1;
   let lam: u32 = 0;
   const align: u64 = <u64>ptrSize - 1;
+  // the frame visited just before, when it was a Python frame on the data stack (0 if not),
+  // and the region it was in: its caller, in the same chunk, must end exactly where it begins
+  let callee: u64 = 0;
+  let calleeRegion: i32 = -1;
 
   while (frame != 0) {
     if (visited >= maxDepth) {
@@ -285,8 +296,10 @@ function walkOne(tstate: u64, frames: u32): void {
       return;
     }
     const f = locOffset;
+    const region = locRegion;
     const owner = <u32>load<u8>(f + frOwner);
     const prev = fieldPtr(f, frPrevious);
+    let nextCallee: u64 = 0;
     if (ownerIn(ownerPython, owner)) {
       const code = fieldPtr(f, frExecutable) & ~tagMask;
       // a NULL executable is a frame being created or cleared: skip it, keep following
@@ -301,6 +314,11 @@ function walkOne(tstate: u64, frames: u32): void {
           const low = ipPrevious != 0 && codeStart >= 2 ? codeStart - 2 : codeStart;
           if (ip < low || ip >= codeEnd || ((ip ^ codeStart) & 1) != 0) bad = ip == 0 ? frame : ip;
         }
+        // a frame pushed by its caller on the data stack sits right after the caller's frame
+        // (co_framesize words): frames from different moments glued together do not
+        if (bad == 0 && owner == ownerThread && callee != 0 && calleeRegion == region && codeFrameSize != 0 && frame + codeFrameSize != callee) {
+          bad = callee;
+        }
         if (bad != 0) {
           outStatus = CORRUPT;
           outFail = bad;
@@ -309,6 +327,7 @@ function walkOne(tstate: u64, frames: u32): void {
           outFrames = pyCount;
           return;
         }
+        if (owner == ownerThread) nextCallee = frame;
         const out = frames + pyCount * FRAME_SIZE;
         store<u64>(out, frame);
         store<u64>(out, code, 8);
@@ -323,6 +342,8 @@ function walkOne(tstate: u64, frames: u32): void {
       outFrames = pyCount;
       return;
     }
+    callee = nextCallee;
+    calleeRegion = region;
     last = frame;
     lastOwner = owner;
     lastIsEntry = frIsEntry >= 0 ? <u32>load<u8>(f + <u32>frIsEntry) : 0;

@@ -63,7 +63,8 @@ describe.each(nativeInterpreters())('record + report hotcold on $label', (py) =>
     return;
   }
   it('gets the split, only possible stacks, and counts that add up', async () => {
-    const target = spawn(py.command, [WORKLOAD, String(SECONDS)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    // calls of a few hundred µs: much longer than a copy (see the workload's docstring)
+    const target = spawn(py.command, [WORKLOAD, String(SECONDS), '1000'], { stdio: ['ignore', 'pipe', 'inherit'] });
     children.push(target);
     let stdout = '';
     target.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));

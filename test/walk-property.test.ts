@@ -10,11 +10,11 @@ import { compareResults, loadKernel } from './helpers/walkers.js';
 
 // Parameter sets shaped like real layouts (64-bit 3.15, 3.14, 3.12 via cframe, 3.11 is_entry; wasm32 3.15)
 const PARAMS: WalkParams[] = [
-  { pointerSize: 8, tstateNeed: 232, tstateCurrentFrame: 72, cframeCurrentFrame: -1, tstateBaseFrame: 80, frameSize: 80, framePrevious: 8, frameExecutable: 0, frameInstrPtr: 56, frameOwner: 74, frameIsEntry: -1, tagMask: 3, ownerPythonMask: 0b11, ownerSkipMask: 0b1000, bottom: 0, instrPtrIsPrevious: false, maxDepth: 64 },
-  { pointerSize: 8, tstateNeed: 80, tstateCurrentFrame: 72, cframeCurrentFrame: -1, tstateBaseFrame: -1, frameSize: 80, framePrevious: 8, frameExecutable: 0, frameInstrPtr: 56, frameOwner: 74, frameIsEntry: -1, tagMask: 3, ownerPythonMask: 0b11, ownerSkipMask: 0b11000, bottom: 1, instrPtrIsPrevious: false, maxDepth: 64 },
-  { pointerSize: 8, tstateNeed: 64, tstateCurrentFrame: 56, cframeCurrentFrame: 0, tstateBaseFrame: -1, frameSize: 80, framePrevious: 8, frameExecutable: 0, frameInstrPtr: 56, frameOwner: 70, frameIsEntry: -1, tagMask: 0, ownerPythonMask: 0b11, ownerSkipMask: 0b1000, bottom: 1, instrPtrIsPrevious: true, maxDepth: 64 },
-  { pointerSize: 8, tstateNeed: 64, tstateCurrentFrame: 56, cframeCurrentFrame: 8, tstateBaseFrame: -1, frameSize: 80, framePrevious: 48, frameExecutable: 32, frameInstrPtr: 56, frameOwner: 69, frameIsEntry: 68, tagMask: 0, ownerPythonMask: 0b11, ownerSkipMask: 0, bottom: 2, instrPtrIsPrevious: true, maxDepth: 64 },
-  { pointerSize: 4, tstateNeed: 64, tstateCurrentFrame: 56, cframeCurrentFrame: -1, tstateBaseFrame: 60, frameSize: 44, framePrevious: 4, frameExecutable: 0, frameInstrPtr: 28, frameOwner: 38, frameIsEntry: -1, tagMask: 3, ownerPythonMask: 0b11, ownerSkipMask: 0b1000, bottom: 0, instrPtrIsPrevious: false, maxDepth: 64 },
+  { pointerSize: 8, tstateNeed: 232, tstateCurrentFrame: 72, cframeCurrentFrame: -1, tstateBaseFrame: 80, frameSize: 80, framePrevious: 8, frameExecutable: 0, frameInstrPtr: 56, frameOwner: 74, frameIsEntry: -1, tagMask: 3, ownerPythonMask: 0b11, ownerSkipMask: 0b1000, bottom: 0, instrPtrIsPrevious: false, maxDepth: 64, ownerThread: 0 },
+  { pointerSize: 8, tstateNeed: 80, tstateCurrentFrame: 72, cframeCurrentFrame: -1, tstateBaseFrame: -1, frameSize: 80, framePrevious: 8, frameExecutable: 0, frameInstrPtr: 56, frameOwner: 74, frameIsEntry: -1, tagMask: 3, ownerPythonMask: 0b11, ownerSkipMask: 0b11000, bottom: 1, instrPtrIsPrevious: false, maxDepth: 64, ownerThread: 0 },
+  { pointerSize: 8, tstateNeed: 64, tstateCurrentFrame: 56, cframeCurrentFrame: 0, tstateBaseFrame: -1, frameSize: 80, framePrevious: 8, frameExecutable: 0, frameInstrPtr: 56, frameOwner: 70, frameIsEntry: -1, tagMask: 0, ownerPythonMask: 0b11, ownerSkipMask: 0b1000, bottom: 1, instrPtrIsPrevious: true, maxDepth: 64, ownerThread: 0 },
+  { pointerSize: 8, tstateNeed: 64, tstateCurrentFrame: 56, cframeCurrentFrame: 8, tstateBaseFrame: -1, frameSize: 80, framePrevious: 48, frameExecutable: 32, frameInstrPtr: 56, frameOwner: 69, frameIsEntry: 68, tagMask: 0, ownerPythonMask: 0b11, ownerSkipMask: 0, bottom: 2, instrPtrIsPrevious: true, maxDepth: 64, ownerThread: 0 },
+  { pointerSize: 4, tstateNeed: 64, tstateCurrentFrame: 56, cframeCurrentFrame: -1, tstateBaseFrame: 60, frameSize: 44, framePrevious: 4, frameExecutable: 0, frameInstrPtr: 28, frameOwner: 38, frameIsEntry: -1, tagMask: 3, ownerPythonMask: 0b11, ownerSkipMask: 0b1000, bottom: 0, instrPtrIsPrevious: false, maxDepth: 64, ownerThread: 0 },
 ];
 
 const u64 = fc.bigInt({ min: 0n, max: (1n << 64n) - 1n });
@@ -40,6 +40,9 @@ const structured = (p: WalkParams) =>
       codeBase: fc.constantFrom(0x5000_0000n, 0x5000_0000n, 1n, 0xffff_ffff_ffff_fff0n),
       // a well-formed chain (then at most one field disturbed) reaches the trusted statuses
       wellFormed: fc.boolean(),
+      // each code's frame size (co_framesize bytes): 0 = unknown, the stride (frames then follow
+      // their callers exactly), or anything
+      frameSizes: fc.array(fc.oneof(fc.constant(0), fc.constant(p.frameSize), fc.integer({ min: 0, max: 5000 })), { minLength: 4, maxLength: 4 }),
       disturb: fc.integer({ min: -1, max: 11 }),
       deep: fc.boolean(),
     })
@@ -47,25 +50,28 @@ const structured = (p: WalkParams) =>
       if (g.wellFormed) {
         const n = g.frameCount;
         g.codeBase = 0x5000_0000n;
+        // callers below callees, as on a data stack: frame i's caller is frame i-1; frame 0 is the
+        // bottom (an entry frame, or the is_entry frame on 3.11)
         for (let i = 0; i < 12; i++) {
           if (i === g.disturb) continue;
-          g.links[i] = i + 1 < n ? i + 1 : -1;
-          g.owners[i] = i === n - 1 && p.bottom !== 2 ? 3 : i % 2;
+          g.links[i] = i > 0 ? i - 1 : -1;
+          g.owners[i] = i === 0 && p.bottom !== 2 ? 3 : i % 3 === 2 ? 1 : 0;
           g.codes[i] = i % 4;
           g.ipDelta[i] = 2 * (i % 8);
-          g.entry[i] = i === n - 1;
+          g.entry[i] = i === 0;
           g.cut[i] = 100;
         }
-        g.current = 0;
-        g.baseFrame = n - 1;
+        g.current = n - 1;
+        g.baseFrame = 0;
         g.tstateCut = 40;
+        g.frameSizes = [g.stride, g.stride, g.stride, g.stride];
       }
       const P = p.pointerSize;
       const mask = P === 8 ? (1n << 64n) - 1n : 0xffff_ffffn;
       const addrs = Array.from({ length: g.frameCount }, (_, i) => (g.base + BigInt(i * g.stride)) & mask);
       const codes: CodeRange[] = [0, 1, 2, 3].map((k) => {
         const address = (g.codeBase + BigInt(k * 0x1000)) & ((1n << 64n) - 1n);
-        return { address, bytecodeStart: address + 200n, bytecodeEnd: address + 200n + BigInt(2 * (k + 1) * 8) };
+        return { address, bytecodeStart: address + 200n, bytecodeEnd: address + 200n + BigInt(2 * (k + 1) * 8), frameSize: g.frameSizes[k]! };
       });
       const target = (i: number): bigint => (i === -1 ? 0n : i === -2 ? g.random & mask : i < g.frameCount ? addrs[i]! : (g.base + BigInt(g.frameCount * g.stride) - 1n) & mask);
       const regions: Region[] = [];
@@ -124,7 +130,7 @@ const randomBytes = fc
     ),
     pick: fc.nat(),
     offset: fc.integer({ min: -16, max: 64 }),
-    codes: fc.array(fc.record({ address: u64, bytecodeStart: u64, bytecodeEnd: u64 }), { maxLength: 4 }),
+    codes: fc.array(fc.record({ address: u64, bytecodeStart: u64, bytecodeEnd: u64, frameSize: fc.nat() }), { maxLength: 4 }),
   })
   .map(({ regions, pick, offset, codes }) => {
     const r = regions.length ? regions[pick % regions.length]! : { address: 0n };

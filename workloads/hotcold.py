@@ -1,6 +1,6 @@
 """hotcold: a CPU-bound Python program whose profile is known in advance.
 
-Usage: python3 hotcold.py [SECONDS]        (default 3; a float is fine)
+Usage: python3 hotcold.py [SECONDS [UNIT]]     (default 3 s; a float is fine; UNIT default 100)
 
 It alternates short calls to hot() and cold() for SECONDS. Both are the same kind of pure
 Python loop; hot() runs 7 units of it and cold() 3, so about 70 % of the time is spent in
@@ -30,7 +30,10 @@ Pyodide.
 
 Why short calls: a round (hot, then cold) lasts a fraction of a millisecond, much less than a
 sampling interval at 1 kHz, so samples fall at every phase of the round and the profile does
-not alias with the round's period.
+not alias with the round's period. A larger UNIT makes each call last longer: recording a
+native process, where a copy of the stack takes tens of microseconds while the program runs on,
+calls that last about as long as a copy are sampled with a bias towards the longer one (see
+docs/validation.md); UNIT=1000 makes hot() and cold() last a few hundred microseconds.
 """
 
 import sys
@@ -79,4 +82,6 @@ def main(seconds):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 2:
+        UNIT = int(sys.argv[2])
     main(float(sys.argv[1]) if len(sys.argv) > 1 else 3.0)

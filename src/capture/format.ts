@@ -5,8 +5,8 @@
 // Everything a reader parses here comes from outside: every length is checked against what
 // is left and against a fixed limit before it is used, and every error names the byte.
 
-import crc32Module from 'crc-32';
-import { Inflate, deflateSync } from 'fflate';
+import CRC32 from 'crc-32';
+import { Inflate, deflateSync, inflateSync } from 'fflate';
 import type { LayoutSource } from '../layout/layout.js';
 import type { Region } from '../walk/types.js';
 import { CaptureError, type CaptureHeader, type CodeRecord } from './types.js';
@@ -52,9 +52,6 @@ const U64_MAX = (1n << 64n) - 1n;
 
 // ---------------------------------------------------------------------------------------
 // Checksums and small helpers
-
-// crc-32 is CommonJS; its default import is the module object.
-const CRC32 = crc32Module as unknown as { buf(data: Uint8Array, seed?: number): number };
 
 /** CRC-32 (IEEE 802.3, as zlib/PNG), unsigned. */
 export function crc32(bytes: Uint8Array): number {
@@ -650,17 +647,40 @@ export function findMagic(bytes: Uint8Array, from: number): number {
   return -1;
 }
 
-/** Input handed to the inflater per step: bounds the output one step can make (~1032×). */
-const INFLATE_STEP = 16 << 10;
+/**
+ * Stored payloads up to this size are inflated in one call. fflate's one-shot inflate keeps
+ * running past a full output buffer (writes there are dropped), so a crafted stream costs up
+ * to ~1032× its stored size in time: bounded here to ~66 MB of work, a few ms.
+ */
+const ONE_SHOT_MAX = 64 << 10;
+/** Larger payloads are fed in steps of this size, each of which can make ~1032× as much. */
+const INFLATE_STEP = 64 << 10;
+
+function tooLong(rawLength: number): Error {
+  return new Error(`inflates to more than the ${rawLength} bytes the frame announces`);
+}
 
 /**
- * Inflates a raw-DEFLATE payload that must yield exactly `rawLength` bytes. fflate's
- * one-shot inflate keeps running past a given output buffer, so a crafted stream could spend
- * ~1000× its size in time; fed in steps, the work stops soon after the output passes
- * `rawLength`.
+ * Inflates a raw-DEFLATE payload that must yield exactly `rawLength` bytes, stopping soon
+ * after the output passes `rawLength` whatever the stream says (see ONE_SHOT_MAX).
  */
 export function inflateExact(stored: Uint8Array, rawLength: number): Uint8Array {
   if (stored.length === 0) throw new Error('empty deflate stream');
+  if (stored.length <= ONE_SHOT_MAX) {
+    // one spare byte tells "exactly rawLength" from "more"
+    const out = new Uint8Array(rawLength + 1);
+    let got: Uint8Array;
+    try {
+      got = inflateSync(stored, { out });
+    } catch (e) {
+      // a stored (type 0) deflate block past the buffer's end makes TypedArray.set throw
+      if (e instanceof RangeError) throw tooLong(rawLength);
+      throw e;
+    }
+    if (got.length > rawLength) throw tooLong(rawLength);
+    if (got.length !== rawLength) throw new Error(`inflates to ${got.length} bytes, the frame announces ${rawLength}`);
+    return out.subarray(0, rawLength);
+  }
   const out = new Uint8Array(rawLength);
   let length = 0;
   let overflow = false;
@@ -677,7 +697,7 @@ export function inflateExact(stored: Uint8Array, rawLength: number): Uint8Array 
     const end = Math.min(stored.length, p + INFLATE_STEP);
     inflater.push(stored.subarray(p, end), end === stored.length);
   }
-  if (overflow) throw new Error(`inflates to more than the ${rawLength} bytes the frame announces`);
+  if (overflow) throw tooLong(rawLength);
   if (length !== rawLength) throw new Error(`inflates to ${length} bytes, the frame announces ${rawLength}`);
   return out;
 }

@@ -46,7 +46,7 @@ const MERGE_GAP = 4;
 
 const STATUS_NAMES: RecorderStatus[] = ['ok', 'torn'];
 
-/** The thread state address's sample fields a patch repeats only when they changed. */
+/** The id fields a patch sample repeats only when they differ from its base's (one bit each). */
 const ID_BIT = { INTERPRETER: 1, THREAD: 2, NATIVE_THREAD: 4 } as const;
 
 /** Total region bytes of a sample: what it weighs against MAX_BLOCK_SAMPLE_BYTES. */
@@ -73,9 +73,30 @@ export function checkSampleRecord(rec: SampleRecord): void {
 // ---------------------------------------------------------------------------------------
 // Encoding
 
-/** Index of the first differing byte of a and b in [from, end), or `end`. */
-function nextDiff(a: Uint8Array, b: Uint8Array, from: number, end: number): number {
+/** 32-bit views of a and b's first `m` bytes, when both start 4-byte aligned (fresh arrays do). */
+function wordViews(a: Uint8Array, b: Uint8Array, m: number): [Int32Array, Int32Array] | null {
+  if ((a.byteOffset | b.byteOffset) & 3) return null;
+  return [new Int32Array(a.buffer, a.byteOffset, m >>> 2), new Int32Array(b.buffer, b.byteOffset, m >>> 2)];
+}
+
+/**
+ * Index of the first differing byte of a and b in [from, end), or `end`. Equal stretches are
+ * skipped four bytes at a time when word views exist (`end` is then their byte length or less):
+ * the writer compares every byte of every sample, and most are equal.
+ */
+function nextDiff(a: Uint8Array, b: Uint8Array, words: [Int32Array, Int32Array] | null, from: number, end: number): number {
   let i = from;
+  if (words) {
+    while (i < end && i & 3) {
+      if (a[i] !== b[i]) return i;
+      i++;
+    }
+    const [aw, bw] = words;
+    const wordEnd = Math.min(end >>> 2, aw.length);
+    let w = i >>> 2;
+    while (w < wordEnd && aw[w] === bw[w]) w++;
+    i = Math.max(i, w << 2);
+  }
   while (i < end && a[i] === b[i]) i++;
   return i;
 }
@@ -87,13 +108,14 @@ function nextDiff(a: Uint8Array, b: Uint8Array, from: number, end: number): numb
 function diffRuns(base: Uint8Array, cur: Uint8Array, runs: number[]): void {
   runs.length = 0;
   const m = Math.min(base.length, cur.length);
-  let i = nextDiff(base, cur, 0, m);
+  const words = wordViews(base, cur, m);
+  let i = nextDiff(base, cur, words, 0, m);
   while (i < m) {
     const start = i;
     let end = i + 1;
     for (;;) {
       while (end < m && base[end] !== cur[end]) end++;
-      const next = nextDiff(base, cur, end, m);
+      const next = nextDiff(base, cur, words, end, m);
       if (next < m && next - end <= MERGE_GAP) {
         end = next + 1;
         continue;
@@ -234,16 +256,20 @@ export class SampleEncoder {
 // Decoding
 
 /**
- * Reads the sample bodies of one block, in order. A sample that cannot be decoded poisons its
- * thread for the rest of the block (its later patches have no trustworthy base), and a sample
- * whose thread cannot even be read poisons every later sample of the block: a patch applied
- * to the wrong base would be silently wrong, which is worse than missing.
+ * Reads the sample bodies of one block, in order. A sample that cannot be decoded leaves its
+ * thread without a base, so the thread's later patches in the block are refused; a sample
+ * whose thread cannot even be read leaves every thread without a base. A patch applied to the
+ * wrong base would be silently wrong, which is worse than missing. Whole samples need no base
+ * and are always decoded.
  */
 export class SampleDecoder {
   private readonly bases = new Map<bigint, SampleRecord>();
+  /** threads whose latest sample could not be decoded */
   private readonly broken = new Set<bigint>();
-  /** why no further sample of the block can be trusted, once that is so */
-  private poisoned: string | null = null;
+  /** a sample could not be attributed to a thread: any base from before it may be stale */
+  private lostThread = false;
+  /** set once the block's region bytes pass MAX_BLOCK_SAMPLE_BYTES: nothing more is decoded */
+  private exhausted: string | null = null;
   private totalBytes = 0;
 
   /**
@@ -254,24 +280,25 @@ export class SampleDecoder {
   private readonly charge = (n: number, r: ByteReader, at: number): void => {
     this.totalBytes += n;
     if (this.totalBytes > MAX_BLOCK_SAMPLE_BYTES) {
-      this.poisoned = `the block's samples hold more than ${MAX_BLOCK_SAMPLE_BYTES} region bytes`;
-      r.fail(this.poisoned, at);
+      this.exhausted = `the block's samples hold more than ${MAX_BLOCK_SAMPLE_BYTES} region bytes`;
+      r.fail(this.exhausted, at);
     }
   };
 
   decode(r: ByteReader): SampleRecord {
-    if (this.poisoned) r.fail(this.poisoned);
+    if (this.exhausted) r.fail(this.exhausted);
     let tsa: bigint;
     try {
       tsa = r.big('thread state address');
     } catch (e) {
-      this.poisoned = 'an earlier sample of this block could not be attributed to a thread, so no later sample can be trusted';
+      this.lostThread = true;
+      this.bases.clear();
       throw e;
     }
-    if (this.broken.has(tsa)) r.fail(`thread 0x${tsa.toString(16)}: an earlier sample of this thread in the block could not be decoded`);
     try {
       const rec = this.decodeBody(r, tsa);
       this.bases.set(tsa, rec);
+      this.broken.delete(tsa);
       return rec;
     } catch (e) {
       this.broken.add(tsa);
@@ -295,11 +322,24 @@ export class SampleDecoder {
       nativeThreadId = r.big('native thread id');
     } else if (form === SAMPLE_FORM.PATCH) {
       base = this.bases.get(threadStateAddress);
-      if (!base) r.fail(`a patch for thread 0x${threadStateAddress.toString(16)}, which has no earlier sample in this block`, formAt);
+      if (!base) {
+        const thread = `thread 0x${threadStateAddress.toString(16)}`;
+        r.fail(
+          this.broken.has(threadStateAddress)
+            ? `a patch for ${thread}, whose previous sample could not be decoded`
+            : this.lostThread
+              ? `a patch for ${thread}, whose base may be a sample that could not be attributed to a thread`
+              : `a patch for ${thread}, which has no earlier sample in this block`,
+          formAt,
+        );
+      }
       const at = r.pos;
       time = base.time + r.sint('time delta');
       if (time < 0 || time > Number.MAX_SAFE_INTEGER) r.fail(`time ${time} out of range`, at);
+      const maskAt = r.pos;
       const mask = r.u8('id mask');
+      // a bit this reader does not know would be a field it cannot skip
+      if (mask & ~(ID_BIT.INTERPRETER | ID_BIT.THREAD | ID_BIT.NATIVE_THREAD)) r.fail(`unknown id mask bits 0x${mask.toString(16)}`, maskAt);
       interpreterId = mask & ID_BIT.INTERPRETER ? r.big('interpreter id') : base.interpreterId;
       threadId = mask & ID_BIT.THREAD ? r.big('thread id') : base.threadId;
       nativeThreadId = mask & ID_BIT.NATIVE_THREAD ? r.big('native thread id') : base.nativeThreadId;

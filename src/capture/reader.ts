@@ -129,6 +129,10 @@ export function decodeBlock(raw: RawBlock): { block: CaptureBlock | null; warnin
   return { block, warnings };
 }
 
+/**
+ * A capture being read. Build one with `openCapture` (a file), `readCaptureBytes` (memory), or
+ * directly over any CaptureSource. Throws CaptureError if the header cannot be used.
+ */
 export class CaptureReader {
   readonly header: CaptureHeader;
   readonly formatVersion: { major: number; minor: number };
@@ -226,8 +230,9 @@ export class CaptureReader {
       }
       const computed = crc32(stored);
       if (computed !== frame.payloadCrc) {
-        const what = frame.type === BLOCK_TYPE.END ? `${where} (the end marker)` : where;
-        this.warn(pos, `${what}: checksum mismatch (stored ${hex32(frame.payloadCrc)}, computed ${hex32(computed)}); block skipped`);
+        const isEnd = frame.type === BLOCK_TYPE.END; // the frame's checksum vouches for its type
+        this.warn(pos, `${where}${isEnd ? ' (the end marker)' : ''}: checksum mismatch (stored ${hex32(frame.payloadCrc)}, computed ${hex32(computed)}); block skipped`);
+        if (isEnd) return;
         pos = end;
         explained = true;
         continue;
@@ -245,7 +250,8 @@ export class CaptureReader {
       yield { index: frame.seq, offset: pos, compression: frame.compression, rawLength: frame.rawLength, stored };
       pos = end;
     }
-    this.warn(size, `file ends at byte ${size} after block ${expected - 1} without an end marker: the recording was cut short (or is still being written); ${complete} complete blocks read`);
+    const after = expected === 0 ? 'its header' : `block ${expected - 1}`;
+    this.warn(size, `file ends at byte ${size} after ${after} without an end marker: the recording was cut short (or is still being written); ${complete} complete blocks read`);
   }
 
   /** Closes the file (if the reader owns one). */
@@ -314,11 +320,6 @@ export function readCaptureBytes(bytes: Uint8Array, name = 'capture'): CaptureRe
     size: bytes.length,
     read: (offset, length) => bytes.subarray(offset, Math.min(bytes.length, offset + length)),
   };
-  return new CaptureReader(source, name);
-}
-
-/** Reads through any source (e.g. one that counts or limits reads). */
-export function readCaptureSource(source: CaptureSource, name: string): CaptureReader {
   return new CaptureReader(source, name);
 }
 

@@ -116,8 +116,8 @@ export class CaptureWriter {
   ) {
     const blockBytes = options.blockBytes ?? DEFAULT_BLOCK_BYTES;
     if (!Number.isFinite(blockBytes) || blockBytes < 1) throw new RangeError(`blockBytes must be a positive number (got ${blockBytes})`);
-    // a block must leave room for its framing varints under the format's limit
-    this.blockBytes = Math.min(Math.floor(blockBytes), MAX_BLOCK_RAW / 2);
+    // past MAX_BLOCK_RAW, `overflows` ends blocks anyway
+    this.blockBytes = blockBytes;
     const level = options.compressionLevel ?? DEFAULT_COMPRESSION_LEVEL;
     if (!Number.isInteger(level) || level < 0 || level > 9) throw new RangeError(`compressionLevel must be an integer 0-9 (got ${level})`);
     this.level = level;

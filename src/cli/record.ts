@@ -33,9 +33,8 @@ Options:
   -d, --duration SECS    stop after this long (default: until the target exits or Ctrl-C)
   -m, --mode MODE        how copies are kept consistent (default adaptive):
                            adaptive    copy while the target runs; a thread whose copy moved
-                                       (twice) is copied again with the target stopped for a
-                                       moment, so no sample is lost and steady code is never
-                                       stopped
+                                       is copied again with the target stopped for a moment,
+                                       so no sample is lost and steady code is never stopped
                            optimistic  never stop the target; a copy that moved is kept as
                                        'torn' — counted, never profiled
                            blocking    stop the target for every copy (exact; costs the target)

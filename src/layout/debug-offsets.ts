@@ -388,7 +388,15 @@ function buildLayout(t: Table, version: PythonVersion): Layout {
     instrPtr: r.pointer('interpreter_frame', 'instr_ptr'),
     owner: r.field('interpreter_frame', 'owner', 1),
     isEntry: null,
+    localsplus: r.pointer('interpreter_frame', 'localsplus'),
     instrPtrIsPrevious: false,
+  };
+
+  const firstlineno = r.field('code_object', 'firstlineno', 4);
+  const codeSize = r.size('code_object');
+  const codeInt = (name: string, off: number): number => {
+    if (off < 0 || off + 4 > codeSize) throw new LayoutError(`debug offsets: code_object.${name} would be at ${off}, outside code_object.size = ${codeSize}`);
+    return off;
   };
 
   const objectSize = r.size('pyobject');
@@ -456,7 +464,11 @@ function buildLayout(t: Table, version: PythonVersion): Layout {
       name: r.pointer('code_object', 'name'),
       qualname: r.pointer('code_object', 'qualname'),
       linetable: r.pointer('code_object', 'linetable'),
-      firstlineno: r.field('code_object', 'firstlineno', 4),
+      firstlineno,
+      // not in the table: in every version co_stacksize is the int just before co_firstlineno
+      // and co_nlocalsplus the int just after (checked against offsetof in test/layout.test.ts)
+      stacksize: codeInt('co_stacksize', firstlineno - 4),
+      nlocalsplus: codeInt('co_nlocalsplus', firstlineno + 4),
       codeAdaptive: r.field('code_object', 'co_code_adaptive', 1),
     },
     unicode: {

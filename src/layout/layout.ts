@@ -87,6 +87,8 @@ export interface Layout {
     owner: number;
     /** 3.11: bool is_entry; null after */
     isEntry: number | null;
+    /** where the frame's local variables begin: the frame header's size, FRAME_SPECIALS_SIZE words */
+    localsplus: number;
     /**
      * 3.11/3.12 store `prev_instr` (the code unit before the next instruction, which can be
      * one unit before the first instruction); 3.13+ store `instr_ptr` (the current one).
@@ -119,6 +121,10 @@ export interface Layout {
     qualname: number;
     linetable: number;
     firstlineno: number;
+    /** int co_stacksize and int co_nlocalsplus: with frame.localsplus they give the size a frame of
+     * this code takes on the data stack (co_framesize words) */
+    stacksize: number;
+    nlocalsplus: number;
     codeAdaptive: number;
   };
   unicode: {

@@ -21,8 +21,8 @@ export interface SampleSink {
  * How copies are kept consistent:
  * - `optimistic`: copy while the target runs; a copy that moved (after one immediate retry) is
  *   kept as `torn` — counted, never profiled.
- * - `adaptive`: the same, but a thread whose copy still moved is copied again with the target
- *   stopped, so no sample is lost to the check; steady code is never stopped.
+ * - `adaptive`: a thread whose copy moved is copied again at once with the target stopped, so
+ *   no sample is lost to the check; steady code is never stopped.
  * - `blocking`: stop the target for every tick's copy.
  */
 export type SamplingMode = 'optimistic' | 'adaptive' | 'blocking';
@@ -104,7 +104,10 @@ export async function runSampler(source: MemorySource, sink: SampleSink, options
   if (mode !== 'optimistic' && !options.stopper) throw new Error(`sampling mode ${mode} needs a way to stop the target`);
   const copier = new MemoryCopier(source, {
     ...(options.consistency ? { consistency: options.consistency } : {}),
-    ...(mode === 'adaptive' ? { stopper: options.stopper! } : {}),
+    // adaptive: a copy that moved is made again at once with the target stopped. Retrying
+    // without stopping would bias the profile: a retry succeeds more often when the program is
+    // in a long-lived frame, while the moment a stop lands is independent of the program.
+    ...(mode === 'adaptive' ? { stopper: options.stopper!, retries: 0 } : {}),
   });
   try {
     return await sampleLoop(source, sink, options, copier, mode);

@@ -20,8 +20,13 @@ export interface CodeInfo {
   bytecodeStart: bigint;
   /** one past the last byte of the bytecode (ob_size code units of 2 bytes) */
   bytecodeEnd: bigint;
+  /** bytes a frame of this code takes on the data stack (co_framesize words) */
+  frameSize: number;
   locations: LocationEntry[];
 }
+
+/** far more local and stack slots than any real function has (CPython's own limits are lower) */
+const MAX_FRAME_WORDS = 1 << 20;
 
 /** CPython's _PyCode_Validate refuses co_code longer than INT_MAX bytes. */
 const MAX_CODE_UNITS = 0x7fffffff >>> 1;
@@ -70,6 +75,16 @@ export function decodeCodeObject(mem: RegionMemory, layout: Layout, address: big
   // 0 occurs for synthetic code (e.g. code.replace(co_firstlineno=0), some C-created code).
   if (firstLine < 0) fail(address, `co_firstlineno ${firstLine} is negative`);
 
+  // the words a frame of this code takes on the data stack (co_framesize): header + locals + stack
+  const intField = (name: string, offset: number): number => {
+    const at = address + BigInt(offset);
+    const v = field(address, name, at, mem.i32(at));
+    if (v < 0 || v > MAX_FRAME_WORDS) fail(address, `${name} ${v} is out of range (0..${MAX_FRAME_WORDS})`);
+    return v;
+  };
+  const frameSize =
+    layout.frame.localsplus + (intField('co_nlocalsplus', c.nlocalsplus) + intField('co_stacksize', c.stacksize)) * layout.pointerSize;
+
   const pointer = (name: string, offset: number): bigint => {
     const at = address + BigInt(offset);
     const p = field(address, name, at, mem.ptr(at));
@@ -90,9 +105,9 @@ export function decodeCodeObject(mem: RegionMemory, layout: Layout, address: big
     decodeLocationTable(table, firstLine),
   );
 
-  return { address, qualname, name, filename, firstLine, bytecodeStart, bytecodeEnd, locations };
+  return { address, qualname, name, filename, firstLine, bytecodeStart, bytecodeEnd, frameSize, locations };
 }
 
 export function codeRange(info: CodeInfo): CodeRange {
-  return { address: info.address, bytecodeStart: info.bytecodeStart, bytecodeEnd: info.bytecodeEnd };
+  return { address: info.address, bytecodeStart: info.bytecodeStart, bytecodeEnd: info.bytecodeEnd, frameSize: info.frameSize };
 }

@@ -10,7 +10,7 @@ import type { CodeRange, WalkFrame, WalkResult, WalkSample } from './types.js';
 
 const SAMPLE_SIZE = 16;
 const REGION_SIZE = 16;
-const CODE_SIZE = 24;
+const CODE_SIZE = 32;
 const RESULT_SIZE = 32;
 const FRAME_SIZE = 24;
 const PAGE = 65536;
@@ -102,6 +102,8 @@ export class KernelWalker {
       dv.setBigUint64(o, c.address & U64_MASK, true);
       dv.setBigUint64(o + 8, c.bytecodeStart & U64_MASK, true);
       dv.setBigUint64(o + 16, c.bytecodeEnd & U64_MASK, true);
+      dv.setUint32(o + 24, c.frameSize, true);
+      dv.setUint32(o + 28, 0, true);
     });
     let table = pTables;
     let data = pData;

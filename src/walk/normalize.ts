@@ -19,7 +19,13 @@ export function sortRegions(regions: readonly Region[]): Region[] {
 /** Code ranges as unsigned 64-bit values, sorted by address, the first of any repeated address kept. */
 export function normalizeCodeRanges(ranges: Iterable<CodeRange>): CodeRange[] {
   const sorted = [...ranges]
-    .map((r) => ({ address: r.address & U64_MASK, bytecodeStart: r.bytecodeStart & U64_MASK, bytecodeEnd: r.bytecodeEnd & U64_MASK }))
+    .map((r) => ({
+      address: r.address & U64_MASK,
+      bytecodeStart: r.bytecodeStart & U64_MASK,
+      bytecodeEnd: r.bytecodeEnd & U64_MASK,
+      // a u32 in the kernel's table
+      frameSize: Number.isInteger(r.frameSize) && r.frameSize > 0 && r.frameSize <= 0xffff_ffff ? r.frameSize : 0,
+    }))
     .sort(byAddress);
   const out: CodeRange[] = [];
   for (const r of sorted) if (out.length === 0 || out[out.length - 1]!.address !== r.address) out.push(r);

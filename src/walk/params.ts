@@ -33,9 +33,11 @@ export interface WalkParams {
   bottom: number;
   instrPtrIsPrevious: boolean;
   maxDepth: number;
+  /** the owner value of frames on the data stack (FRAME_OWNED_BY_THREAD) */
+  ownerThread: number;
 }
 
-export const PARAM_COUNT = 17;
+export const PARAM_COUNT = 18;
 
 export function walkParams(layout: Layout, maxDepth = DEFAULT_MAX_DEPTH): WalkParams {
   const p = layout.pointerSize;
@@ -60,6 +62,7 @@ export function walkParams(layout: Layout, maxDepth = DEFAULT_MAX_DEPTH): WalkPa
     bottom: BOTTOM_CODE[layout.bottom],
     instrPtrIsPrevious: layout.frame.instrPtrIsPrevious,
     maxDepth,
+    ownerThread: layout.owners.thread,
   };
 }
 
@@ -83,6 +86,7 @@ export function encodeParams(w: WalkParams): Int32Array {
     w.bottom,
     w.instrPtrIsPrevious ? 1 : 0,
     w.maxDepth,
+    w.ownerThread,
   ]);
 }
 

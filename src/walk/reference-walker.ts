@@ -29,8 +29,8 @@ class SampleMemory {
     this.starts = regions.map((r) => r.address);
   }
 
-  /** [region index, offset] of [addr, addr+len), or a LOC_* failure code */
-  locate(addr: bigint, len: number): { bytes: Uint8Array; offset: number } | typeof LOC_MISSING | typeof LOC_CROSSES {
+  /** the region holding [addr, addr+len) (its index, bytes and the offset), or a LOC_* failure code */
+  locate(addr: bigint, len: number): { index: number; bytes: Uint8Array; offset: number } | typeof LOC_MISSING | typeof LOC_CROSSES {
     let lo = 0;
     let hi = this.starts.length - 1;
     let found = -1;
@@ -47,7 +47,7 @@ class SampleMemory {
     const length = BigInt(r.bytes.length);
     if (off >= length) return LOC_MISSING;
     if (off + BigInt(len) > length) return LOC_CROSSES;
-    return { bytes: r.bytes, offset: Number(off) };
+    return { index: found, bytes: r.bytes, offset: Number(off) };
   }
 
   field(at: { bytes: Uint8Array; offset: number }, off: number): bigint {
@@ -115,6 +115,10 @@ function walkOne(p: WalkParams, codes: Map<bigint, CodeRange>, sample: WalkSampl
   let tortoise = frame;
   let power = 1;
   let lam = 0;
+  // the frame visited just before, when it was a Python frame on the data stack (0n if not),
+  // and its region: its caller, in the same chunk, must end exactly where it begins
+  let callee = 0n;
+  let calleeRegion = -1;
 
   while (frame !== 0n) {
     if (visited >= p.maxDepth) return done(TOO_DEEP, frame);
@@ -124,6 +128,7 @@ function walkOne(p: WalkParams, codes: Map<bigint, CodeRange>, sample: WalkSampl
     if (at === LOC_CROSSES) return done(CORRUPT, frame);
     const owner = at.bytes[at.offset + p.frameOwner]!;
     const prev = mem.field(at, p.framePrevious);
+    let nextCallee = 0n;
     if (inMask(p.ownerPythonMask, owner)) {
       const code = mem.field(at, p.frameExecutable) & ~tagMask;
       // a NULL executable is a frame being created or cleared: skip it, keep following
@@ -136,11 +141,19 @@ function walkOne(p: WalkParams, codes: Map<bigint, CodeRange>, sample: WalkSampl
         if (ip < low || ip >= range.bytecodeEnd || ((ip ^ start) & 1n) !== 0n) {
           return done(CORRUPT, ip === 0n ? frame : ip);
         }
+        // a frame pushed by its caller on the data stack sits right after the caller's frame
+        // (co_framesize words): frames from different moments glued together do not
+        if (owner === p.ownerThread && callee !== 0n && calleeRegion === at.index && range.frameSize !== 0 && ((frame + BigInt(range.frameSize)) & U64_MASK) !== callee) {
+          return done(CORRUPT, callee);
+        }
+        if (owner === p.ownerThread) nextCallee = frame;
         frames.push({ frame, code, instrPtr: ip });
       }
     } else if (!inMask(p.ownerSkipMask, owner)) {
       return done(CORRUPT, frame);
     }
+    callee = nextCallee;
+    calleeRegion = at.index;
     last = frame;
     lastOwner = owner;
     lastIsEntry = p.frameIsEntry >= 0 ? at.bytes[at.offset + p.frameIsEntry]! : 0;

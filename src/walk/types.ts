@@ -17,6 +17,12 @@ export interface CodeRange {
   bytecodeStart: bigint;
   /** one past the last byte of co_code_adaptive */
   bytecodeEnd: bigint;
+  /**
+   * Bytes a frame of this code takes on the data stack (co_framesize words); 0 when unknown.
+   * A Python frame called directly by another in the same chunk sits exactly that far above
+   * its caller — which the walk checks.
+   */
+  frameSize: number;
 }
 
 export interface WalkSample {

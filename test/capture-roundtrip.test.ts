@@ -19,6 +19,8 @@ import {
   type CodeRecord,
   type SampleRecord,
 } from '../src/capture/index.js';
+import { BLOCK_TYPE, ByteWriter, FILE_MAGIC, RECORD_TYPE, crc32, encodeBlock, encodeTrailer, writeCodeRecord } from '../src/capture/format.js';
+import { SampleEncoder } from '../src/capture/patch.js';
 import type { Region } from '../src/walk/types.js';
 
 const U64_MAX = (1n << 64n) - 1n;
@@ -49,6 +51,13 @@ function rng(seed: number): () => number {
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
+}
+
+/** The same bytes, as a view starting `shift` bytes into a larger buffer. */
+function unaligned(bytes: Uint8Array, shift: number): Uint8Array {
+  const buf = new Uint8Array(bytes.length + shift + 3).fill(0xee);
+  buf.set(bytes, shift);
+  return buf.subarray(shift, shift + bytes.length);
 }
 
 function randomBytes(rand: () => number, n: number): Uint8Array {
@@ -126,8 +135,8 @@ function evolvingSamples(seed: number, threads: number, count: number, maxRegion
       flags: (rand() * 4) | 0,
       recorderStatus: rand() < 0.1 ? 'torn' : 'ok',
       copyMicros: (rand() * 100) | 0,
-      // the recorder hands over fresh copies each time; the writer must not rely on it anyway
-      regions: s.regions.map((r) => ({ address: r.address, bytes: r.bytes })),
+      // sometimes a view at an odd offset into a larger buffer (the writer compares words when it can)
+      regions: s.regions.map((r) => ({ address: r.address, bytes: rand() < 0.2 ? unaligned(r.bytes, 1 + ((rand() * 3) | 0)) : r.bytes })),
       errors: rand() < 0.05 ? ['chunk 0x7f00: read failed (EIO)', 'ünïcödé'] : [],
     });
   }
@@ -509,5 +518,58 @@ describe('files', () => {
     expect(blocks.map((b) => b.samples[0]!.regions[0]!.bytes[0])).toEqual([0, 1, 2, 3, 4]);
     expect(reader.closedCleanly).toBe(false);
     expect(reader.warnings.map((w) => w.message)).toEqual([expect.stringMatching(/after block 4 without an end marker: the recording was cut short .*; 5 complete blocks read/)]);
+  });
+});
+
+describe('forward compatibility', () => {
+  it('reads a later minor version: unknown header fields, trailing bytes, block and record types are skipped', () => {
+    const w = new ByteWriter();
+    w.bytes(FILE_MAGIC);
+    w.u8(1), w.u8(0), w.u8(7), w.u8(0); // format 1.7
+    const body = new ByteWriter();
+    const { layoutSource: _, runtimeAddress, ...rest } = HEADER;
+    const json = { ...rest, layoutSource: { kind: 'builtin', id: 'b', versionHex: 1 }, runtimeAddress: `0x${runtimeAddress.toString(16)}`, futureField: { x: [1] } };
+    body.string(JSON.stringify(json));
+    body.uint(0); // no layout bytes
+    body.bytes(Uint8Array.of(1, 2, 3)); // a later version's extra header data
+    w.u32(body.length);
+    w.bytes(body.view());
+    w.u32(crc32(w.view().subarray(8)));
+
+    const code = codeRecord(1);
+    const [sample] = evolvingSamples(2, 1, 1);
+    const raw = new ByteWriter();
+    raw.uint(2); // missed
+    const record = (type: number, fill: (b: ByteWriter) => void) => {
+      const b = new ByteWriter();
+      fill(b);
+      b.bytes(Uint8Array.of(9, 9, 9)); // fields a later version appends to the record
+      raw.u8(type), raw.uint(b.length), raw.bytes(b.view());
+    };
+    record(RECORD_TYPE.CODE, (b) => writeCodeRecord(b, code));
+    record(42, (b) => b.uint(1));
+    record(RECORD_TYPE.SAMPLE, (b) => new SampleEncoder().encode(b, sample!));
+    w.bytes(encodeBlock(BLOCK_TYPE.RECORDS, 0, raw.view()));
+    w.bytes(encodeBlock(9, 1, Uint8Array.of(1, 2, 3)));
+    const trailer = new ByteWriter();
+    trailer.bytes(encodeTrailer({ blocks: 1, samples: 1, codes: 1, missed: 2 }));
+    trailer.uint(77); // a later version's extra total
+    w.bytes(encodeBlock(BLOCK_TYPE.END, 2, trailer.view(), 0));
+
+    const reader = readCaptureBytes(w.view(), 'future.pyuw');
+    expect(reader.formatVersion).toEqual({ major: 1, minor: 7 });
+    expect(reader.header.layoutSource).toEqual({ kind: 'builtin', id: 'b', versionHex: 1 });
+    expect(reader.header.runtimeAddress).toBe(HEADER.runtimeAddress);
+    expect(reader.closedCleanly).toBe(true);
+    expect(reader.trailer).toEqual({ blocks: 1, samples: 1, codes: 1, missed: 2 });
+    const blocks = [...reader.blocks()];
+    expect(blocks).toHaveLength(1);
+    expect(blocks[0]!.codes).toEqual([code]);
+    expectSameSamples(blocks[0]!.samples, [sample!]);
+    expect(blocks[0]!.missed).toBe(2);
+    expect(reader.warnings.map((x) => x.message)).toEqual([
+      expect.stringMatching(/^block 0 at byte \d+: 1 record\(s\) of unknown type 42 skipped/),
+      expect.stringMatching(/^block 1 at byte \d+: unknown block type 9 skipped/),
+    ]);
   });
 });

@@ -35,7 +35,9 @@ function layout(
     object: { size: obHeader, obType: obHeader - pointerSize, obSize: obHeader },
     bytes: { obSize: obHeader, obSval: obHeader + 2 * pointerSize },
     unicode,
-    code,
+    // co_stacksize and co_nlocalsplus sit around co_firstlineno in every version
+    code: { stacksize: code.firstlineno! - 4, nlocalsplus: code.firstlineno! + 4, ...code },
+    frame: { localsplus: 9 * pointerSize },
   };
   return l as unknown as Layout;
 }
@@ -402,7 +404,9 @@ describe.each(FLAVORS)('code objects: $name', ({ layout: l }) => {
     });
     expect(info.locations[info.locations.length - 1]!.end).toBe(UNITS);
     expect(info.locations[5]).toEqual({ start: 10, end: 11, line: 42, endLine: 44, column: 5, endColumn: 10 });
-    expect(codeRange(info)).toEqual({ address: CODE, bytecodeStart: info.bytecodeStart, bytecodeEnd: info.bytecodeEnd });
+    expect(codeRange(info)).toEqual({ address: CODE, bytecodeStart: info.bytecodeStart, bytecodeEnd: info.bytecodeEnd, frameSize: info.frameSize });
+    // the frame size: header, plus co_nlocalsplus + co_stacksize words (both 0 in this object)
+    expect(info.frameSize).toBe(l.frame.localsplus);
   });
 
   it('only the fields are needed, not the bytecode', () => {

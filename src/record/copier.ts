@@ -374,9 +374,25 @@ export class MemoryCopier {
     // frames, entry frames on the C stack) are where torn copies slip through the re-read
     // (measured: about 1 in 10,000 churn samples). When the target can be stopped, such a copy
     // is made again stopped rather than trusted.
-    if (!snap.moved && !anchoring && this.stopper && chain.some((f) => f !== base && !mem.inChunk(f, L.frame.size))) snap.moved = true;
+    if (!snap.moved && !anchoring && this.stopper && this.offChunkLink(chain, mem)) snap.moved = true;
     snap.copyMicros = Math.round((performance.now() - started) * 1000);
     return snap;
+  }
+
+  /**
+   * Does the chain link Python frames through a frame read outside the chunks (a generator
+   * frame, or an entry frame with Python frames below it)? Entry frames below the outermost
+   * Python frame are not: nothing is found through them.
+   */
+  private offChunkLink(chain: bigint[], mem: GrowingMemory): boolean {
+    const L = this.layout;
+    let deepestPython = -1;
+    chain.forEach((f, i) => {
+      const owner = mem.bytes(f + BigInt(L.frame.owner), 1)?.[0];
+      if (owner === L.owners.thread || owner === L.owners.generator) deepestPython = i;
+    });
+    for (let i = 0; i < deepestPython; i++) if (!mem.inChunk(chain[i]!, L.frame.size)) return true;
+    return false;
   }
 
   /** One read of the thread-state fields the checks compare. */

@@ -77,6 +77,14 @@ async function main(): Promise<void> {
   const tstate = warmUp(py, source);
   // compiled before the recording starts: a SyntaxError is reported without samples of its formatting
   const program = prepareProgram(py);
+  // the program's module code object: a stack without it is not the program's (Pyodide runs
+  // Python of its own when an exception leaves the program, before sys.excepthook)
+  let moduleCode: bigint | null = null;
+  if (!('error' in program)) {
+    const builtins = py.pyimport('builtins');
+    moduleCode = BigInt(builtins.id(program.code) as number);
+    builtins.destroy?.();
+  }
   post({ type: 'ready', pythonVersion, description: source.description });
   await new Promise<void>((resolve) => port.once('message', (m: WorkerRequest) => m.type === 'run' && resolve()));
 
@@ -149,6 +157,7 @@ async function main(): Promise<void> {
     // Pyodide hands the frame object over as a PyProxy; free it at once (it is not used)
     (frame as PyProxyLike | null)?.destroy?.();
     if (!sampling) return;
+    if (moduleCode !== null && !inProgram(source, tstate, moduleCode)) return;
     if (Atomics.load(control, CONTROL.STOP) !== 0) {
       stopFlush();
       return;
@@ -234,6 +243,24 @@ function pythonIdle(source: PyodideSource, tstate: bigint | null): boolean {
   if (L.baseFrame === null) return false;
   const base = source.tryRead(tstate + BigInt(L.baseFrame), 4);
   return !!base && new DataView(base.buffer, base.byteOffset, 4).getUint32(0, true) === frame;
+}
+
+/** Is the program's module frame on the thread's stack? (A pointer walk, bounded.) */
+function inProgram(source: PyodideSource, tstate: bigint | null, moduleCode: bigint): boolean {
+  if (tstate === null) return false;
+  const L = source.layout;
+  const word = (a: bigint): bigint | null => {
+    const b = source.tryRead(a, 4);
+    return b ? BigInt(new DataView(b.buffer, b.byteOffset, 4).getUint32(0, true)) : null;
+  };
+  const tag = BigInt(L.executableTagMask);
+  let frame = word(tstate + BigInt(L.tstate.currentFrame));
+  for (let i = 0; frame && i < 100_000; i++) {
+    const code = word(frame + BigInt(L.frame.executable));
+    if (code !== null && (code & ~tag) === moduleCode) return true;
+    frame = word(frame + BigInt(L.frame.previous));
+  }
+  return false;
 }
 
 interface Program {

@@ -14,6 +14,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { CHURN_STACKS } from '../test/helpers/churn.js';
 
 const BIN = path.resolve('bin/pyunwind.js');
 const CHURN = path.resolve('workloads/churn.py');
@@ -23,12 +24,7 @@ const SECONDS = Number(process.env.SECONDS_PER_RUN ?? 4);
 const RATE = Number(process.env.RATE ?? 5000);
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'pyunwind-consistency-'));
 
-/** the stacks churn.py can have (its docstring), outermost first, from <module> */
-const POSSIBLE = new Set(
-  ['', ';main', ';main;a', ';main;a;b', ';main;a;b;Churner.method', ';main;a;b;Churner.method;gen', ';main;a;b;Churner.method;gen;leaf', ';main;a;c', ';main;a;c;leaf'].map(
-    (s) => `<module>${s}`,
-  ),
-);
+
 
 interface Row {
   tool: string;
@@ -61,7 +57,7 @@ function judge(stacks: [string[], number][]): { accepted: number; impossible: nu
   const functions = new Map<string, number>();
   for (const [names, n] of stacks) {
     accepted += n;
-    if (!POSSIBLE.has(names.join(';'))) impossible += n;
+    if (!CHURN_STACKS.has(names.join(';'))) impossible += n;
     for (const f of new Set(names)) functions.set(f, (functions.get(f) ?? 0) + n);
   }
   for (const [f, n] of functions) functions.set(f, (100 * n) / Math.max(1, accepted));

@@ -11,16 +11,12 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { openLinuxProcess } from '../src/record/linux-process.js';
 import { readPointer } from '../src/walk/region-memory.js';
 import { recordCoverage } from './helpers/coverage.js';
+import { CHURN_STACKS } from './helpers/churn.js';
 import { nativeInterpreters, type Interpreter } from './helpers/interpreters.js';
 
 const BIN = path.resolve('bin/pyunwind.js');
 const CHURN = path.resolve('workloads/churn.py');
-/** every stack churn.py can have (its docstring), outermost first */
-const POSSIBLE = new Set(
-  ['', ';main', ';main;a', ';main;a;b', ';main;a;b;Churner.method', ';main;a;b;Churner.method;gen', ';main;a;b;Churner.method;gen;leaf', ';main;a;c', ';main;a;c;leaf'].map(
-    (s) => `<module>${s}`,
-  ),
-);
+
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pyunwind-consistency-'));
 const children: ChildProcess[] = [];
@@ -77,7 +73,7 @@ async function recordChurn(py: Interpreter, mode: string, rate: number, seconds:
       for (let k = i; k >= 0; k = t.stacks[k]![0]) names.unshift(t.frames[t.stacks[k]![1]]!.qualname);
       const weight = t.stacks[i]![2];
       accepted += weight;
-      if (weight > 0 && !POSSIBLE.has(names.join(';'))) impossible.push(`${names.join(';')} ×${weight}`);
+      if (weight > 0 && !CHURN_STACKS.has(names.join(';'))) impossible.push(`${names.join(';')} ×${weight}`);
     }
   }
   const s = json.summary;

@@ -252,7 +252,10 @@ describe.each(churnTargets)('bias on a steady program, $label', (py) => {
     it(`is skipped: ${py.missing}`, () => recordCoverage('consistency', `${py.label} bias`, false, py.missing!));
     return;
   }
-  it('per-function totals of the default mode are within 5 points of --blocking', async () => {
+  // Two recordings of two runs on a 2-core machine shared with other test files: a run whose
+  // target was starved of CPU can land off by itself (seen once in CI: blocking alone 6 points
+  // off the program's usual split). Such a comparison is made again, up to twice.
+  it('per-function totals of the default mode are within 5 points of --blocking', { retry: 2 }, async () => {
     const adaptive = await functionShares(py, 'adaptive');
     const blocking = await functionShares(py, 'blocking');
     const rows: string[] = [];

@@ -376,7 +376,26 @@ export class MemoryCopier {
     // is made again stopped rather than trusted.
     if (!snap.moved && !anchoring && this.stopper && this.offChunkLink(chain, mem)) snap.moved = true;
     snap.copyMicros = Math.round((performance.now() - started) * 1000);
+    // code objects are copied (or checked again) after the window the checks cover: their
+    // reads would only lengthen it
+    for (const code of this.codesOf(chain, mem)) this.code(code);
     return snap;
+  }
+
+  /** The code objects of the chain's Python frames. */
+  private codesOf(chain: bigint[], mem: GrowingMemory): bigint[] {
+    const L = this.layout;
+    const tag = BigInt(L.executableTagMask);
+    const out: bigint[] = [];
+    for (const f of chain) {
+      const bytes = mem.bytes(f, L.frame.size);
+      if (!bytes) continue;
+      const owner = bytes[L.frame.owner]!;
+      if (owner !== L.owners.thread && owner !== L.owners.generator) continue;
+      const code = readPointer(bytes, L.frame.executable, this.P) & ~tag;
+      if (code !== 0n) out.push(code);
+    }
+    return out;
   }
 
   /**
@@ -525,13 +544,12 @@ export class MemoryCopier {
 
   /**
    * Follow the chain from the current frame, copying each frame that is not in memory yet
-   * (generator/coroutine frames, entry frames on the C stack) and each code object reached.
+   * (generator/coroutine frames, entry frames on the C stack); returns the chain.
    */
   private followFrames(frame: bigint, base: bigint, mem: GrowingMemory, errors: string[]): bigint[] {
     const L = this.layout;
     const P = this.P;
     const size = L.frame.size;
-    const tag = BigInt(L.executableTagMask);
     const seen = new Set<bigint>();
     const chain: bigint[] = [];
     for (let depth = 0; frame !== 0n && depth < this.maxFrames && !seen.has(frame); depth++) {
@@ -546,11 +564,6 @@ export class MemoryCopier {
         }
         mem.add({ address: frame, bytes: copy });
         bytes = copy;
-      }
-      const owner = bytes[L.frame.owner]!;
-      if (owner === L.owners.thread || owner === L.owners.generator) {
-        const code = readPointer(bytes, L.frame.executable, P) & ~tag;
-        if (code !== 0n) this.code(code);
       }
       if (frame === base) return chain;
       frame = readPointer(bytes, L.frame.previous, P);

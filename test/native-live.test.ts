@@ -66,6 +66,26 @@ describe.each(nativeInterpreters())('live $label', (py) => {
     recordCoverage('native-live', `${py.label} (${snapshot.description})`, true);
   });
 
+  it('unwinds a stack 2000 frames deep, across many data-stack chunks', async () => {
+    const target = await spawnUntilReady(py.command, [KNOWN_STACK, '2000']);
+    spawned.push(target);
+    const reported = target.lines as ReportedStack[];
+    const source = openLinuxProcess(target.pid);
+    const snapshot = takeSnapshot(source);
+    source.close();
+    const stacks = unwindSnapshot(snapshot, await checkedWalker());
+    const main = reported.find((r) => r.name === 'MainThread')!;
+    const t = stacks.find((s) => s.nativeThreadId === BigInt(main.thread))!;
+    expect(t.status).toBe(snapshot.layout.bottom === 'base-frame' ? 'complete' : 'complete-unverifiable');
+    expect(t.frames.map((f) => ({ qualname: f.qualname, filename: f.filename, line: f.line })).reverse()).toEqual(
+      main.stack.map((f) => ({ qualname: f.qualname, filename: f.filename, line: f.line })),
+    );
+    expect(main.stack.length).toBeGreaterThan(2000);
+    // the copy holds several data-stack chunks (16 KiB each on 3.11–3.15)
+    const regions = snapshot.threads.find((s) => s.threadStateAddress === t.threadStateAddress)!.regions;
+    expect(regions.filter((r) => r.bytes.length > 4096).length).toBeGreaterThan(3);
+  });
+
   it('reports a thread with no Python frame as idle', async () => {
     const target = await spawnUntilReady(py.command, ['-c', IDLE_THREAD]);
     spawned.push(target);

@@ -107,6 +107,8 @@ export class MemoryCopier {
   private readonly codeTypes = new Map<bigint, boolean>();
   /** thread state address → bytes to read for it (through the base frame on 3.15) */
   private readonly tstateLength = new Map<bigint, number>();
+  /** chunk address → used bytes seen in the previous copy: read at once, checked after */
+  private readonly chunkUsed = new Map<bigint, number>();
   /** code objects copied (or copied again) since the last takeNewCodes() */
   private fresh: CodeObjectSnapshot[] = [];
   private replaced = false;
@@ -517,7 +519,11 @@ export class MemoryCopier {
         used = top - chunk;
         bytes = this.source.tryRead(chunk, Number(used));
       } else {
-        const head = this.source.tryRead(chunk, header);
+        // an older chunk: its used part (data + top slots) is frozen while newer ones are in
+        // use. Read as much as the previous copy found, in one read, then check its header.
+        const guess = this.chunkUsed.get(chunk);
+        const first = guess !== undefined ? this.source.tryRead(chunk, guess) : null;
+        const head = first ?? this.source.tryRead(chunk, header);
         if (!head) {
           errors.push(`data-stack chunk ${hex(chunk)}: not readable`);
           return;
@@ -527,11 +533,12 @@ export class MemoryCopier {
         used = BigInt(header) + slots * BigInt(P);
         if (used > size || used > BigInt(MAX_CHUNK_BYTES)) {
           errors.push(`data-stack chunk ${hex(chunk)}: top ${slots} is past its size ${size}`);
-          mem.add({ address: chunk, bytes: head }, true);
+          mem.add({ address: chunk, bytes: head.subarray(0, header) }, true);
           chunk = readPointer(head, L.chunk.previous, P);
           continue;
         }
-        bytes = used === BigInt(header) ? head : this.source.tryRead(chunk, Number(used));
+        bytes = used <= BigInt(head.length) ? head.subarray(0, Number(used)) : this.source.tryRead(chunk, Number(used));
+        if (bytes) this.chunkUsed.set(chunk, Number(used));
       }
       if (!bytes) {
         errors.push(`data-stack chunk ${hex(chunk)} (${used} bytes): not readable`);

@@ -682,38 +682,67 @@ function equal(a: Uint8Array, b: Uint8Array): boolean {
   return true;
 }
 
-/** Regions that can be added to while copying (few regions: linear search). */
+/**
+ * The regions of a copy in progress, added to as the copy goes. The caller's array keeps the
+ * order they were copied in (the thread state first); lookups go through a sorted index.
+ */
 class GrowingMemory {
   /** the regions that are data-stack chunks */
   readonly chunks: Region[] = [];
+  private readonly sorted: Region[] = [];
 
   constructor(
     private readonly regions: Region[],
     private readonly P: 4 | 8,
-  ) {}
+  ) {
+    for (const r of regions) this.index(r);
+  }
 
   add(r: Region, chunk = false): void {
     this.regions.push(r);
+    this.index(r);
     if (chunk) this.chunks.push(r);
   }
 
-  /** Is [address, address+length) inside a copied data-stack chunk? */
-  inChunk(address: bigint, length: number): boolean {
-    return this.chunks.some((r) => address >= r.address && address + BigInt(length) <= r.address + BigInt(r.bytes.length));
+  private index(r: Region): void {
+    let lo = 0;
+    let hi = this.sorted.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.sorted[mid]!.address <= r.address) lo = mid + 1;
+      else hi = mid;
+    }
+    this.sorted.splice(lo, 0, r);
   }
 
+  /** A view of [address, address+length) if one region holds all of it (the last one starting at or below it). */
   bytes(address: bigint, length: number): Uint8Array | null {
-    for (const r of this.regions) {
+    let lo = 0;
+    let hi = this.sorted.length - 1;
+    let found = -1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.sorted[mid]!.address <= address) {
+        found = mid;
+        lo = mid + 1;
+      } else hi = mid - 1;
+    }
+    // overlapping regions are rare (a frame is only added when no region holds it): look back a little
+    for (let i = found; i >= 0 && i > found - 4; i--) {
+      const r = this.sorted[i]!;
       const off = address - r.address;
-      if (off >= 0n && off + BigInt(length) <= BigInt(r.bytes.length)) {
-        return r.bytes.subarray(Number(off), Number(off) + length);
-      }
+      if (off + BigInt(length) <= BigInt(r.bytes.length)) return r.bytes.subarray(Number(off), Number(off) + length);
     }
     return null;
   }
 
   contains(address: bigint, length: number): boolean {
     return this.bytes(address, length) !== null;
+  }
+
+  /** Is [address, address+length) inside a copied data-stack chunk? */
+  inChunk(address: bigint, length: number): boolean {
+    return this.chunks.some((r) => address >= r.address && address + BigInt(length) <= r.address + BigInt(r.bytes.length));
   }
 
   ptr(address: bigint): bigint | null {

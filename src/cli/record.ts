@@ -163,6 +163,9 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
     process.off('SIGHUP', stop);
   }
   if (tty) err('\n');
+  if (stats.anchorWriteFailure) {
+    err(`pyunwind: warning: could not write the profiler anchor (${stats.anchorWriteFailure}); copies were checked by re-reading instead (as with --read-only)\n`);
+  }
   if (child && alive()) child.kill('SIGTERM');
   const secs = stats.elapsedMs / 1000;
   const pct = (n: number, d: number): string => (d ? `${((100 * n) / d).toFixed(1)}%` : '0%');

@@ -117,7 +117,10 @@ export class MemoryCopier {
   /** counts a copyAll pass; stands in for code_object_generation where there is none */
   private pass = 0n;
   private generation = 0n;
-  readonly consistency: Consistency;
+  /** how copies are checked; falls back to `reread` if writing the anchor fails */
+  consistency: Consistency;
+  /** why writing the anchor failed, if it did */
+  writeFailure: string | null = null;
   private readonly retries: number;
   private readonly stopper: Stopper | null;
   /** thread states whose anchor this copier has set (cleared by clearAnchors) */
@@ -348,17 +351,23 @@ export class MemoryCopier {
     // the anchor: set it to the current frame, then confirm it is still current and take the
     // sequence (read after the anchor was seen in place)
     let seq: bigint | null = null;
-    const anchoring = this.consistency === 'anchor' && frame !== 0n && frame !== base;
+    let anchoring = this.consistency === 'anchor' && frame !== 0n && frame !== base;
     if (anchoring) {
       const anchorAt = tstate + BigInt(L.tstate.lastProfiledFrame!);
-      const word = new Uint8Array(P);
+      // little-endian: a 4-byte pointer is the low half of the 8-byte word
+      const word = new Uint8Array(8);
       new DataView(word.buffer).setBigUint64(0, frame, true);
       try {
-        this.source.write!(anchorAt, P === 8 ? word : word.subarray(0, 4));
+        this.source.write!(anchorAt, word.subarray(0, P));
+        this.anchored.add(tstate);
       } catch (e) {
-        errors.push(`profiler anchor at ${hex(anchorAt)}: ${(e as Error).message}`);
+        // the target cannot be written after all: check copies by re-reading from now on
+        this.consistency = 'reread';
+        this.writeFailure = (e as Error).message;
+        anchoring = false;
       }
-      this.anchored.add(tstate);
+    }
+    if (anchoring) {
       const now = this.readCheck(tstate);
       if (!now || now.current !== frame || now.anchor !== frame) {
         // the stack moved before the copy began: try again

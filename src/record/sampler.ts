@@ -73,6 +73,8 @@ export interface SamplerStats {
   stopped: number;
   elapsedMs: number;
   ended: SamplerEnd | null;
+  /** why the profiler anchor could not be written (copies were then checked by re-reading) */
+  anchorWriteFailure: string | null;
 }
 
 const sab = new Int32Array(new SharedArrayBuffer(4));
@@ -140,6 +142,7 @@ async function sampleLoop(
     stopped: 0,
     elapsedMs: 0,
     ended: null,
+    anchorWriteFailure: null,
   };
   const start = performance.now();
   let next = start;
@@ -245,6 +248,7 @@ async function sampleLoop(
     await yieldNow();
   }
   stats.elapsedMs = performance.now() - start;
+  stats.anchorWriteFailure = copier.writeFailure;
   sink.flush();
   if (options.onProgress) options.onProgress(stats, recent);
   return stats;

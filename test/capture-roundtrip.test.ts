@@ -22,6 +22,7 @@ import {
 import { BLOCK_TYPE, ByteWriter, FILE_MAGIC, RECORD_TYPE, crc32, encodeBlock, encodeTrailer, writeCodeRecord } from '../src/capture/format.js';
 import { SampleEncoder } from '../src/capture/patch.js';
 import type { Region } from '../src/walk/types.js';
+import { rng } from './helpers/rng.js';
 
 const U64_MAX = (1n << 64n) - 1n;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'pyuw-'));
@@ -40,18 +41,6 @@ const HEADER: CaptureHeader = {
   recorder: 'pyunwind 0.1.0',
   mode: 'optimistic',
 };
-
-/** mulberry32: the test data follows from one seed, so a failure is reproducible. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** The same bytes, as a view starting `shift` bytes into a larger buffer. */
 function unaligned(bytes: Uint8Array, shift: number): Uint8Array {

@@ -5,6 +5,7 @@
 import { deflateSync } from 'fflate';
 import { describe, expect, it } from 'vitest';
 import { CaptureWriter, memorySink, readCaptureBytes, type CaptureHeader, type SampleRecord } from '../src/capture/index.js';
+import { rng } from './helpers/rng.js';
 
 const HEADER: CaptureHeader = {
   layoutSource: { kind: 'debug-offsets', bytes: new Uint8Array(888).fill(1) },
@@ -16,17 +17,6 @@ const HEADER: CaptureHeader = {
   startTime: 0,
   recorder: 'pyunwind test',
 };
-
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const FRAME_HEADER = 80; // _PyInterpreterFrame up to localsplus on 3.15, x86-64
 const CHUNK_HEADER = 24; // previous, size, top

@@ -14,6 +14,7 @@ import { EXIT, UsageError } from './errors.js';
 import { parsePositive } from './options.js';
 import { record } from './record.js';
 import { report } from './report.js';
+import { percent } from './format.js';
 
 export const DEMO_HELP = `Usage: pyunwind demo [--duration SECS] [--rate HZ] [-o FILE] [--python PATH]
 
@@ -84,11 +85,10 @@ export async function demo(argv: string[], out: (s: string) => void, err: (s: st
 
     const stats = await recordInPyodide(workload, seconds, rateHz, capture, err);
     if (stats === null) return EXIT.failure;
-    const pct = (n: number, d: number): string => (d ? `${((100 * n) / d).toFixed(1)}%` : '0%');
     const secs = stats.elapsedMs / 1000;
     err(
       `pyunwind: recorded ${stats.samples} samples of ${stats.target} in ${secs.toFixed(1)} s ` +
-        `(${Math.round(stats.ticks / Math.max(secs, 1e-9))} samples/s at ${rateHz} Hz; missed ${pct(stats.missed, stats.scheduled)}; ` +
+        `(${Math.round(stats.ticks / Math.max(secs, 1e-9))} samples/s at ${rateHz} Hz; missed ${percent(stats.missed, stats.scheduled)}; ` +
         `${Math.round(stats.handlerMicros.total / Math.max(1, stats.ticks))} µs per sample in the program's thread)` +
         (values.output !== undefined ? ` → ${capture}` : '') +
         '\n\n',
@@ -97,8 +97,8 @@ export async function demo(argv: string[], out: (s: string) => void, err: (s: st
     const truth = measured(stats.stdout);
     if (truth) {
       out(
-        `\nThe program measured itself (time.perf_counter around each call): hot() ${pct(truth.hot, truth.total)}, ` +
-          `cold() ${pct(truth.cold, truth.total)} of ${truth.total.toFixed(2)} s in main(). ` +
+        `\nThe program measured itself (time.perf_counter around each call): hot() ${percent(truth.hot, truth.total)}, ` +
+          `cold() ${percent(truth.cold, truth.total)} of ${truth.total.toFixed(2)} s in main(). ` +
           `Every stack it can have is <module> → main [→ hot | → cold].\n`,
       );
     }

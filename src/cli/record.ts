@@ -12,6 +12,7 @@ import { SampleProcessor } from '../process.js';
 import { KernelWalker } from '../walk/kernel-walker.js';
 import { TRUSTED } from '../walk/status.js';
 import { UsageError } from './errors.js';
+import { percent } from './format.js';
 import { parsePid, parsePositive } from './options.js';
 import { VERSION } from './version.js';
 
@@ -168,11 +169,10 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
   }
   if (child && alive()) child.kill('SIGTERM');
   const secs = stats.elapsedMs / 1000;
-  const pct = (n: number, d: number): string => (d ? `${((100 * n) / d).toFixed(1)}%` : '0%');
   err(
     `pyunwind: recorded ${stats.samples} samples of ${source.description} in ${secs.toFixed(1)} s ` +
-      `(${Math.round(stats.ticks / Math.max(secs, 1e-9))} ticks/s; missed ${pct(stats.missed, stats.scheduled)}, ` +
-      `torn ${pct(stats.torn, stats.samples)}, copied with the target stopped ${pct(stats.stopped, stats.samples)}; ` +
+      `(${Math.round(stats.ticks / Math.max(secs, 1e-9))} ticks/s; missed ${percent(stats.missed, stats.scheduled)}, ` +
+      `torn ${percent(stats.torn, stats.samples)}, copied with the target stopped ${percent(stats.stopped, stats.samples)}; ` +
       `copy ${stats.samples ? Math.round(stats.copyMicros.total / stats.samples) : 0} µs mean) → ${values.output}` +
       (stats.ended === 'target-exited' ? ' (the target exited)' : '') +
       '\n',
@@ -182,10 +182,9 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
 
 function progressLine(s: SamplerStats, walked: number, rejected: number): string {
   const secs = s.elapsedMs / 1000;
-  const pct = (n: number, d: number): string => (d ? `${((100 * n) / d).toFixed(1)}%` : '–');
   return (
     `recording: ${s.samples} samples, ${Math.round(s.ticks / Math.max(secs, 1e-9))}/s, ` +
-    `missed ${pct(s.missed, s.scheduled)}, rejected ${pct(rejected, walked)}, ${secs.toFixed(1)} s`
+    `missed ${percent(s.missed, s.scheduled, '–')}, rejected ${percent(rejected, walked, '–')}, ${secs.toFixed(1)} s`
   );
 }
 

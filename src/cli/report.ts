@@ -6,6 +6,7 @@ import { parseArgs } from 'node:util';
 import { exportCollapsed, exportJson, exportSpeedscope, exportText } from '../export/index.js';
 import { reportCapture } from '../report.js';
 import { UsageError } from './errors.js';
+import { percent } from './format.js';
 
 export const REPORT_HELP = `Usage: pyunwind report FILE [--format text|json|collapsed|speedscope] [-o OUT] [--thread ID]
 
@@ -65,7 +66,7 @@ export async function report(argv: string[], out: (s: string) => void, err: (s: 
   for (const w of result.warnings) err(`pyunwind report: warning: ${file}: byte ${w.offset}: ${w.message}\n`);
 
   const { profile, header, recording } = result;
-  const pct = (n: number): string => (recording.samples ? `${((100 * n) / recording.samples).toFixed(1)}%` : '0%');
+  const pct = (n: number): string => percent(n, recording.samples);
   let text: string;
   switch (format) {
     case 'text':

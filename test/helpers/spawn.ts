@@ -1,5 +1,6 @@
 // Spawning a Python program for a live test and reading what it says about itself.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
 
 export interface ReportedFrame {
   qualname: string;
@@ -42,7 +43,6 @@ export function spawnUntilReady(command: string, args: string[], timeoutMs = 30_
     live.delete(child);
   };
   return new Promise((resolve, reject) => {
-    let out = '';
     let err = '';
     const lines: unknown[] = [];
     const timer = setTimeout(() => {
@@ -50,19 +50,12 @@ export function spawnUntilReady(command: string, args: string[], timeoutMs = 30_
       reject(new Error(`${command} did not print READY within ${timeoutMs} ms; stderr: ${err}`));
     }, timeoutMs);
     child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      let nl: number;
-      while ((nl = out.indexOf('\n')) >= 0) {
-        const line = out.slice(0, nl).trim();
-        out = out.slice(nl + 1);
-        if (line === 'READY') {
-          clearTimeout(timer);
-          resolve({ child, pid: child.pid!, lines, kill });
-          return;
-        }
-        if (line.startsWith('{')) lines.push(JSON.parse(line));
-      }
+    createInterface({ input: child.stdout! }).on('line', (raw) => {
+      const line = raw.trim();
+      if (line === 'READY') {
+        clearTimeout(timer);
+        resolve({ child, pid: child.pid!, lines, kill });
+      } else if (line.startsWith('{')) lines.push(JSON.parse(line));
     });
     child.on('exit', (code, signal) => {
       clearTimeout(timer);
@@ -86,20 +79,14 @@ export interface Interactive {
 export function spawnInteractive(command: string, args: string[]): Interactive {
   const child = spawn(command, args, { stdio: ['pipe', 'pipe', 'pipe'] });
   live.add(child);
-  let out = '';
   let err = '';
   const seen: string[] = [];
   const waiters: { text: string; resolve: () => void }[] = [];
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-  child.stdout!.on('data', (d: Buffer) => {
-    out += d.toString();
-    let nl: number;
-    while ((nl = out.indexOf('\n')) >= 0) {
-      const line = out.slice(0, nl).trim();
-      out = out.slice(nl + 1);
-      seen.push(line);
-      for (const w of waiters.filter((w) => w.text === line)) w.resolve();
-    }
+  createInterface({ input: child.stdout! }).on('line', (raw) => {
+    const line = raw.trim();
+    seen.push(line);
+    for (const w of waiters.filter((w) => w.text === line)) w.resolve();
   });
   const kill = (): void => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');

@@ -76,7 +76,8 @@ fi
 ok=()
 for v in $VERSIONS; do
   have_headers() { [ "$HEADERS" = 0 ] || [ -n "$(compgen -G "$DEST/suites/*/root/usr/include/python$v/internal")" ]; }
-  if [ -x "$DEST/bin/python$v" ] && "$DEST/bin/python$v" -c 'import sys' 2>/dev/null && have_headers; then
+  have_stdlib() { [ "$STDLIB" = 0 ] || { "$DEST/bin/python$v" -c 'import asyncio, json, tomllib, difflib' 2>/dev/null && [ -x "$DEST/bin/python${v}p" ]; }; }
+  if [ -x "$DEST/bin/python$v" ] && "$DEST/bin/python$v" -c 'import sys' 2>/dev/null && have_headers && have_stdlib; then
     echo "provision-cpython: python$v already in $DEST ($("$DEST/bin/python$v" -c 'import sys; print(sys.version.split()[0])'))"
     ok+=("$v"); continue
   fi
@@ -102,8 +103,15 @@ for v in $VERSIONS; do
     # `python -m profiling.sampling run`) need a binary that runs by itself.
     if [ "$STDLIB" = 1 ] && [ -x "$DEST/bin/patchelf" ]; then
       cp "$R/usr/bin/python$v" "$R/usr/bin/python${v}p"
-      "$DEST/bin/patchelf" --set-interpreter "$LD" --set-rpath "$LP" "$R/usr/bin/python${v}p"
+      # DT_RPATH (not RUNPATH): it also applies to the libraries extension modules load
+      # (libcrypto for _hashlib), which would otherwise come from the host
+      "$DEST/bin/patchelf" --set-interpreter "$LD" --force-rpath --set-rpath "$LP" "$R/usr/bin/python${v}p"
       ln -sf "$R/usr/bin/python${v}p" "$DEST/bin/python${v}p"
+    fi
+    # Debian's packages ship no bytecode caches (their postinst makes them): without them every
+    # import compiles its module again, so programs spend their first half second in the compiler
+    if [ "$STDLIB" = 1 ]; then
+      "$DEST/bin/python$v" -m compileall -q "$R/usr/lib/python$v" >/dev/null 2>&1 || true
     fi
     if "$DEST/bin/python$v" -c 'import sys, threading' >/dev/null 2>&1; then
       echo "provision-cpython: python$v from $suite: $("$DEST/bin/python$v" -c 'import sys; print(sys.version.split()[0])')"

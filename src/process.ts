@@ -1,11 +1,11 @@
 // Processing of recorded samples: walk each with a walker (the WebAssembly kernel), give it
 // its status — the recorder's `torn` first, else the walk's — and symbolize the frames of the
-// trusted ones. Code objects arrive as records; a later record for an address replaces the
-// earlier one (the address was reused).
+// trusted ones. Code objects arrive as records, each decoded on its own; a later record for an
+// address replaces the earlier one (the address was reused).
 
 import type { CodeRecord, SampleRecord } from './capture/types.js';
 import type { Layout } from './layout/layout.js';
-import { CodeTable, type StackFrame } from './unwind.js';
+import { CodeTable, type StackFrame } from './symbols/code-table.js';
 import { walkParams, type WalkParams } from './walk/params.js';
 import { TRUSTED, type Status } from './walk/status.js';
 import type { Walker } from './walk/index.js';
@@ -21,8 +21,7 @@ export interface ProcessedSample {
 }
 
 export class SampleProcessor {
-  private readonly codes = new Map<bigint, CodeRecord>();
-  private table: CodeTable | null = null;
+  private readonly table: CodeTable;
   private readonly params: WalkParams;
 
   constructor(
@@ -31,25 +30,20 @@ export class SampleProcessor {
     maxDepth?: number,
   ) {
     this.params = walkParams(layout, maxDepth);
+    this.table = new CodeTable(layout);
   }
 
+  /** Code records, in recording order: each replaces any earlier one at its address. */
   addCodes(records: Iterable<CodeRecord>): void {
-    for (const r of records) {
-      this.codes.set(r.address, r);
-      this.table = null;
-    }
+    for (const r of records) this.table.add(r);
   }
 
   get codeCount(): number {
-    return this.codes.size;
-  }
-
-  private codeTable(): CodeTable {
-    return (this.table ??= new CodeTable(this.layout, this.codes.values()));
+    return this.table.size;
   }
 
   process(samples: readonly SampleRecord[]): ProcessedSample[] {
-    const table = this.codeTable();
+    const table = this.table;
     const toWalk = samples.filter((s) => s.recorderStatus !== 'torn');
     const results = toWalk.length
       ? this.walker.walk(

@@ -72,8 +72,14 @@ export async function reportCapture(path: string, options: ReportOptions = {}): 
     const copy: number[] = [];
     let stopped = 0;
     let retried = 0;
+    // a tick samples every thread at one time: its samples share that time, and follow each other
+    let lastTime = -1;
     for await (const block of reader.blocks()) {
       blocks++;
+      for (const s of block.samples) {
+        if (s.time !== lastTime) profile.addTicks(1);
+        lastTime = s.time;
+      }
       processor.addCodes(block.codes);
       const chosen = block.samples.filter(keep(options.thread));
       for (const s of chosen) {

@@ -24,6 +24,7 @@ function knownProfile(): Profile {
   p.add({ time: 100, thread: WORKER, status: 'incomplete', frames: [F('never-shown', 1)] });
   p.add({ time: 200, thread: WORKER, status: 'complete-unverifiable', frames: [F('run', 1, 'threading.py')] });
   p.add({ time: 300, thread: SUB, status: 'complete', frames: [F('odd;name%', null, 'dir;x/\n.py')], weight: 2 });
+  p.addTicks(12);
   p.addMissed(2);
   return p;
 }
@@ -97,12 +98,12 @@ describe('text', () => {
     expect(lines[0]).toBe('pyunwind profile: 3 threads, 0.000 s – 0.009 s');
   });
 
-  it('summarizes validation: every status, % of attempted, missed % of scheduled', () => {
-    const start = lines.indexOf('Samples (% of attempted; missed: % of scheduled)');
+  it('summarizes validation: every status, % of attempted, missed ticks % of scheduled ticks', () => {
+    const start = lines.indexOf('Samples (% of attempted; a tick samples every thread once)');
     expect(start).toBeGreaterThan(0);
     expect(lines.slice(start + 1, start + 17)).toEqual([
-      '  scheduled                16',
-      '  missed                    2   12.5%  of scheduled',
+      '  ticks scheduled          14',
+      '  ticks missed              2   14.3%  of scheduled ticks',
       '  attempted                14  100.0%',
       '  trusted                  12   85.7%',
       '    complete               10   71.4%',
@@ -175,9 +176,10 @@ describe('text', () => {
 describe('json', () => {
   it('has the format, version, summary and per-thread tables documented in docs/json-format.md', () => {
     const doc = JSON.parse(exportJson(knownProfile(), { metadata: { target: 'pid 1', rateHz: 100 } }));
-    expect(Object.keys(doc)).toEqual(['format', 'version', 'metadata', 'summary', 'missed', 'threads']);
+    expect(Object.keys(doc)).toEqual(['format', 'version', 'metadata', 'summary', 'ticks', 'missed', 'threads']);
     expect(doc.format).toBe('pyunwind-profile');
-    expect(doc.version).toBe(1);
+    expect(doc.version).toBe(2);
+    expect(doc.ticks).toBe(12);
     expect(doc.metadata).toEqual({ target: 'pid 1', rateHz: 100 });
     // statuses count samples; the subinterpreter's one sample weighs 2
     expect(doc.summary).toEqual({
@@ -197,7 +199,8 @@ describe('json', () => {
         torn: 1,
       },
       missed: 2,
-      scheduled: 16,
+      ticks: 12,
+      scheduled: 14,
       firstTime: 0,
       lastTime: 9500,
     });
@@ -261,17 +264,19 @@ describe('json', () => {
     const empty = JSON.parse(exportJson(new Profile()));
     expect(empty).toEqual({
       format: 'pyunwind-profile',
-      version: 1,
+      version: 2,
       summary: {
         attempted: 0,
         trusted: 0,
         rejected: 0,
         statuses: expect.any(Object),
+        ticks: 0,
         missed: 0,
         scheduled: 0,
         firstTime: null,
         lastTime: null,
       },
+      ticks: 0,
       missed: 0,
       threads: [],
     });

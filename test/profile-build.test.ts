@@ -90,6 +90,7 @@ describe('Profile.add', () => {
         p.add({ time: n, thread: n % 3 === 0 ? WORKER : MAIN, status, frames: status === 'idle' ? [] : [f('x', 1)] });
       }
     }
+    p.addTicks(n - 2);
     p.addMissed(4);
     p.addMissed(0);
     const s = p.stats();
@@ -98,8 +99,10 @@ describe('Profile.add', () => {
     STATUS_NAMES.forEach((st, i) => expect(s.statuses[st]).toBe(i + 1));
     expect(s.trusted).toBe(1 + 2 + 3);
     expect(s.trusted + s.rejected).toBe(s.attempted);
+    // the schedule counts ticks (here: some ticks sampled two threads), statuses count samples
+    expect(s.ticks).toBe(n - 2);
     expect(s.missed).toBe(4);
-    expect(s.scheduled).toBe(n + 4);
+    expect(s.scheduled).toBe(n - 2 + 4);
     // the per-thread statistics partition the whole
     const ts = p.threads().map((t) => t.stats());
     expect(ts.reduce((a, x) => a + x.attempted, 0)).toBe(n);
@@ -198,6 +201,7 @@ describe('the input contract', () => {
     expect(() => p.add(sample([f('a', 1.5)]))).toThrow(/line/);
     expect(() => p.addMissed(-1)).toThrow(RangeError);
     expect(() => p.addMissed(1.5)).toThrow(RangeError);
+    expect(() => p.addTicks(-1)).toThrow(RangeError);
     // nothing was counted by the failed calls
     expect(p.stats().attempted).toBe(0);
     // rejected samples' frames are not looked at: a walk that failed may carry anything
@@ -210,6 +214,7 @@ describe('toJSON / fromJSON', () => {
   const build = (order: SampleInput[]): Profile => {
     const p = new Profile();
     for (const s of order) p.add(s);
+    p.addTicks(5);
     p.addMissed(3);
     return p;
   };
@@ -227,7 +232,8 @@ describe('toJSON / fromJSON', () => {
     const b = build([...samples].reverse()).toJSON();
     expect(b).toEqual(a);
     expect(a.format).toBe('pyunwind-profile');
-    expect(a.version).toBe(1);
+    expect(a.version).toBe(2);
+    expect(a.ticks).toBe(5);
     expect(a.threads[0]!.threadId).toBe('140737488355328'); // bigints as decimal strings
     expect(a.threads[0]!.frames.map((x) => x.qualname)).toEqual(['a', 'b', 'c', 'z']);
     // depth-first, parents first
@@ -265,8 +271,9 @@ describe('toJSON / fromJSON', () => {
     };
     expect(() => Profile.fromJSON(good())).not.toThrow();
     bad((d) => (d.format = 'speedscope'), /\$\.format/);
-    bad((d) => (d.version = 2), /\$\.version: this reader knows version 1, got 2/);
+    bad((d) => (d.version = 1), /\$\.version: this reader knows version 2, got 1/);
     bad((d) => (d.missed = -1), /\$\.missed/);
+    bad((d) => delete d.ticks, /\$\.ticks/);
     bad((d) => (d.threads[0].threadId = 12), /threads\[0\]\.threadId/);
     bad((d) => (d.threads[0].threadId = '1e3'), /threads\[0\]\.threadId/);
     bad((d) => (d.threads[0].nativeThreadId = '99999999999999999999'), /64 bits/);

@@ -71,6 +71,8 @@ function observed(p: Profile) {
 const build = (samples: SampleInput[], missed = 0): Profile => {
   const p = new Profile();
   for (const s of samples) p.add(s);
+  // shards of a recording hold disjoint ticks: one per sample here
+  p.addTicks(samples.length);
   p.addMissed(missed);
   return p;
 };

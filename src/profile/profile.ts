@@ -15,7 +15,7 @@ import { ThreadProfile, compareFrames, compareThreads, threadKey, type ThreadIds
 import { emptyStatusCounts, type ProfileStats, type SampleFrame, type SampleInput, type StatusCounts } from './types.js';
 
 export const PROFILE_FORMAT = 'pyunwind-profile';
-export const PROFILE_VERSION = 1;
+export const PROFILE_VERSION = 2;
 
 export interface FrameJSON {
   qualname: string;
@@ -45,6 +45,9 @@ export interface ThreadJSON {
 export interface ProfileJSON {
   format: typeof PROFILE_FORMAT;
   version: typeof PROFILE_VERSION;
+  /** sampling moments taken (one tick samples every thread) */
+  ticks: number;
+  /** ticks the schedule wanted that gave no samples */
   missed: number;
   threads: ThreadJSON[];
 }
@@ -57,6 +60,7 @@ export class ProfileFormatError extends Error {
 export class Profile {
   private readonly byKey = new Map<string, ThreadProfile>();
   private _missed = 0;
+  private _ticks = 0;
 
   /**
    * Adds one attempted sample. Trusted samples with frames enter the thread's stack table,
@@ -88,10 +92,23 @@ export class Profile {
     else t.addFrames(sample.frames, weight);
   }
 
-  /** Counts `n` samples the schedule wanted but never attempted. */
+  /**
+   * Counts `n` sampling moments (ticks) taken. A tick samples every thread, so it gives one
+   * sample per thread; ticks and missed ticks are the recording's schedule, samples its threads.
+   */
+  addTicks(n: number): void {
+    if (!(Number.isSafeInteger(n) && n >= 0)) throw new RangeError(`ticks must be a non-negative integer, got ${n}`);
+    this._ticks += n;
+  }
+
+  /** Counts `n` ticks the schedule wanted that gave no samples (the recorder was late, or the copy failed). */
   addMissed(n: number): void {
     if (!(Number.isSafeInteger(n) && n >= 0)) throw new RangeError(`missed must be a non-negative integer, got ${n}`);
     this._missed += n;
+  }
+
+  get ticks(): number {
+    return this._ticks;
   }
 
   get missed(): number {
@@ -103,6 +120,7 @@ export class Profile {
     if (other === this) return this.merge(Profile.fromJSON(this.toJSON()));
     for (const t of other.byKey.values()) this.threadFor(t).mergeFrom(t);
     this._missed += other._missed;
+    this._ticks += other._ticks;
     return this;
   }
 
@@ -115,7 +133,7 @@ export class Profile {
     return this.byKey.get(threadKey(ids));
   }
 
-  /** Validation statistics over every thread, plus the missed samples. */
+  /** Validation statistics over every thread, plus the schedule: ticks taken and missed. */
   stats(): ProfileStats {
     const statuses = emptyStatusCounts();
     for (const t of this.byKey.values()) for (const s of STATUS_NAMES) statuses[s] += t.statuses[s];
@@ -130,8 +148,9 @@ export class Profile {
       trusted,
       rejected: attempted - trusted,
       statuses,
+      ticks: this._ticks,
       missed: this._missed,
-      scheduled: attempted + this._missed,
+      scheduled: this._ticks + this._missed,
     };
   }
 
@@ -150,6 +169,7 @@ export class Profile {
     return {
       format: PROFILE_FORMAT,
       version: PROFILE_VERSION,
+      ticks: this._ticks,
       missed: this._missed,
       threads: this.threads().map(threadToJSON),
     };
@@ -167,6 +187,7 @@ export class Profile {
       throw new ProfileFormatError(`$.version: this reader knows version ${PROFILE_VERSION}, got ${show(doc.version)}`);
     }
     const p = new Profile();
+    p._ticks = count(doc.ticks, '$.ticks');
     p._missed = count(doc.missed, '$.missed');
     arr(doc.threads, '$.threads').forEach((tj, i) => {
       const t = threadFromJSON(tj, `$.threads[${i}]`);

@@ -50,11 +50,16 @@ export interface ValidationStats {
   statuses: StatusCounts;
 }
 
-/** Validation statistics of a whole profile: also the samples the schedule wanted but never took. */
+/**
+ * Validation statistics of a whole profile, and its schedule. The schedule counts *ticks*
+ * (sampling moments: one tick samples every thread), the statuses count *samples*.
+ */
 export interface ProfileStats extends ValidationStats {
-  /** samples the recorder's schedule wanted but never attempted (Profile.addMissed) */
+  /** ticks taken (Profile.addTicks) */
+  ticks: number;
+  /** ticks the schedule wanted that gave no samples: the recorder was late, or the copy failed (Profile.addMissed) */
   missed: number;
-  /** attempted + missed */
+  /** ticks + missed */
   scheduled: number;
 }
 

@@ -9,13 +9,18 @@
 // but it notes whether the stack moved while it was copied (`moved`).
 //
 // Used once by takeSnapshot, and repeatedly by the sampler: code objects are then copied once
-// per address, and copied again only when the address has been reused by another code object.
+// per address, and copied again only when the address has been reused by another code object
+// (src/record/code-cache.ts). They are checked inside the copy window of the sample that uses
+// them, and what was read is kept only if the copy did not move: then the frames that refer to
+// them were alive throughout, and so were their code objects.
 
 import type { Layout } from '../layout/layout.js';
-import { pyBytesExtent, pyBytesHeaderSize, pyStringExtent, pyStringHeaderSize } from '../symbols/strings.js';
 import { readPointer } from '../walk/region-memory.js';
 import type { Region } from '../walk/types.js';
+import { CodeCache, type CodeObjectSnapshot, type PendingCodes } from './code-cache.js';
 import type { MemorySource } from './source.js';
+
+export type { CodeObjectSnapshot } from './code-cache.js';
 
 export interface ThreadSnapshot {
   interpreterId: bigint;
@@ -42,12 +47,13 @@ export interface ThreadSnapshot {
   attempts: number;
   /** the last copy was made with the target stopped */
   stopped: boolean;
-}
-
-export interface CodeObjectSnapshot {
-  address: bigint;
-  /** the code object header, and its qualname, name, filename and location-table objects */
-  regions: Region[];
+  /**
+   * Code objects to record before this sample: seen for the first time, changed at their
+   * address, or withdrawn (empty regions). Empty for a copy that moved.
+   */
+  codes: CodeObjectSnapshot[];
+  /** one of `codes` replaces a code object recorded earlier at the same address */
+  codeReplaced: boolean;
 }
 
 /**
@@ -67,6 +73,8 @@ export interface Stopper {
   /** stop every thread of the target; true when every thread was seen stopped */
   stop(): boolean;
   resume(): void;
+  /** time the target has spent stopped by this stopper so far, µs */
+  readonly stoppedMicros: number;
 }
 
 export interface CopierOptions {
@@ -86,37 +94,45 @@ const MAX_THREADS = 8192;
 const MAX_CHUNKS = 4096;
 const MAX_CHUNK_BYTES = 64 << 20;
 const MAX_TSTATE_TAIL = 64 << 10;
-const MAX_OBJECT_BYTES = 64 << 20;
 
 const hex = (a: bigint): string => `0x${a.toString(16)}`;
 
-interface CodeEntry {
-  snapshot: CodeObjectSnapshot | null;
-  /** the fields that identify the object (type, names, line table, first line, size) */
-  identity: Uint8Array | null;
-  /** code_object_generation of its interpreter when last confirmed, or the pass number */
-  confirmed: bigint;
+/**
+ * What an entry of an interpreter's thread list turned out to be when copied:
+ * - `thread`: a thread state of that interpreter;
+ * - `unborn`: a thread state not yet bound to its OS thread (CPython links a new thread's state
+ *   into the list before the thread starts and fills in its ids): no thread yet, no frames;
+ * - `stale`: not a thread state of that interpreter (unreadable, or its `interp` field says
+ *   otherwise): the list was read while a thread that ended was being unlinked and freed.
+ */
+type ListEntry = 'thread' | 'unborn' | 'stale';
+
+/** A thread's copy in progress: the snapshot, the code checks made in its window, and what it is. */
+interface Attempt {
+  snap: ThreadSnapshot;
+  codes: PendingCodes;
+  entry: ListEntry;
 }
+
+/** Times a thread list is walked again from its head after it led to a freed thread state. */
+const LIST_RESTARTS = 2;
 
 export class MemoryCopier {
   private readonly P: 4 | 8;
   private readonly layout: Layout;
   private readonly maxFrames: number;
-  private readonly codes = new Map<bigint, CodeEntry>();
-  /** type object address → is it the code type (checked once by tp_name) */
-  private readonly codeTypes = new Map<bigint, boolean>();
+  private readonly codes: CodeCache;
   /** thread state address → bytes to read for it (through the base frame on 3.15) */
   private readonly tstateLength = new Map<bigint, number>();
   /** chunk address → used bytes seen in the previous copy: read at once, checked after */
   private readonly chunkUsed = new Map<bigint, number>();
-  /** code objects copied (or copied again) since the last takeNewCodes() */
-  private fresh: CodeObjectSnapshot[] = [];
-  private replaced = false;
   /** code objects reached by the stacks of the last copyAll() */
   readonly used = new Set<bigint>();
-  /** counts a copyAll pass; stands in for code_object_generation where there is none */
-  private pass = 0n;
-  private generation = 0n;
+  /**
+   * The caller has stopped the target for this copyAll (blocking): every copy is of one
+   * moment, whatever its check says.
+   */
+  private allStopped = false;
   /** how copies are checked; falls back to `reread` if writing the anchor fails */
   consistency: Consistency;
   /** why writing the anchor failed, if it did */
@@ -135,6 +151,7 @@ export class MemoryCopier {
     this.layout = source.layout;
     this.P = this.layout.pointerSize;
     this.maxFrames = options.maxFrames ?? 8192;
+    this.codes = new CodeCache(source, this.layout);
     const t = this.layout.tstate;
     const canAnchor = t.lastProfiledFrame !== null && t.lastProfiledFrameSeq !== null && typeof source.write === 'function';
     this.consistency = options.consistency ?? (canAnchor ? 'anchor' : 'reread');
@@ -152,12 +169,23 @@ export class MemoryCopier {
     this.checkSpan = { lo: Math.min(...fields), hi: Math.max(...fields) + this.P };
   }
 
-  /** Copy every thread of every interpreter. */
-  copyAll(): ThreadSnapshot[] {
+  /**
+   * Copy every thread of every interpreter. `stopped`: the caller has stopped the target
+   * (every thread) for the whole call, so no copy can have moved.
+   */
+  copyAll(options: { stopped?: boolean } = {}): ThreadSnapshot[] {
+    this.allStopped = options.stopped ?? false;
+    try {
+      return this.copyInterpreters();
+    } finally {
+      this.allStopped = false;
+    }
+  }
+
+  private copyInterpreters(): ThreadSnapshot[] {
     const L = this.layout;
     const P = this.P;
     const source = this.source;
-    this.pass++;
     this.used.clear();
     const threads: ThreadSnapshot[] = [];
     let interp = readPointer(source.read(source.runtimeAddress + BigInt(L.runtime.interpretersHead), P), 0, P);
@@ -170,7 +198,6 @@ export class MemoryCopier {
       [f.threadsHead, P],
     ];
     if (f.threadsMain !== null) fields.push([f.threadsMain, P]);
-    if (f.codeObjectGeneration !== null) fields.push([f.codeObjectGeneration, 8]);
     const lo = Math.min(...fields.map(([o]) => o));
     const hi = Math.max(...fields.map(([o, n]) => o + n));
     for (let i = 0; interp !== 0n && i < MAX_INTERPRETERS && !seenInterps.has(interp); i++) {
@@ -179,67 +206,90 @@ export class MemoryCopier {
       const dv = new DataView(block.buffer, block.byteOffset, block.byteLength);
       const interpreterId = dv.getBigInt64(f.id - lo, true);
       const main = f.threadsMain !== null ? readPointer(block, f.threadsMain - lo, P) : 0n;
-      // Where the interpreter counts code-object deaths, a cached code object needs checking
-      // only after a death; elsewhere, once per pass.
-      this.generation = f.codeObjectGeneration !== null ? dv.getBigUint64(f.codeObjectGeneration - lo, true) : this.pass;
       let tstate = readPointer(block, f.threadsHead - lo, P);
-      const seenThreads = new Set<bigint>();
-      for (let t = 0; tstate !== 0n && t < MAX_THREADS && !seenThreads.has(tstate); t++) {
-        seenThreads.add(tstate);
-        const thread = this.thread(interpreterId, tstate);
-        thread.mainThread = main !== 0n && main === tstate;
-        threads.push(thread);
-        const ts = thread.regions[0];
-        if (!ts || ts.address !== tstate) break;
-        tstate = readPointer(ts.bytes, L.tstate.next, P);
+      // The list is read while threads start and end. A thread state that is not one (freed
+      // under us) ends this pass over the list, which starts again from the head, passing over
+      // the threads already copied.
+      const copied = new Set<bigint>();
+      const visited = new Set<bigint>();
+      let restarts = 0;
+      for (let t = 0; tstate !== 0n && t < MAX_THREADS * (LIST_RESTARTS + 1) && !visited.has(tstate); t++) {
+        visited.add(tstate);
+        let next: bigint | null;
+        if (copied.has(tstate)) {
+          const b = this.source.tryRead(tstate + BigInt(L.tstate.next), P);
+          next = b ? readPointer(b, 0, P) : null;
+        } else {
+          const { snap, entry } = this.thread(interp, interpreterId, tstate);
+          next = entry === 'stale' ? null : readPointer(snap.regions[0]!.bytes, L.tstate.next, P);
+          if (entry === 'thread') {
+            copied.add(tstate);
+            snap.mainThread = main !== 0n && main === tstate;
+            threads.push(snap);
+          }
+        }
+        if (next === null) {
+          if (restarts++ >= LIST_RESTARTS) break;
+          const head = this.source.tryRead(interp + BigInt(f.threadsHead), P);
+          if (!head) break;
+          visited.clear();
+          next = readPointer(head, 0, P);
+        }
+        tstate = next;
       }
       interp = readPointer(block, f.next - lo, P);
     }
     return threads;
   }
 
-  /** The code objects copied since the last call, and whether one of them replaced an older copy at the same address. */
-  takeNewCodes(): { codes: CodeObjectSnapshot[]; replaced: boolean } {
-    const out = { codes: this.fresh, replaced: this.replaced };
-    this.fresh = [];
-    this.replaced = false;
-    return out;
-  }
-
-  /** The current copy of a code object (null: the address is not a code object). */
+  /** The copy recorded for a code object (null: the address is not a known code object). */
   codeObject(address: bigint): CodeObjectSnapshot | null {
-    return this.codes.get(address)?.snapshot ?? null;
+    return this.codes.snapshot(address);
   }
 
   /**
    * Copy one thread: tried again at once if the copy moved, and — with a stopper — copied with
    * the target stopped if it still moves.
    */
-  thread(interpreterId: bigint, tstate: bigint): ThreadSnapshot {
-    let snap = this.copyThread(interpreterId, tstate);
+  private thread(interp: bigint, interpreterId: bigint, tstate: bigint): { snap: ThreadSnapshot; entry: ListEntry } {
+    let attempt = this.copyThread(interp, interpreterId, tstate);
+    if (attempt.entry !== 'thread') return attempt;
     let attempts = 1;
-    while (snap.moved && attempts <= this.retries) {
-      snap = this.copyThread(interpreterId, tstate);
+    if (this.allStopped) this.settle(attempt.snap);
+    while (attempt.snap.moved && attempts <= this.retries) {
+      attempt = this.copyThread(interp, interpreterId, tstate);
       attempts++;
     }
-    if (snap.moved && this.stopper) {
+    if (attempt.snap.moved && this.stopper) {
       let stopped = false;
       try {
         stopped = this.stopper.stop();
-        snap = this.copyThread(interpreterId, tstate);
+        attempt = this.copyThread(interp, interpreterId, tstate);
       } finally {
         this.stopper.resume();
       }
       attempts++;
-      if (stopped) {
-        // nothing ran while it was copied (the anchor check may still say "moved" when the
-        // current frame is an entry frame: that proves nothing either way here)
-        snap.moved = false;
-        snap.stopped = true;
-      }
+      if (stopped) this.settle(attempt.snap);
     }
+    const snap = attempt.snap;
     snap.attempts = attempts;
-    return snap;
+    // what was read of code objects in a window that moved may be a successor's or garbage
+    if (!snap.moved) {
+      const { fresh, replaced } = this.codes.commit(attempt.codes);
+      snap.codes = fresh;
+      snap.codeReplaced = replaced;
+    }
+    return { snap, entry: attempt.entry };
+  }
+
+  /**
+   * A copy made with every thread stopped: nothing ran while it was made (the anchor check
+   * may still say "moved" when the current frame is an entry frame: that proves nothing
+   * either way here).
+   */
+  private settle(snap: ThreadSnapshot): void {
+    snap.moved = false;
+    snap.stopped = true;
   }
 
   /** Write 0 into the anchor of every thread this copier anchored that still exists. */
@@ -280,7 +330,7 @@ export class MemoryCopier {
     return out;
   }
 
-  private copyThread(interpreterId: bigint, tstate: bigint): ThreadSnapshot {
+  private copyThread(interp: bigint, interpreterId: bigint, tstate: bigint): Attempt {
     const L = this.layout;
     const P = this.P;
     const started = performance.now();
@@ -299,15 +349,18 @@ export class MemoryCopier {
       copyMicros: 0,
       attempts: 1,
       stopped: false,
+      codes: [],
+      codeReplaced: false,
     };
+    const attempt: Attempt = { snap, codes: new Map(), entry: 'thread' };
 
     // one read: the length learned from this thread's previous copy covers the base frame
     const known = this.tstateLength.get(tstate) ?? L.tstate.size;
     let ts = this.source.tryRead(tstate, known);
     if (!ts && known !== L.tstate.size) ts = this.source.tryRead(tstate, L.tstate.size);
-    if (!ts) {
-      errors.push(`thread state ${hex(tstate)}: not readable`);
-      return snap;
+    if (!ts || readPointer(ts, L.tstate.interp, P) !== interp) {
+      attempt.entry = 'stale';
+      return attempt;
     }
     // 3.15: the base frame sits inside _PyThreadStateImpl, past thread_state.size; copy the
     // thread state through its end in the same region
@@ -348,6 +401,10 @@ export class MemoryCopier {
     }
 
     const base = L.tstate.baseFrame !== null ? readPointer(ts, L.tstate.baseFrame, P) : 0n;
+    if ((frame === 0n || frame === base) && (snap.threadId === 0n || (this.source.nativeThreadIds === true && snap.nativeThreadId === 0n))) {
+      attempt.entry = 'unborn';
+      return attempt;
+    }
     // the anchor: set it to the current frame, then confirm it is still current and take the
     // sequence (read after the anchor was seen in place)
     let seq: bigint | null = null;
@@ -373,24 +430,44 @@ export class MemoryCopier {
         // the stack moved before the copy began: try again
         snap.moved = true;
         snap.copyMicros = Math.round((performance.now() - started) * 1000);
-        return snap;
+        return attempt;
       }
       seq = now.seq;
     }
 
+    const generation = this.codeGeneration(interp);
     this.copyChunks(ts, mem, errors);
     const chain = this.followFrames(frame, base, mem, errors);
+    // the chain's code objects, inside the window (see code-cache.ts)
+    const codes = this.codesOf(chain, mem);
+    for (const c of codes) this.used.add(c);
+    this.codes.check(codes, interp, generation, attempt.codes);
     snap.moved = anchoring ? this.anchorMoved(tstate, ts, frame, seq!, mem) : this.movedSince(tstate, ts, cframe, frame, mem, chain);
+    if (!snap.moved && !anchoring) {
+      // The re-read cannot see a frame popped and pushed again at the same place with the same
+      // code address — which is what a function dropped and compiled again looks like, its
+      // new code object at the dead one's address. Where code objects were read then, they may
+      // be of the dead one. With the death counter (3.14+), a death during the window makes
+      // the copy count as moved; without it, so does any code object that the check found new
+      // or changed, when the target can be stopped to copy it for sure.
+      if (generation !== null) snap.moved = this.codeGeneration(interp) !== generation;
+      else if (this.stopper && this.codes.changes(attempt.codes)) snap.moved = true;
+    }
     // Without the anchor, frames read on their own after the chunks (generator and coroutine
     // frames, entry frames on the C stack) are where torn copies slip through the re-read
     // (measured: about 1 in 10,000 churn samples). When the target can be stopped, such a copy
     // is made again stopped rather than trusted.
     if (!snap.moved && !anchoring && this.stopper && this.offChunkLink(chain, mem)) snap.moved = true;
     snap.copyMicros = Math.round((performance.now() - started) * 1000);
-    // code objects are copied (or checked again) after the window the checks cover: their
-    // reads would only lengthen it
-    for (const code of this.codesOf(chain, mem)) this.code(code);
-    return snap;
+    return attempt;
+  }
+
+  /** The interpreter's count of code-object deaths, now (null: this Python has none, or unreadable). */
+  private codeGeneration(interp: bigint): bigint | null {
+    const off = this.layout.interp.codeObjectGeneration;
+    if (off === null) return null;
+    const b = this.source.tryRead(interp + BigInt(off), 8);
+    return b ? new DataView(b.buffer, b.byteOffset, 8).getBigUint64(0, true) : null;
   }
 
   /** The code objects of the chain's Python frames. */
@@ -496,7 +573,11 @@ export class MemoryCopier {
       [L.frame.executable, P],
       [L.frame.owner, 1],
     ];
-    for (const frame of chain) {
+    // below the innermost frame, every frame waits in a call: its instruction pointer stands
+    // still while the chain does (a frame popped and pushed again between the two reads comes
+    // back at its first instruction, not at the call it was in)
+    const waiting: [number, number][] = [...fields, [L.frame.instrPtr, P]];
+    for (const [k, frame] of chain.entries()) {
       const copied = mem.bytes(frame, L.frame.size);
       if (!copied) return true;
       let live: Uint8Array | null;
@@ -507,7 +588,7 @@ export class MemoryCopier {
         live = this.source.tryRead(frame, L.frame.size);
       }
       if (!live) return true;
-      for (const [off, width] of fields) {
+      for (const [off, width] of k === 0 ? fields : waiting) {
         for (let i = off; i < off + width; i++) if (copied[i] !== live[i]) return true;
       }
     }
@@ -587,108 +668,6 @@ export class MemoryCopier {
     return chain;
   }
 
-  /**
-   * Make sure the code object at `address` is copied and current: copied the first time it is
-   * seen, and — after a code object may have died (the interpreter's code_object_generation
-   * moved, or on every pass where there is no such counter) — checked again by the fields that
-   * identify it, and copied again if another code object now lives at that address.
-   */
-  private code(address: bigint): void {
-    if (this.used.has(address)) return;
-    this.used.add(address);
-    const entry = this.codes.get(address);
-    if (entry && entry.confirmed === this.generation) return;
-    const L = this.layout;
-    const header = this.source.tryRead(address, L.code.size);
-    const identity = header ? this.identity(header) : null;
-    if (entry) {
-      if (identity && entry.identity && equal(identity, entry.identity)) {
-        entry.confirmed = this.generation;
-        return;
-      }
-      this.replaced ||= entry.snapshot !== null;
-    }
-    const snapshot = header && this.isCodeType(readPointer(header, L.object.obType, this.P)) ? this.copyCode(address, header) : null;
-    this.codes.set(address, { snapshot, identity, confirmed: this.generation });
-    if (snapshot) this.fresh.push(snapshot);
-  }
-
-  /** The bytes of the fields that tell one code object from another at the same address. */
-  private identity(header: Uint8Array): Uint8Array {
-    const L = this.layout;
-    const P = this.P;
-    const parts = [
-      [L.object.obType, P],
-      [L.object.obSize, P],
-      [L.code.qualname, P],
-      [L.code.name, P],
-      [L.code.filename, P],
-      [L.code.linetable, P],
-      [L.code.firstlineno, 4],
-    ] as const;
-    const out = new Uint8Array(parts.reduce((n, [, w]) => n + w, 0));
-    let o = 0;
-    for (const [off, w] of parts) {
-      out.set(header.subarray(off, off + w), o);
-      o += w;
-    }
-    return out;
-  }
-
-  private copyCode(address: bigint, header: Uint8Array): CodeObjectSnapshot {
-    const L = this.layout;
-    const regions: Region[] = [{ address, bytes: header }];
-    const field = (off: number): bigint => readPointer(header, off, this.P);
-    for (const s of [field(L.code.qualname), field(L.code.name), field(L.code.filename)]) this.object(s, 'str', regions);
-    this.object(field(L.code.linetable), 'bytes', regions);
-    return { address, regions };
-  }
-
-  /** Copy a str or bytes object with one read (two for long or out-of-line data). */
-  private object(address: bigint, kind: 'str' | 'bytes', regions: Region[]): void {
-    if (address === 0n || regions.some((r) => r.address === address)) return;
-    const L = this.layout;
-    const headerSize = kind === 'str' ? pyStringHeaderSize(L) : pyBytesHeaderSize(L);
-    // most names are short: read a little more than the header so the data comes along
-    const first = this.source.tryRead(address, headerSize + 64) ?? this.source.tryRead(address, headerSize);
-    if (!first) return;
-    let extent;
-    try {
-      extent = kind === 'str' ? pyStringExtent(first, L, address) : pyBytesExtent(first, L, address);
-    } catch {
-      return; // not a valid object: symbolization will say so
-    }
-    if (extent.dataAddress === null) {
-      const total = extent.headerSize + extent.dataLength;
-      if (total > MAX_OBJECT_BYTES) return;
-      const bytes = total <= first.length ? first.subarray(0, Math.max(total, headerSize)) : this.source.tryRead(address, total);
-      if (bytes) regions.push({ address, bytes });
-    } else {
-      regions.push({ address, bytes: first.subarray(0, Math.max(extent.headerSize, headerSize)) });
-      if (extent.dataLength > MAX_OBJECT_BYTES) return;
-      const data = this.source.tryRead(extent.dataAddress, extent.dataLength);
-      if (data) regions.push({ address: extent.dataAddress, bytes: data });
-    }
-  }
-
-  private isCodeType(type: bigint): boolean {
-    const known = this.codeTypes.get(type);
-    if (known !== undefined) return known;
-    let ok = false;
-    const t = this.source.tryRead(type + BigInt(this.layout.type.tpName), this.P);
-    if (t) {
-      const name = this.source.tryRead(readPointer(t, 0, this.P), 5);
-      ok = !!name && name[0] === 0x63 && name[1] === 0x6f && name[2] === 0x64 && name[3] === 0x65 && name[4] === 0;
-    }
-    this.codeTypes.set(type, ok);
-    return ok;
-  }
-}
-
-function equal(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
 }
 
 /**

@@ -409,6 +409,7 @@ export function chooseLayout(context: string, runtimeBytes: Uint8Array, pyVersio
 
 export class LinuxProcessSource implements MemorySource {
   readonly description: string;
+  readonly nativeThreadIds = true;
   readonly runtimeAddress: bigint;
 
   constructor(

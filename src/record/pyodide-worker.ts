@@ -25,6 +25,7 @@ import { CaptureWriter, type CaptureSink } from '../capture/index.js';
 import { SAMPLE_FLAG } from '../capture/types.js';
 import { formatVersion } from '../layout/index.js';
 import { MemoryCopier } from './copier.js';
+import { emitCodes } from './sink.js';
 import { pyodideSource, type PyodideLike, type PyodideSource } from './pyodide.js';
 import {
   CONTROL,
@@ -404,12 +405,10 @@ async function loadOffline(version: WorkerInit['version']): Promise<Pyodide> {
  */
 function takeSample(copier: MemoryCopier, writer: CaptureWriter, time: number, copyMicros: { total: number; max: number }): number {
   const threads = copier.copyAll();
-  const { codes, replaced } = copier.takeNewCodes();
-  // a block holds one copy per code address: a reused address starts a new block
-  if (replaced) writer.flush();
-  // (a CodeObjectSnapshot is a CodeRecord)
-  for (const c of codes) writer.addCode(c);
+  let codes = 0;
   for (const t of threads) {
+    emitCodes(writer, t);
+    codes += t.codes.length;
     writer.addSample({
       time,
       interpreterId: t.interpreterId,
@@ -429,7 +428,7 @@ function takeSample(copier: MemoryCopier, writer: CaptureWriter, time: number, c
     copyMicros.total += t.copyMicros;
     if (t.copyMicros > copyMicros.max) copyMicros.max = t.copyMicros;
   }
-  return codes.length;
+  return codes;
 }
 
 /**

@@ -2,30 +2,25 @@
 // schedule, into a capture sink. A tick that comes too late to keep the schedule is not
 // made up for: the slots it skipped are counted as missed, so the recording says how much of
 // the requested rate it really got.
+//
+// The schedule runs on the target's own clock: time the recorder kept the target stopped does
+// not count toward it. Each sample then stands for the same stretch of the program's own
+// running time, wherever the program was. On the wall clock a stop would stretch whatever the
+// program was doing when stopped — and the default mode stops only copies that moved, i.e.
+// call-heavy Python code — so that code would collect extra samples (measured in
+// docs/validation.md: 4 points on a real program). Intervals are dithered around the mean, so
+// that a program that repeats itself with a steady period is not sampled at a few phases only.
 
-import type { CodeRecord, SampleRecord } from '../capture/types.js';
+import type { SampleRecord } from '../capture/types.js';
 import { SAMPLE_FLAG } from '../capture/types.js';
-import { MemoryCopier, type Consistency, type Stopper, type ThreadSnapshot } from './copier.js';
+import type { Consistency, MemoryCopier, Stopper, ThreadSnapshot } from './copier.js';
+import { copierFor, copyThreads, type ModeOptions, type SamplingMode } from './modes.js';
+import { emitCodes, type SampleSink } from './sink.js';
 import { ReadError, type MemorySource } from './source.js';
 
-/** Where samples go (a CaptureWriter is one). */
-export interface SampleSink {
-  addCode(record: CodeRecord): void;
-  addSample(record: SampleRecord): void;
-  addMissed(n: number): void;
-  /** end the current block: what was added so far becomes readable even if the process dies */
-  flush(): void;
-}
+export type { SampleSink } from './sink.js';
+export type { SamplingMode } from './modes.js';
 
-/**
- * How copies are kept consistent:
- * - `optimistic`: copy while the target runs; a copy that moved (after one immediate retry) is
- *   kept as `torn` — counted, never profiled.
- * - `adaptive`: a thread whose copy moved is copied again at once with the target stopped, so
- *   no sample is lost to the check; steady code is never stopped.
- * - `blocking`: stop the target for every tick's copy.
- */
-export type SamplingMode = 'optimistic' | 'adaptive' | 'blocking';
 
 export interface SamplerOptions {
   rateHz: number;
@@ -52,11 +47,14 @@ export interface SamplerOptions {
 export type SamplerEnd = 'duration' | 'stopped' | 'target-exited';
 
 export interface SamplerStats {
-  /** sample times the schedule asked for so far */
+  /** ticks the schedule asked for so far: ticks + missed */
   scheduled: number;
   /** ticks made (all threads copied at each) */
   ticks: number;
-  /** scheduled ticks never attempted because the sampler was late */
+  /**
+   * scheduled ticks that gave no samples: the sampler was too late for them, or their copy
+   * failed (failedTicks). The one meaning of "missed" in records, reports and exports.
+   */
   missed: number;
   /** thread samples written */
   samples: number;
@@ -102,17 +100,14 @@ const yieldNow = (): Promise<void> => new Promise((r) => setImmediate(r));
 
 export async function runSampler(source: MemorySource, sink: SampleSink, options: SamplerOptions): Promise<SamplerStats> {
   if (!(options.rateHz > 0)) throw new RangeError(`rate ${options.rateHz} Hz`);
-  const mode = options.mode ?? 'optimistic';
-  if (mode !== 'optimistic' && !options.stopper) throw new Error(`sampling mode ${mode} needs a way to stop the target`);
-  const copier = new MemoryCopier(source, {
+  const modeOptions: ModeOptions = {
+    mode: options.mode ?? 'optimistic',
+    ...(options.stopper ? { stopper: options.stopper } : {}),
     ...(options.consistency ? { consistency: options.consistency } : {}),
-    // adaptive: a copy that moved is made again at once with the target stopped. Retrying
-    // without stopping would bias the profile: a retry succeeds more often when the program is
-    // in a long-lived frame, while the moment a stop lands is independent of the program.
-    ...(mode === 'adaptive' ? { stopper: options.stopper!, retries: 0 } : {}),
-  });
+  };
+  const copier = copierFor(source, modeOptions);
   try {
-    return await sampleLoop(source, sink, options, copier, mode);
+    return await sampleLoop(source, sink, options, copier, modeOptions);
   } finally {
     // the anchor is the one thing written into the target: put it back, on every path
     copier.clearAnchors();
@@ -124,7 +119,7 @@ async function sampleLoop(
   sink: SampleSink,
   options: SamplerOptions,
   copier: MemoryCopier,
-  mode: SamplingMode,
+  modeOptions: ModeOptions,
 ): Promise<SamplerStats> {
   const interval = 1000 / options.rateHz;
   const flushEvery = options.flushEveryMs ?? 1000;
@@ -145,7 +140,9 @@ async function sampleLoop(
     anchorWriteFailure: null,
   };
   const start = performance.now();
+  /** the next tick, on the wall clock: the target's clock plus the time it was kept stopped */
   let next = start;
+  let stoppedMicros = options.stopper?.stoppedMicros ?? 0;
   let lastFlush = start;
   let lastProgress = start;
   let recent: SampleRecord[] = [];
@@ -171,41 +168,41 @@ async function sampleLoop(
     }
     stats.scheduled++;
     const tickTime = Math.round((next - start) * 1000);
-    next += interval;
+    // dithered: a program that repeats itself at a steady period would otherwise be sampled
+    // at the same few phases of it for seconds on end (aliasing); intervals drawn uniformly
+    // from [½, 1½] of the mean spread the samples over every phase of any period shorter than
+    // the mean interval
+    next += interval * (0.5 + Math.random());
 
     let threads: ThreadSnapshot[];
     try {
-      if (mode === 'blocking') {
-        let stopped = false;
-        try {
-          stopped = options.stopper!.stop();
-          threads = copier.copyAll();
-        } finally {
-          options.stopper!.resume();
-        }
-        if (stopped) {
-          for (const t of threads) {
-            t.stopped = true;
-            t.moved = false;
-          }
-        }
-      } else threads = copier.copyAll();
+      threads = copyThreads(copier, modeOptions);
     } catch (e) {
       if (!(e instanceof ReadError)) throw e;
       if (options.isAlive && !options.isAlive()) {
+        stats.scheduled--; // not a tick of this target's life
         stats.ended = 'target-exited';
         break;
       }
       stats.failedTicks++;
+      stats.missed++;
+      sink.addMissed(1);
+      await yieldNow();
+      continue;
+    } finally {
+      // the target's clock stood still while it was stopped: so does the schedule
+      const stoppedNow = options.stopper?.stoppedMicros ?? 0;
+      next += (stoppedNow - stoppedMicros) / 1000;
+      stoppedMicros = stoppedNow;
+    }
+    if (threads.length === 0) {
+      // no thread to sample (an interpreter starting or ending): a tick with no samples
+      stats.missed++;
+      sink.addMissed(1);
       await yieldNow();
       continue;
     }
     stats.ticks++;
-    const { codes, replaced } = copier.takeNewCodes();
-    // samples must see the code object as it was when they were taken: a block holds one copy per address
-    if (replaced) sink.flush();
-    for (const c of codes) sink.addCode({ address: c.address, regions: c.regions });
-    stats.codeObjects += codes.length;
     const samples: SampleRecord[] = threads.map((t) => ({
       time: tickTime,
       interpreterId: t.interpreterId,
@@ -222,7 +219,9 @@ async function sampleLoop(
       regions: t.regions,
       errors: t.errors,
     }));
-    for (const s of samples) {
+    samples.forEach((s, i) => {
+      emitCodes(sink, threads[i]!);
+      stats.codeObjects += threads[i]!.codes.length;
       sink.addSample(s);
       stats.samples++;
       if (s.recorderStatus === 'torn') stats.torn++;
@@ -230,7 +229,7 @@ async function sampleLoop(
       if (s.flags & SAMPLE_FLAG.RETRIED) stats.retried++;
       stats.copyMicros.total += s.copyMicros;
       stats.copyMicros.max = Math.max(stats.copyMicros.max, s.copyMicros);
-    }
+    });
     options.onTick?.(samples, threads);
     if (options.onProgress) recent.push(...samples);
 

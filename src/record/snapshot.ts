@@ -1,8 +1,13 @@
 // A snapshot: the memory of every thread of every interpreter of a target at one moment,
-// copied as regions (address, bytes), with each code object the stacks reach.
+// copied as regions (address, bytes), with each code object the stacks reach. Copies follow
+// the same rules as a recording's (src/record/modes.ts): a thread whose copy moved is copied
+// again with the target stopped (adaptive), or kept as moved (optimistic) — never passed off
+// as a stack of one moment.
 
 import type { Layout } from '../layout/layout.js';
-import { MemoryCopier, type CodeObjectSnapshot, type CopierOptions, type ThreadSnapshot } from './copier.js';
+import type { CopierOptions } from './copier.js';
+import { MemoryCopier, type CodeObjectSnapshot, type Stopper, type ThreadSnapshot } from './copier.js';
+import { copierFor, copyThreads, type SamplingMode } from './modes.js';
 import type { MemorySource } from './source.js';
 
 export type { CodeObjectSnapshot, ThreadSnapshot } from './copier.js';
@@ -21,12 +26,20 @@ export interface Snapshot {
 export interface SnapshotOptions extends CopierOptions {
   /** a copier to reuse (its code objects are copied once across snapshots) */
   copier?: MemoryCopier;
+  /**
+   * With a stopper: `adaptive` (the default then) or `blocking`, as `record` does. Without
+   * one, copies are optimistic: a thread whose copy moved is marked `moved`.
+   */
+  mode?: SamplingMode;
+  stopper?: Stopper;
 }
 
 export function takeSnapshot(source: MemorySource, options: SnapshotOptions = {}): Snapshot {
-  const copier = options.copier ?? new MemoryCopier(source, options);
+  const mode = options.mode ?? (options.stopper ? 'adaptive' : 'optimistic');
+  const modeOptions = { mode, ...(options.stopper ? { stopper: options.stopper } : {}), ...(options.consistency ? { consistency: options.consistency } : {}) };
+  const copier = options.copier ?? (options.stopper || options.mode ? copierFor(source, modeOptions) : new MemoryCopier(source, options));
   const time = Date.now();
-  const threads = copier.copyAll();
+  const threads = copyThreads(copier, modeOptions);
   const codeObjects = [...copier.used].map((a) => copier.codeObject(a)).filter((c): c is CodeObjectSnapshot => c !== null);
   return { layout: source.layout, description: source.description, runtimeAddress: source.runtimeAddress, time, threads, codeObjects };
 }

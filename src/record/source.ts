@@ -23,6 +23,11 @@ export interface MemorySource {
   /** The layout of the target's structures. */
   readonly layout: Layout;
   /**
+   * The platform gives every thread a native id (Linux): a thread state whose
+   * native_thread_id is still 0 belongs to a thread that has not started yet.
+   */
+  readonly nativeThreadIds?: boolean;
+  /**
    * Copy `length` bytes at `address` into a new array. Throws ReadError if any byte is not
    * readable. (The caller owns the returned bytes.)
    */

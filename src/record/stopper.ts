@@ -28,6 +28,10 @@ export class ProcessStopper implements Stopper {
   private stoppedAt = 0;
   private stopped = false;
 
+  get stoppedMicros(): number {
+    return this.stats.stoppedMicros;
+  }
+
   constructor(readonly pid: number) {
     // sh reads its stdin until EOF — the recorder's end, however it comes — then resumes the target
     this.watchdog = spawn('sh', ['-c', `read _ ; kill -CONT ${pid} 2>/dev/null`], {

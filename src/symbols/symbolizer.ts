@@ -55,27 +55,34 @@ export class Symbolizer {
    */
   line(code: bigint, instrPtr: bigint): number | null {
     const e = this.entry(code);
-    const info = e.info;
-    if (info instanceof SymbolError) throw info;
-    const diff = instrPtr - info.bytecodeStart;
-    if (diff % 2n !== 0n || diff < -2n || diff >= info.bytecodeEnd - info.bytecodeStart) {
-      throw new SymbolError(
-        `instruction pointer ${hex(instrPtr)} is not a code unit of code object ${hex(code)} ` +
-          `(bytecode ${hex(info.bytecodeStart)}..${hex(info.bytecodeEnd)}, index -1 allowed)`,
-        code,
-      );
-    }
-    const index = Number(diff / 2n);
-    let line = e.lines.get(index);
-    if (line === undefined) {
-      line = lineForOffset(info.locations, index, info.firstLine);
-      e.lines.set(index, line);
-    }
-    return line;
+    return lineOf(e.info, e.lines, instrPtr);
   }
 
   /** Number of code objects looked up so far (decoded or failed). */
   get size(): number {
     return this.entries.size;
   }
+}
+
+/**
+ * The line of instruction pointer `instrPtr` in a decoded code object, memoized in `lines`
+ * (code-unit index → line). See Symbolizer.line.
+ */
+export function lineOf(info: CodeInfo | SymbolError, lines: Map<number, number | null>, instrPtr: bigint): number | null {
+  if (info instanceof SymbolError) throw info;
+  const diff = instrPtr - info.bytecodeStart;
+  if (diff % 2n !== 0n || diff < -2n || diff >= info.bytecodeEnd - info.bytecodeStart) {
+    throw new SymbolError(
+      `instruction pointer ${hex(instrPtr)} is not a code unit of code object ${hex(info.address)} ` +
+        `(bytecode ${hex(info.bytecodeStart)}..${hex(info.bytecodeEnd)}, index -1 allowed)`,
+      info.address,
+    );
+  }
+  const index = Number(diff / 2n);
+  let line = lines.get(index);
+  if (line === undefined) {
+    line = lineForOffset(info.locations, index, info.firstLine);
+    lines.set(index, line);
+  }
+  return line;
 }

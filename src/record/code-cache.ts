@@ -1,0 +1,264 @@
+// The recorder's code objects: each copied once per address, and checked again whenever it may
+// have died since it was last confirmed.
+//
+// A code object's identity is its content — names, file, first line, bytecode length, frame
+// size, line table — not its address. CPython reuses the address of a dead code object, and
+// the allocator's free lists often put the new object's name strings and line table at the old
+// ones' addresses too, so equal pointers do not prove the same function. Two rules follow:
+//
+// - A code object is read (checked or copied) inside the copy window of the sample whose frame
+//   refers to it. The copy's own check (anchor or re-read, or the target being stopped) proves
+//   that frame alive through the window, and a live frame holds its code object: what is read
+//   there is the frame's code object, not a successor. `check` reads; `commit` keeps what it
+//   read only for a copy that did not move.
+// - A confirmed entry stays good while no code object of its interpreter has died: CPython
+//   3.14+ counts deaths (interpreter_state.code_object_generation), read inside the window.
+//   Without that counter (3.11–3.13), or after a death, the entry is checked again: its header
+//   (type, size, first line, the pointers to its strings and line table) and then its qualname's
+//   text; only a difference there makes a full copy, and a record is written only when the
+//   copy's content differs from the one recorded for that address.
+
+import type { Layout } from '../layout/layout.js';
+import { decodeCodeObject } from '../symbols/code-object.js';
+import { SymbolError } from '../symbols/location-table.js';
+import { pyBytesExtent, pyBytesHeaderSize, pyStringExtent, pyStringHeaderSize, readPyBytes, readPyString } from '../symbols/strings.js';
+import { RegionMemory, readPointer } from '../walk/region-memory.js';
+import type { Region } from '../walk/types.js';
+import type { MemorySource } from './source.js';
+
+export interface CodeObjectSnapshot {
+  address: bigint;
+  /**
+   * the code object header, and its qualname, name, filename and location-table objects; empty
+   * when the address was found to hold no code object any more (a record that withdraws the
+   * one recorded before)
+   */
+  regions: Region[];
+}
+
+const MAX_OBJECT_BYTES = 64 << 20;
+
+interface Entry {
+  /** the copy recorded for this address (null: none, or withdrawn) */
+  snapshot: CodeObjectSnapshot | null;
+  /** what the processing side will make of the snapshot (see contentKey) */
+  key: string;
+  /** header fields that tell code objects apart (type, size, names, line table, first line) */
+  identity: Uint8Array | null;
+  /** the qualname's text when last confirmed */
+  qualname: string | null;
+  /** interpreter and code_object_generation of the last confirmation (null: no such counter) */
+  confirmedBy: bigint;
+  confirmedAt: bigint | null;
+}
+
+/** Checks made inside one copy window, to be committed if the copy holds. */
+export type PendingCodes = Map<bigint, Entry>;
+
+export class CodeCache {
+  private readonly entries = new Map<bigint, Entry>();
+  /** type object address → is it the code type (checked once by tp_name) */
+  private readonly codeTypes = new Map<bigint, boolean>();
+  private readonly P: 4 | 8;
+
+  constructor(
+    private readonly source: MemorySource,
+    private readonly layout: Layout,
+  ) {
+    this.P = layout.pointerSize;
+  }
+
+  /** The copy recorded for a code object (null: none). */
+  snapshot(address: bigint): CodeObjectSnapshot | null {
+    return this.entries.get(address)?.snapshot ?? null;
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /**
+   * Check the code objects at `addresses` — inside the copy window, so that each is the live
+   * frame's own object. `generation` is the interpreter's code_object_generation read in the
+   * window (null where there is none). Returns what changed or was confirmed by reading; the
+   * cache itself is untouched until `commit`.
+   */
+  check(addresses: Iterable<bigint>, interp: bigint, generation: bigint | null, pending: PendingCodes = new Map()): PendingCodes {
+    for (const address of addresses) {
+      if (pending.has(address)) continue;
+      const entry = this.entries.get(address);
+      if (entry && generation !== null && entry.confirmedAt === generation && entry.confirmedBy === interp) continue;
+      pending.set(address, this.examine(address, entry, interp, generation));
+    }
+    return pending;
+  }
+
+  /** Would committing these checks record anything (a code object new, changed or withdrawn)? */
+  changes(pending: PendingCodes): boolean {
+    for (const [address, next] of pending) {
+      const had = this.entries.get(address);
+      if (had?.key === next.key) continue;
+      if (next.snapshot === null && !had?.snapshot) continue;
+      return true;
+    }
+    return false;
+  }
+
+  /**
+   * Keep the checks of a copy that held. Returns the code objects to record before the sample
+   * (new, changed or withdrawn), and whether one of them replaces a record already made for
+   * its address (the capture must then start a new block, so that earlier samples keep the
+   * earlier record).
+   */
+  commit(pending: PendingCodes): { fresh: CodeObjectSnapshot[]; replaced: boolean } {
+    const fresh: CodeObjectSnapshot[] = [];
+    let replaced = false;
+    for (const [address, next] of pending) {
+      const had = this.entries.get(address);
+      this.entries.set(address, next);
+      if (had?.key === next.key) {
+        // same content: keep the record already made
+        next.snapshot = had.snapshot;
+        continue;
+      }
+      if (next.snapshot === null && !had?.snapshot) continue; // nothing recorded, nothing to withdraw
+      const record = next.snapshot ?? { address, regions: [] };
+      next.snapshot = record.regions.length ? record : null;
+      replaced ||= had?.snapshot != null;
+      fresh.push(record);
+    }
+    return { fresh, replaced };
+  }
+
+  /** Read what is at `address` now and compare it with what was confirmed there. */
+  private examine(address: bigint, entry: Entry | undefined, interp: bigint, generation: bigint | null): Entry {
+    const L = this.layout;
+    const header = this.source.tryRead(address, L.code.size);
+    const identity = header ? this.identity(header) : null;
+    if (entry && header && identity && entry.identity && equal(identity, entry.identity) && entry.qualname !== null) {
+      // equal pointers: the same object, or a successor whose strings landed at the old
+      // addresses — the qualname's text tells them apart
+      const qualname = this.readText(readPointer(header, L.code.qualname, this.P));
+      if (qualname === entry.qualname) return { ...entry, confirmedBy: interp, confirmedAt: generation };
+    }
+    const snapshot = header && this.isCodeType(readPointer(header, L.object.obType, this.P)) ? this.copyCode(address, header) : null;
+    const { key, qualname } = this.contentOf(snapshot);
+    return { snapshot, key, identity: snapshot ? identity : null, qualname, confirmedBy: interp, confirmedAt: generation };
+  }
+
+  /**
+   * What the processing side will make of a copy: its decoded names, first line, bytecode
+   * length and frame size, and the line table's bytes — or the reason it does not decode.
+   */
+  private contentOf(snapshot: CodeObjectSnapshot | null): { key: string; qualname: string | null } {
+    if (!snapshot) return { key: 'none', qualname: null };
+    const mem = new RegionMemory(snapshot.regions, this.P);
+    try {
+      const info = decodeCodeObject(mem, this.layout, snapshot.address);
+      const table = readPyBytes(mem, this.layout, readPointer(snapshot.regions[0]!.bytes, this.layout.code.linetable, this.P));
+      const key = [info.qualname, info.name, info.filename, info.firstLine, info.bytecodeEnd - info.bytecodeStart, info.frameSize, latin1(table)].join('\0');
+      return { key, qualname: info.qualname };
+    } catch (e) {
+      if (!(e instanceof SymbolError)) throw e;
+      return { key: `error\0${e.message}`, qualname: null };
+    }
+  }
+
+  /** The text of a str object in the target (null: unreadable or not a str). */
+  private readText(address: bigint): string | null {
+    const regions: Region[] = [];
+    this.object(address, 'str', regions);
+    if (!regions.length) return null;
+    try {
+      return readPyString(new RegionMemory(regions, this.P), this.layout, address);
+    } catch (e) {
+      if (e instanceof SymbolError) return null;
+      throw e;
+    }
+  }
+
+  /** The bytes of the header fields that tell one code object from another at the same address. */
+  private identity(header: Uint8Array): Uint8Array {
+    const L = this.layout;
+    const P = this.P;
+    const parts = [
+      [L.object.obType, P],
+      [L.object.obSize, P],
+      [L.code.qualname, P],
+      [L.code.name, P],
+      [L.code.filename, P],
+      [L.code.linetable, P],
+      [L.code.firstlineno, 4],
+      [L.code.nlocalsplus, 4],
+      [L.code.stacksize, 4],
+    ] as const;
+    const out = new Uint8Array(parts.reduce((n, [, w]) => n + w, 0));
+    let o = 0;
+    for (const [off, w] of parts) {
+      out.set(header.subarray(off, off + w), o);
+      o += w;
+    }
+    return out;
+  }
+
+  private copyCode(address: bigint, header: Uint8Array): CodeObjectSnapshot {
+    const L = this.layout;
+    const regions: Region[] = [{ address, bytes: header }];
+    const field = (off: number): bigint => readPointer(header, off, this.P);
+    for (const s of [field(L.code.qualname), field(L.code.name), field(L.code.filename)]) this.object(s, 'str', regions);
+    this.object(field(L.code.linetable), 'bytes', regions);
+    return { address, regions };
+  }
+
+  /** Copy a str or bytes object with one read (two for long or out-of-line data). */
+  private object(address: bigint, kind: 'str' | 'bytes', regions: Region[]): void {
+    if (address === 0n || regions.some((r) => r.address === address)) return;
+    const L = this.layout;
+    const headerSize = kind === 'str' ? pyStringHeaderSize(L) : pyBytesHeaderSize(L);
+    // most names are short: read a little more than the header so the data comes along
+    const first = this.source.tryRead(address, headerSize + 64) ?? this.source.tryRead(address, headerSize);
+    if (!first) return;
+    let extent;
+    try {
+      extent = kind === 'str' ? pyStringExtent(first, L, address) : pyBytesExtent(first, L, address);
+    } catch {
+      return; // not a valid object: symbolization will say so
+    }
+    if (extent.dataAddress === null) {
+      const total = extent.headerSize + extent.dataLength;
+      if (total > MAX_OBJECT_BYTES) return;
+      const bytes = total <= first.length ? first.subarray(0, Math.max(total, headerSize)) : this.source.tryRead(address, total);
+      if (bytes) regions.push({ address, bytes });
+    } else {
+      regions.push({ address, bytes: first.subarray(0, Math.max(extent.headerSize, headerSize)) });
+      if (extent.dataLength > MAX_OBJECT_BYTES) return;
+      const data = this.source.tryRead(extent.dataAddress, extent.dataLength);
+      if (data) regions.push({ address: extent.dataAddress, bytes: data });
+    }
+  }
+
+  private isCodeType(type: bigint): boolean {
+    const known = this.codeTypes.get(type);
+    if (known !== undefined) return known;
+    let ok = false;
+    const t = this.source.tryRead(type + BigInt(this.layout.type.tpName), this.P);
+    if (t) {
+      const name = this.source.tryRead(readPointer(t, 0, this.P), 5);
+      ok = !!name && name[0] === 0x63 && name[1] === 0x6f && name[2] === 0x64 && name[3] === 0x65 && name[4] === 0;
+    }
+    this.codeTypes.set(type, ok);
+    return ok;
+  }
+}
+
+function equal(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+function latin1(bytes: Uint8Array): string {
+  let s = '';
+  for (let i = 0; i < bytes.length; i += 4096) s += String.fromCharCode(...bytes.subarray(i, i + 4096));
+  return s;
+}

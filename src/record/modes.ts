@@ -1,0 +1,47 @@
+// How copies are kept consistent — one set of rules for every command that copies a live
+// target (record, dump).
+
+import { MemoryCopier, type Consistency, type Stopper, type ThreadSnapshot } from './copier.js';
+import type { MemorySource } from './source.js';
+
+/**
+ * - `optimistic`: copy while the target runs; a copy that moved (after one immediate retry) is
+ *   kept as `torn` — counted, never profiled or shown as a stack.
+ * - `adaptive`: a thread whose copy moved is copied again at once with the target stopped, so
+ *   no sample is lost to the check; steady code is never stopped.
+ * - `blocking`: stop the target for every copy.
+ */
+export type SamplingMode = 'optimistic' | 'adaptive' | 'blocking';
+
+export const SAMPLING_MODES: readonly SamplingMode[] = ['adaptive', 'optimistic', 'blocking'];
+
+export interface ModeOptions {
+  mode: SamplingMode;
+  /** stops and resumes the target (required for `adaptive` and `blocking`) */
+  stopper?: Stopper;
+  /** how a copy is checked (default: the anchor where the target has one and can be written) */
+  consistency?: Consistency;
+}
+
+/** A copier that makes copies as `mode` says. */
+export function copierFor(source: MemorySource, options: ModeOptions): MemoryCopier {
+  if (options.mode !== 'optimistic' && !options.stopper) throw new Error(`sampling mode ${options.mode} needs a way to stop the target`);
+  return new MemoryCopier(source, {
+    ...(options.consistency ? { consistency: options.consistency } : {}),
+    // adaptive: a copy that moved is made again at once with the target stopped. Retrying
+    // without stopping would bias the profile: a retry succeeds more often when the program is
+    // in a long-lived frame, while the moment a stop lands is independent of the program.
+    ...(options.mode === 'adaptive' ? { stopper: options.stopper!, retries: 0 } : {}),
+  });
+}
+
+/** Copy every thread once, as `mode` says (blocking: with the whole target stopped). */
+export function copyThreads(copier: MemoryCopier, options: ModeOptions): ThreadSnapshot[] {
+  if (options.mode !== 'blocking') return copier.copyAll();
+  const stopper = options.stopper!;
+  try {
+    return copier.copyAll({ stopped: stopper.stop() });
+  } finally {
+    stopper.resume();
+  }
+}

@@ -1,0 +1,102 @@
+// `pyunwind dump` follows record's copy rules. A deeply recursive program whose stack changes
+// all the time (it unwinds and rebuilds 60 frames every few tens of microseconds, longer than
+// a copy of them takes) is dumped again and again on every interpreter: in the default mode
+// every dump must be trusted and one of the stacks the program can have; with --mode
+// optimistic a dump may come back `torn`, but never as a trusted stack it cannot have.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { TRUSTED, type Status } from '../src/walk/status.js';
+import { recordCoverage } from './helpers/coverage.js';
+import { nativeInterpreters } from './helpers/interpreters.js';
+
+const BIN = path.resolve('bin/pyunwind.js');
+const DEPTH = 60;
+// line numbers matter: the checks below know where each call is
+const PROGRAM = `import sys
+sys.setrecursionlimit(10000)
+def leaf():
+    x = 0
+    for i in range(20):
+        x += i
+    return x
+def down(n):
+    if n == 0:
+        return leaf()
+    return down(n - 1)
+def main():
+    print("ready", flush=True)
+    while True:
+        down(${DEPTH})
+main()
+`;
+const LEAF_CALL = 10;
+const DOWN_CALL = 11;
+const MAIN_CALL = 15;
+const MODULE_CALL = 16;
+
+interface DumpJson {
+  threads: { status: Status; frames: { qualname: string; line: number | null }[] }[];
+}
+
+/** Why a stack (innermost first) is not one the program can have, or null. */
+function impossible(frames: { qualname: string; line: number | null }[]): string | null {
+  const outer = [...frames].reverse();
+  const show = () => outer.map((f) => `${f.qualname}:${f.line}`).join(' > ');
+  if (outer[0]?.qualname !== '<module>' || outer[0].line !== MODULE_CALL) return `bad root: ${show()}`;
+  if (outer.length === 1) return null;
+  if (outer[1]!.qualname !== 'main') return `bad main: ${show()}`;
+  if (outer.length > 2 && outer[1]!.line !== MAIN_CALL) return `main not at its call: ${show()}`;
+  const downs = outer.slice(2).filter((f) => f.qualname === 'down');
+  const rest = outer.slice(2 + downs.length);
+  if (outer.slice(2, 2 + downs.length).some((f) => f.qualname !== 'down')) return `not a chain of down: ${show()}`;
+  if (downs.length > DEPTH + 1) return `too deep: ${show()}`;
+  // every down but the innermost one is in its recursive call
+  if (downs.slice(0, -1).some((f) => f.line !== DOWN_CALL)) return `a down not at its call: ${show()}`;
+  if (rest.length === 0) return null;
+  if (rest.length !== 1 || rest[0]!.qualname !== 'leaf') return `unknown frames: ${show()}`;
+  if (downs.length !== DEPTH + 1 || downs.at(-1)!.line !== LEAF_CALL) return `leaf under ${downs.length} downs: ${show()}`;
+  return null;
+}
+
+const children: ChildProcess[] = [];
+afterAll(() => children.forEach((c) => c.kill('SIGKILL')));
+
+describe.each(nativeInterpreters())('dump of a call-heavy deep stack, $label', (py) => {
+  if (py.missing) {
+    it(`is skipped: ${py.missing}`, () => recordCoverage('dump-live', py.label, false, py.missing!));
+    return;
+  }
+  it('never shows a moved copy as trusted: every default dump is trusted and possible', async () => {
+    const child = spawn(py.command, ['-c', PROGRAM], { stdio: ['ignore', 'pipe', 'inherit'] });
+    children.push(child);
+    await new Promise<void>((resolve, reject) => {
+      child.stdout!.once('data', () => resolve());
+      child.once('exit', (c) => reject(new Error(`program exited ${c}`)));
+    });
+    const dump = (mode: string): DumpJson => {
+      const r = spawnSync(process.execPath, [BIN, 'dump', '--pid', String(child.pid), '-f', 'json', '-m', mode], { encoding: 'utf8', timeout: 30_000 });
+      expect(r.status, r.stderr).toBe(0);
+      return JSON.parse(r.stdout) as DumpJson;
+    };
+    const seen: Record<string, Record<string, number>> = { adaptive: {}, optimistic: {} };
+    for (const mode of ['adaptive', 'optimistic'] as const) {
+      for (let i = 0; i < 10; i++) {
+        const d = dump(mode);
+        expect(d.threads).toHaveLength(1);
+        const t = d.threads[0]!;
+        seen[mode]![t.status] = (seen[mode]![t.status] ?? 0) + 1;
+        if (mode === 'adaptive') expect(TRUSTED.has(t.status), `adaptive dump ${i}: ${t.status}`).toBe(true);
+        if (TRUSTED.has(t.status)) {
+          expect(impossible(t.frames), `${mode} dump ${i}`).toBeNull();
+        } else {
+          expect(t.status).toBe('torn');
+          expect(t.frames).toEqual([]);
+        }
+      }
+    }
+    console.log(`${py.label}: adaptive ${JSON.stringify(seen.adaptive)}, optimistic ${JSON.stringify(seen.optimistic)}`);
+    recordCoverage('dump-live', py.label, true);
+    child.kill('SIGKILL');
+  });
+});

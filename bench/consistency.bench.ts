@@ -6,7 +6,7 @@
 // against unprofiled runs). Then the bias check: per-function totals of the default mode
 // against --blocking, on the churn program and on a steady one.
 //
-//   STDLIB=1 bash scripts/provision-cpython.sh .cache/cpython-full 3.15   (Tachyon + a self-running binary)
+//   npm run provision   (Debian 3.15 with its standard library: Tachyon and a self-running binary)
 //   npm run bench:consistency
 //
 // Figures go to docs/validation.md by hand, with the date and the machine.
@@ -19,7 +19,7 @@ import { CHURN_STACKS } from '../test/helpers/churn.js';
 const BIN = path.resolve('bin/pyunwind.js');
 const CHURN = path.resolve('workloads/churn.py');
 const STEADY = path.resolve('workloads/steady.py');
-const PY = path.resolve('.cache/cpython-full/bin/python3.15p');
+const PY = path.resolve('.cache/cpython/bin/python3.15p');
 const SECONDS = Number(process.env.SECONDS_PER_RUN ?? 4);
 const RATE = Number(process.env.RATE ?? 5000);
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'pyunwind-consistency-'));
@@ -153,7 +153,7 @@ function table(rows: Row[], base: number): string {
 
 async function main(): Promise<void> {
   if (!fs.existsSync(PY)) {
-    throw new Error(`${PY} is missing: run STDLIB=1 bash scripts/provision-cpython.sh .cache/cpython-full 3.15`);
+    throw new Error(`${PY} is missing: run npm run provision`);
   }
   const version = spawnSync(PY, ['-c', 'import sys; print(sys.version.split()[0])'], { encoding: 'utf8' }).stdout.trim();
   console.log(`# ${new Date().toISOString().slice(0, 10)}, node ${process.version}, ${os.cpus()[0]?.model} × ${os.cpus().length}, CPython ${version}, ${SECONDS} s per run`);

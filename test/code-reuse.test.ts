@@ -14,7 +14,7 @@ import { formatVersion, layoutFromSource } from '../src/layout/index.js';
 import { SampleProcessor } from '../src/process.js';
 import { openLinuxProcess } from '../src/record/linux-process.js';
 import { runSampler } from '../src/record/sampler.js';
-import { ProcessStopper } from '../src/record/stopper.js';
+import { openStopper } from '../src/record/stopper.js';
 import type { MemorySource } from '../src/record/source.js';
 import { TRUSTED } from '../src/walk/status.js';
 import { recordCoverage } from './helpers/coverage.js';
@@ -95,7 +95,7 @@ describe.each(nativeInterpreters())('code objects reused at one address, $label'
       recorder: 'pyunwind test',
     });
     const windows = new Map<number, [bigint, bigint]>();
-    const stopper = new ProcessStopper(child.pid!);
+    const stopper = openStopper(child.pid!);
     try {
       await runSampler(source, writer, {
         rateHz: 2000,

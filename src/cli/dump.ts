@@ -6,7 +6,7 @@
 import { parseArgs } from 'node:util';
 import { openLinuxProcess } from '../record/linux-process.js';
 import { takeSnapshot } from '../record/snapshot.js';
-import { ProcessStopper } from '../record/stopper.js';
+import { openStopper } from '../record/stopper.js';
 import { unwindSnapshot, type ThreadStack } from '../unwind.js';
 import { KernelWalker } from '../walk/kernel-walker.js';
 import { UsageError } from './errors.js';
@@ -56,7 +56,7 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
   const mode = modeOption(values.mode, values.blocking);
 
   const source = openLinuxProcess(pid);
-  const stopper = mode === 'optimistic' ? null : new ProcessStopper(pid);
+  const stopper = mode === 'optimistic' ? null : openStopper(pid);
   let stacks: ThreadStack[];
   try {
     const snapshot = takeSnapshot(source, {

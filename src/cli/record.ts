@@ -7,7 +7,7 @@ import type { CodeRecord, SampleRecord } from '../capture/types.js';
 import { formatVersion } from '../layout/index.js';
 import { openLinuxProcess, processIsRunning, TargetError, type LinuxProcessSource } from '../record/linux-process.js';
 import { runSampler, type SamplerStats } from '../record/sampler.js';
-import { ProcessStopper } from '../record/stopper.js';
+import { openStopper } from '../record/stopper.js';
 import { SampleProcessor } from '../process.js';
 import { KernelWalker } from '../walk/kernel-walker.js';
 import { TRUSTED } from '../walk/status.js';
@@ -108,7 +108,7 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
     recorder: `pyunwind ${VERSION}`,
     mode: `${mode}${values['read-only'] ? ', read-only' : ''}`,
   });
-  const stopper = mode === 'optimistic' ? null : new ProcessStopper(pid);
+  const stopper = mode === 'optimistic' ? null : openStopper(pid);
 
   let stopRequested = false;
   const stop = (): void => {

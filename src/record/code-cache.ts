@@ -55,6 +55,12 @@ interface Entry {
 /** Checks made inside one copy window, to be committed if the copy holds. */
 export type PendingCodes = Map<bigint, Entry>;
 
+/** Bytes already read (with a copy, in its window) at [address, address+length), or null. */
+export type Prefetch = (address: bigint, length: number) => Uint8Array | null;
+
+/** where co_qualname's pointer is in an entry's identity bytes, in pointers (see identity()) */
+const QUALNAME_IN_IDENTITY = 2;
+
 export class CodeCache {
   private readonly entries = new Map<bigint, Entry>();
   /** type object address → is it the code type (checked once by tp_name) */
@@ -83,14 +89,36 @@ export class CodeCache {
    * window (null where there is none). Returns what changed or was confirmed by reading; the
    * cache itself is untouched until `commit`.
    */
-  check(addresses: Iterable<bigint>, interp: bigint, generation: bigint | null, pending: PendingCodes = new Map()): PendingCodes {
+  check(
+    addresses: Iterable<bigint>,
+    interp: bigint,
+    generation: bigint | null,
+    pending: PendingCodes = new Map(),
+    prefetched: Prefetch = () => null,
+  ): PendingCodes {
     for (const address of addresses) {
       if (pending.has(address)) continue;
       const entry = this.entries.get(address);
       if (entry && generation !== null && entry.confirmedAt === generation && entry.confirmedBy === interp) continue;
-      pending.set(address, this.examine(address, entry, interp, generation));
+      pending.set(address, this.examine(address, entry, interp, generation, prefetched));
     }
     return pending;
+  }
+
+  /**
+   * What checking these code objects again will read, for a caller that can read it together
+   * with other things (inside the same window): each one's header and its qualname's start.
+   */
+  checkRanges(addresses: Iterable<bigint>): { address: bigint; length: number }[] {
+    const L = this.layout;
+    const out: { address: bigint; length: number }[] = [];
+    for (const a of addresses) {
+      const e = this.entries.get(a);
+      if (!e?.identity) continue;
+      out.push({ address: a, length: L.code.size });
+      out.push({ address: readPointer(e.identity, QUALNAME_IN_IDENTITY * this.P, this.P), length: pyStringHeaderSize(L) + 64 });
+    }
+    return out;
   }
 
   /** Would committing these checks record anything (a code object new, changed or withdrawn)? */
@@ -131,14 +159,14 @@ export class CodeCache {
   }
 
   /** Read what is at `address` now and compare it with what was confirmed there. */
-  private examine(address: bigint, entry: Entry | undefined, interp: bigint, generation: bigint | null): Entry {
+  private examine(address: bigint, entry: Entry | undefined, interp: bigint, generation: bigint | null, prefetched: Prefetch): Entry {
     const L = this.layout;
-    const header = this.source.tryRead(address, L.code.size);
+    const header = prefetched(address, L.code.size) ?? this.source.tryRead(address, L.code.size);
     const identity = header ? this.identity(header) : null;
     if (entry && header && identity && entry.identity && equal(identity, entry.identity) && entry.qualname !== null) {
       // equal pointers: the same object, or a successor whose strings landed at the old
       // addresses — the qualname's text tells them apart
-      const qualname = this.readText(readPointer(header, L.code.qualname, this.P));
+      const qualname = this.readText(readPointer(header, L.code.qualname, this.P), prefetched);
       if (qualname === entry.qualname) return { ...entry, confirmedBy: interp, confirmedAt: generation };
     }
     const snapshot = header && this.isCodeType(readPointer(header, L.object.obType, this.P)) ? this.copyCode(address, header) : null;
@@ -165,9 +193,9 @@ export class CodeCache {
   }
 
   /** The text of a str object in the target (null: unreadable or not a str). */
-  private readText(address: bigint): string | null {
+  private readText(address: bigint, prefetched: Prefetch): string | null {
     const regions: Region[] = [];
-    this.object(address, 'str', regions);
+    this.object(address, 'str', regions, prefetched);
     if (!regions.length) return null;
     try {
       return readPyString(new RegionMemory(regions, this.P), this.layout, address);
@@ -211,12 +239,12 @@ export class CodeCache {
   }
 
   /** Copy a str or bytes object with one read (two for long or out-of-line data). */
-  private object(address: bigint, kind: 'str' | 'bytes', regions: Region[]): void {
+  private object(address: bigint, kind: 'str' | 'bytes', regions: Region[], prefetched: Prefetch = () => null): void {
     if (address === 0n || regions.some((r) => r.address === address)) return;
     const L = this.layout;
     const headerSize = kind === 'str' ? pyStringHeaderSize(L) : pyBytesHeaderSize(L);
     // most names are short: read a little more than the header so the data comes along
-    const first = this.source.tryRead(address, headerSize + 64) ?? this.source.tryRead(address, headerSize);
+    const first = prefetched(address, headerSize + 64) ?? this.source.tryRead(address, headerSize + 64) ?? this.source.tryRead(address, headerSize);
     if (!first) return;
     let extent;
     try {

@@ -18,7 +18,8 @@ import type { Layout } from '../layout/layout.js';
 import { readPointer } from '../walk/region-memory.js';
 import type { Region } from '../walk/types.js';
 import { CodeCache, type CodeObjectSnapshot, type PendingCodes } from './code-cache.js';
-import type { MemorySource } from './source.js';
+import { readMany, type MemorySource } from './source.js';
+import type { Range } from './native.js';
 
 export type { CodeObjectSnapshot } from './code-cache.js';
 
@@ -37,8 +38,8 @@ export interface ThreadSnapshot {
   /** what could not be copied (the walk will then reject the sample, with a reason) */
   errors: string[];
   /**
-   * The stack moved while it was copied: re-read after the copy, the thread's current frame
-   * (or its data-stack top) was not what the copy started from.
+   * The stack moved while it was copied: read again at once, it was not the stack the copy
+   * saw (see MemoryCopier.copyThread).
    */
   moved: boolean;
   /** time the copy of this thread took (the last attempt), µs */
@@ -57,21 +58,30 @@ export interface ThreadSnapshot {
 }
 
 /**
- * How a copy is checked for having moved under the copier:
- * - `anchor` (CPython 3.15+; writes one word into the target): the thread's profiler anchor
- *   (`last_profiled_frame`) is set to the current frame before the copy; the interpreter moves
- *   it, and bumps `last_profiled_frame_seq`, when that frame is popped or suspended. Anchor and
- *   sequence unchanged after the copy prove that nothing at or below the current frame changed.
- * - `reread` (read-only; every version): after the copy, the current frame, the data-stack top
- *   and the current frame's own code and caller are read again and must be unchanged. A frame
- *   popped and another pushed at the same address, with the same code and caller, passes.
+ * How a copy is checked for having moved under the copier. Both read the copy twice in one
+ * system call and compare the stacks the two readings show.
+ * - `anchor` (CPython 3.15+; writes one word into the target): besides, the thread's profiler
+ *   anchor (`last_profiled_frame`) is left on a frame near the top of the stack between copies;
+ *   the interpreter moves it down to the caller whenever the frame it names is popped or
+ *   suspended, so an anchor that did not move during the copy proves that frame and everything
+ *   below it unchanged — only the frames above it rest on the comparison.
+ * - `reread` (read-only; every version): the comparison alone. A change undone within the
+ *   window (a frame popped and the same function called again from the same place, with the
+ *   same caller waiting at the same instruction) passes: the copy then shows a stack the
+ *   program had, though not a proof of one instant.
  */
 export type Consistency = 'anchor' | 'reread';
 
 /** Stops and resumes the whole target (every thread), for copies that must not move. */
 export interface Stopper {
+  /**
+   * Stop what must not run while thread `tid` (its kernel thread id; 0: unknown) is copied —
+   * that thread, or the whole target; true when it was seen stopped.
+   */
+  stopThread(tid: number): boolean;
   /** stop every thread of the target; true when every thread was seen stopped */
-  stop(): boolean;
+  stopAll(): boolean;
+  /** let everything stopped since the last resume run on */
   resume(): void;
   /** time the target has spent stopped by this stopper so far, µs */
   readonly stoppedMicros: number;
@@ -122,10 +132,12 @@ export class MemoryCopier {
   private readonly layout: Layout;
   private readonly maxFrames: number;
   private readonly codes: CodeCache;
-  /** thread state address → bytes to read for it (through the base frame on 3.15) */
-  private readonly tstateLength = new Map<bigint, number>();
-  /** chunk address → used bytes seen in the previous copy: read at once, checked after */
-  private readonly chunkUsed = new Map<bigint, number>();
+  /** what each thread's previous copy found (thread state address → cache) */
+  private readonly threads = new Map<bigint, ThreadCache>();
+  /** the interpreters the previous pass found */
+  private knownInterps: bigint[] = [];
+  /** [lo, hi) of an interpreter state: every field a pass reads from it, in one read */
+  private readonly interpSpan: { lo: number; hi: number };
   /** code objects reached by the stacks of the last copyAll() */
   readonly used = new Set<bigint>();
   /**
@@ -141,8 +153,6 @@ export class MemoryCopier {
   private readonly stopper: Stopper | null;
   /** thread states whose anchor this copier has set (cleared by clearAnchors) */
   private readonly anchored = new Set<bigint>();
-  /** what the end-of-copy check reads, in one read: [lo, hi) of the thread state */
-  private readonly checkSpan: { lo: number; hi: number };
 
   constructor(
     private readonly source: MemorySource,
@@ -153,7 +163,7 @@ export class MemoryCopier {
     this.maxFrames = options.maxFrames ?? 8192;
     this.codes = new CodeCache(source, this.layout);
     const t = this.layout.tstate;
-    const canAnchor = t.lastProfiledFrame !== null && t.lastProfiledFrameSeq !== null && typeof source.write === 'function';
+    const canAnchor = t.lastProfiledFrame !== null && typeof source.write === 'function';
     this.consistency = options.consistency ?? (canAnchor ? 'anchor' : 'reread');
     if (this.consistency === 'anchor' && !canAnchor) {
       throw new Error(
@@ -164,9 +174,14 @@ export class MemoryCopier {
     }
     this.retries = options.retries ?? 1;
     this.stopper = options.stopper ?? null;
-    const fields = [t.currentFrame, t.datastackTop, t.datastackChunk];
-    if (this.consistency === 'anchor') fields.push(t.lastProfiledFrame!, t.lastProfiledFrameSeq!);
-    this.checkSpan = { lo: Math.min(...fields), hi: Math.max(...fields) + this.P };
+    const f = this.layout.interp;
+    const fields: [number, number][] = [
+      [f.id, 8],
+      [f.next, this.P],
+      [f.threadsHead, this.P],
+    ];
+    if (f.threadsMain !== null) fields.push([f.threadsMain, this.P]);
+    this.interpSpan = { lo: Math.min(...fields.map(([o]) => o)), hi: Math.max(...fields.map(([o, n]) => o + n)) };
   }
 
   /**
@@ -188,21 +203,36 @@ export class MemoryCopier {
     const source = this.source;
     this.used.clear();
     const threads: ThreadSnapshot[] = [];
-    let interp = readPointer(source.read(source.runtimeAddress + BigInt(L.runtime.interpretersHead), P), 0, P);
-    const seenInterps = new Set<bigint>();
     const f = L.interp;
-    // one read per interpreter covers every field needed from it
-    const fields: [number, number][] = [
-      [f.id, 8],
-      [f.next, P],
-      [f.threadsHead, P],
-    ];
-    if (f.threadsMain !== null) fields.push([f.threadsMain, P]);
-    const lo = Math.min(...fields.map(([o]) => o));
-    const hi = Math.max(...fields.map(([o, n]) => o + n));
+    const { lo, hi } = this.interpSpan;
+    // Everything the previous pass read — the interpreter list, and each thread's copy and
+    // its second reading — in one gathered read. What changed since is read on its own.
+    const headAt: Range = { address: source.runtimeAddress + BigInt(L.runtime.interpretersHead), length: P };
+    const plan: Range[] = [headAt];
+    for (const i of this.knownInterps) plan.push({ address: i + BigInt(lo), length: hi - lo });
+    const planned: { tstate: bigint; at: number; plan: Range[] }[] = [];
+    for (const [tstate, cache] of this.threads) {
+      if (!cache.live) continue;
+      const p = this.planOf(tstate, cache.interp, cache, !this.allStopped);
+      planned.push({ tstate, at: plan.length, plan: p });
+      plan.push(...p);
+    }
+    const got = readMany(source, plan);
+    const prefetched = new Map<bigint, Prefetched>();
+    for (const t of planned) prefetched.set(t.tstate, { plan: t.plan, got: got.slice(t.at, t.at + t.plan.length) });
+    for (const cache of this.threads.values()) cache.live = false;
+    const known = this.knownInterps;
+    const interpBlock = (i: bigint): Uint8Array => {
+      const k = known.indexOf(i);
+      return (k >= 0 ? got[1 + k] : null) ?? source.read(i + BigInt(lo), hi - lo);
+    };
+    let interp = got[0] ? readPointer(got[0], 0, P) : readPointer(source.read(headAt.address, P), 0, P);
+    const seenInterps = new Set<bigint>();
+    this.knownInterps = [];
     for (let i = 0; interp !== 0n && i < MAX_INTERPRETERS && !seenInterps.has(interp); i++) {
       seenInterps.add(interp);
-      const block = source.read(interp + BigInt(lo), hi - lo);
+      this.knownInterps.push(interp);
+      const block = interpBlock(interp);
       const dv = new DataView(block.buffer, block.byteOffset, block.byteLength);
       const interpreterId = dv.getBigInt64(f.id - lo, true);
       const main = f.threadsMain !== null ? readPointer(block, f.threadsMain - lo, P) : 0n;
@@ -220,9 +250,14 @@ export class MemoryCopier {
           const b = this.source.tryRead(tstate + BigInt(L.tstate.next), P);
           next = b ? readPointer(b, 0, P) : null;
         } else {
-          const { snap, entry } = this.thread(interp, interpreterId, tstate);
+          const { snap, entry } = this.thread(interp, interpreterId, tstate, prefetched.get(tstate));
           next = entry === 'stale' ? null : readPointer(snap.regions[0]!.bytes, L.tstate.next, P);
           if (entry === 'thread') {
+            const cache = this.threads.get(tstate);
+            if (cache) {
+              cache.live = true;
+              cache.interp = interp;
+            }
             copied.add(tstate);
             snap.mainThread = main !== 0n && main === tstate;
             threads.push(snap);
@@ -239,6 +274,8 @@ export class MemoryCopier {
       }
       interp = readPointer(block, f.next - lo, P);
     }
+    // threads that were not in any list this time are gone: forget them
+    for (const [tstate, cache] of this.threads) if (!cache.live) this.threads.delete(tstate);
     return threads;
   }
 
@@ -251,20 +288,20 @@ export class MemoryCopier {
    * Copy one thread: tried again at once if the copy moved, and — with a stopper — copied with
    * the target stopped if it still moves.
    */
-  private thread(interp: bigint, interpreterId: bigint, tstate: bigint): { snap: ThreadSnapshot; entry: ListEntry } {
-    let attempt = this.copyThread(interp, interpreterId, tstate);
+  private thread(interp: bigint, interpreterId: bigint, tstate: bigint, prefetched?: Prefetched): { snap: ThreadSnapshot; entry: ListEntry } {
+    let attempt = this.copyThread(interp, interpreterId, tstate, this.allStopped, prefetched);
     if (attempt.entry !== 'thread') return attempt;
     let attempts = 1;
     if (this.allStopped) this.settle(attempt.snap);
     while (attempt.snap.moved && attempts <= this.retries) {
-      attempt = this.copyThread(interp, interpreterId, tstate);
+      attempt = this.copyThread(interp, interpreterId, tstate, false);
       attempts++;
     }
     if (attempt.snap.moved && this.stopper) {
       let stopped = false;
       try {
-        stopped = this.stopper.stop();
-        attempt = this.copyThread(interp, interpreterId, tstate);
+        stopped = this.stopper.stopThread(Number(attempt.snap.nativeThreadId));
+        attempt = this.copyThread(interp, interpreterId, tstate, stopped);
       } finally {
         this.stopper.resume();
       }
@@ -330,7 +367,21 @@ export class MemoryCopier {
     return out;
   }
 
-  private copyThread(interp: bigint, interpreterId: bigint, tstate: bigint): Attempt {
+  /**
+   * One copy of a thread. Everything the previous copy of this thread needed — the thread state,
+   * the data-stack chunks, the frames outside them, the _PyCFrame on 3.11/3.12, the count of
+   * code-object deaths — is read in one gathered read, and (unless the target is stopped) read
+   * again at once in the same call. The copy is the first half; it did not move if the second
+   * half shows the same stack: the same current frame, data-stack top and chunk, and every frame
+   * of the chain with the same caller, code and owner (and, below the innermost one, the same
+   * instruction) — except that frames at and below the profiler anchor (3.15+) are proven
+   * unchanged by the anchor itself. The window a change can slip through is one system call
+   * (a few microseconds), and a change confined to the innermost frames that undoes itself
+   * within it can only show a stack the program had. What the previous copy did not foresee
+   * (a deeper stack, a new chunk, a code object to check) is read after, and then all of it is
+   * read again and compared.
+   */
+  private copyThread(interp: bigint, interpreterId: bigint, tstate: bigint, stopped: boolean, prefetched?: Prefetched, replanned = false): Attempt {
     const L = this.layout;
     const P = this.P;
     const started = performance.now();
@@ -353,15 +404,42 @@ export class MemoryCopier {
       codeReplaced: false,
     };
     const attempt: Attempt = { snap, codes: new Map(), entry: 'thread' };
+    const cache = this.threadCache(tstate);
+    const checking = !stopped;
 
-    // one read: the length learned from this thread's previous copy covers the base frame
-    const known = this.tstateLength.get(tstate) ?? L.tstate.size;
-    let ts = this.source.tryRead(tstate, known);
-    if (!ts && known !== L.tstate.size) ts = this.source.tryRead(tstate, L.tstate.size);
+    // the first read, and (checking) the same ranges again: read now, or with the others
+    // (prefetched) when they were planned alike
+    const n = this.planLength(cache);
+    let whole: Range[];
+    let got: (Uint8Array | null)[];
+    const codeAt = (checking ? 2 : 1) * n;
+    if (prefetched && prefetched.plan.length === codeAt + this.codeRanges(cache).length) {
+      whole = prefetched.plan;
+      got = prefetched.got;
+    } else {
+      whole = this.planOf(tstate, interp, cache, checking);
+      got = readMany(this.source, whole);
+    }
+    const plan = whole.slice(0, n);
+    const again = checking ? got.slice(n, 2 * n) : null;
+    const codeRanges = whole.slice(codeAt);
+    const codeData = got.slice(codeAt);
+    const genAt = this.generationRange(interp);
+    const cframeAt = genAt ? 2 : 1;
+    const chunksAt = cframeAt + (cache.cframe !== 0n && L.tstate.cframeCurrentFrame !== null ? 1 : 0);
+    const outsideAt = chunksAt + cache.chunks.length;
+
+    let ts = got[0] ?? null;
+    let extra = 0; // reads after the first one
+    if (!ts && cache.tstateLength !== L.tstate.size) {
+      extra++;
+      ts = this.source.tryRead(tstate, L.tstate.size);
+    }
     if (!ts || readPointer(ts, L.tstate.interp, P) !== interp) {
       attempt.entry = 'stale';
       return attempt;
     }
+    const generation = genAt ? u64(got[1]) : null;
     // 3.15: the base frame sits inside _PyThreadStateImpl, past thread_state.size; copy the
     // thread state through its end in the same region
     if (L.tstate.baseFrame !== null) {
@@ -370,11 +448,12 @@ export class MemoryCopier {
       if (base >= tstate + BigInt(L.tstate.size) && end - tstate <= BigInt(L.tstate.size + MAX_TSTATE_TAIL)) {
         const need = Number(end - tstate);
         if (ts.length < need) {
+          extra++;
           const whole = this.source.tryRead(tstate, need);
           if (whole) ts = whole;
           else errors.push(`base frame ${hex(base)}: not readable`);
         }
-        this.tstateLength.set(tstate, need);
+        cache.tstateLength = need;
       }
     }
     regions.push({ address: tstate, bytes: ts });
@@ -389,10 +468,15 @@ export class MemoryCopier {
       // 3.11/3.12: tstate->cframe->current_frame; root_cframe is inside the thread state, a
       // running eval loop's _PyCFrame is on the C stack
       frame = 0n;
+      cache.cframe = cframe;
       if (cframe !== 0n) {
         const field = cframe + BigInt(L.tstate.cframeCurrentFrame);
         if (!mem.contains(field, P)) {
-          const bytes = this.source.tryRead(cframe, L.tstate.cframeCurrentFrame + P);
+          let bytes = chunksAt > cframeAt && plan[cframeAt]!.address === cframe ? got[cframeAt]! : null;
+          if (!bytes) {
+            extra++;
+            bytes = this.source.tryRead(cframe, L.tstate.cframeCurrentFrame + P);
+          }
           if (bytes) mem.add({ address: cframe, bytes });
           else errors.push(`cframe ${hex(cframe)}: not readable`);
         }
@@ -405,73 +489,139 @@ export class MemoryCopier {
       attempt.entry = 'unborn';
       return attempt;
     }
-    // the anchor: set it to the current frame, then confirm it is still current and take the
-    // sequence (read after the anchor was seen in place)
-    let seq: bigint | null = null;
-    let anchoring = this.consistency === 'anchor' && frame !== 0n && frame !== base;
-    if (anchoring) {
-      const anchorAt = tstate + BigInt(L.tstate.lastProfiledFrame!);
-      // little-endian: a 4-byte pointer is the low half of the 8-byte word
-      const word = new Uint8Array(8);
-      new DataView(word.buffer).setBigUint64(0, frame, true);
-      try {
-        this.source.write!(anchorAt, word.subarray(0, P));
-        this.anchored.add(tstate);
-      } catch (e) {
-        // the target cannot be written after all: check copies by re-reading from now on
-        this.consistency = 'reread';
-        this.writeFailure = (e as Error).message;
-        anchoring = false;
-      }
-    }
-    if (anchoring) {
-      const now = this.readCheck(tstate);
-      if (!now || now.current !== frame || now.anchor !== frame) {
-        // the stack moved before the copy began: try again
-        snap.moved = true;
-        snap.copyMicros = Math.round((performance.now() - started) * 1000);
-        return attempt;
-      }
-      seq = now.seq;
-    }
+    cache.nativeThreadId = snap.nativeThreadId;
 
-    const generation = this.codeGeneration(interp);
-    this.copyChunks(ts, mem, errors);
-    const chain = this.followFrames(frame, base, mem, errors);
+    const guessedOutside = new Map<bigint, Uint8Array>();
+    cache.outside.forEach((f, i) => {
+      const b = got[outsideAt + i];
+      if (b) guessedOutside.set(f, b);
+    });
+    extra += this.copyChunks(ts, mem, errors, cache, got.slice(chunksAt, outsideAt));
+    const chain = this.followFrames(frame, base, mem, errors, guessedOutside);
+    extra += chain.reads;
+    cache.outside = chain.frames.filter((f) => !mem.inChunk(f, L.frame.size));
     // the chain's code objects, inside the window (see code-cache.ts)
-    const codes = this.codesOf(chain, mem);
+    const codes = this.codesOf(chain.frames, mem);
     for (const c of codes) this.used.add(c);
-    this.codes.check(codes, interp, generation, attempt.codes);
-    snap.moved = anchoring ? this.anchorMoved(tstate, ts, frame, seq!, mem) : this.movedSince(tstate, ts, cframe, frame, mem, chain);
-    if (!snap.moved && !anchoring) {
-      // The re-read cannot see a frame popped and pushed again at the same place with the same
-      // code address — which is what a function dropped and compiled again looks like, its
-      // new code object at the dead one's address. Where code objects were read then, they may
-      // be of the dead one. With the death counter (3.14+), a death during the window makes
-      // the copy count as moved; without it, so does any code object that the check found new
-      // or changed, when the target can be stopped to copy it for sure.
-      if (generation !== null) snap.moved = this.codeGeneration(interp) !== generation;
-      else if (this.stopper && this.codes.changes(attempt.codes)) snap.moved = true;
+    const before = attempt.codes.size;
+    this.codes.check(codes, interp, generation, attempt.codes, (a, len) => pick(codeRanges, codeData, a, len));
+    // the code objects it used lately, most recent first, to read with the next copy
+    cache.codes = [...new Set([...codes, ...cache.codes])].slice(0, RECENT_CODES);
+    // code objects checked with what the first read brought along cost no read of their own
+    const codeReads = attempt.codes.size - before;
+    if (codeReads > 0 && codes.some((c) => !codeRanges.some((r) => r.address === c))) extra += codeReads;
+
+    if (checking) {
+      // the first read did not bring everything (a deeper stack, a new chunk or code object):
+      // once, copy again with the plan this copy learned, for a window of one call again
+      if (extra > 0 && !replanned) return this.copyThread(interp, interpreterId, tstate, stopped, undefined, true);
+      const anchor = this.consistency === 'anchor' ? readPointer(ts, L.tstate.lastProfiledFrame!, P) : 0n;
+      if (extra === 0) {
+        snap.moved = !this.unchanged(tstate, interp, ts, cframe, frame, chain.frames, mem, anchor, generation, (a, n) => pick(plan, again!, a, n));
+      } else {
+        // read again what the copy ended up using, and compare
+        const used: Range[] = [{ address: tstate, length: ts.length }];
+        if (genAt) used.push(genAt);
+        for (const r of mem.all()) if (r.address !== tstate) used.push({ address: r.address, length: r.bytes.length });
+        const second = readMany(this.source, used);
+        snap.moved = !this.unchanged(tstate, interp, ts, cframe, frame, chain.frames, mem, anchor, generation, (a, n) => pick(used, second, a, n));
+      }
+      // Without the death counter (3.11–3.13), a code object read in the window may still be
+      // of a function dropped and compiled again at the same address within it (the compare
+      // cannot see a frame popped and pushed again there): a copy that found a code object
+      // new or changed is made again with the target stopped, where it can be.
+      if (!snap.moved && generation === null && codeReads > 0 && this.stopper && this.codes.changes(attempt.codes)) snap.moved = true;
+      if (!snap.moved && this.consistency === 'anchor') this.placeAnchor(tstate, anchor, chain.frames, mem);
     }
-    // Without the anchor, frames read on their own after the chunks (generator and coroutine
-    // frames, entry frames on the C stack) are where torn copies slip through the re-read
-    // (measured: about 1 in 10,000 churn samples). When the target can be stopped, such a copy
-    // is made again stopped rather than trusted.
-    if (!snap.moved && !anchoring && this.stopper && this.offChunkLink(chain, mem)) snap.moved = true;
     snap.copyMicros = Math.round((performance.now() - started) * 1000);
     return attempt;
   }
 
-  /** The interpreter's count of code-object deaths, now (null: this Python has none, or unreadable). */
-  private codeGeneration(interp: bigint): bigint | null {
-    const off = this.layout.interp.codeObjectGeneration;
-    if (off === null) return null;
-    const b = this.source.tryRead(interp + BigInt(off), 8);
-    return b ? new DataView(b.buffer, b.byteOffset, 8).getBigUint64(0, true) : null;
+  /**
+   * Does the second reading (`now(address, length)`: bytes read after the copy, null if not
+   * read) show the stack the copy saw? Frames at and below a profiler anchor that did not move
+   * are proven unchanged by it; every other frame of the chain must show the same caller, code
+   * and owner — and, below the innermost one, the same instruction (a frame popped and called
+   * again comes back at its first instruction, not at the call it was in).
+   */
+  private unchanged(
+    tstate: bigint,
+    interp: bigint,
+    ts: Uint8Array,
+    cframe: bigint,
+    frame: bigint,
+    chain: readonly bigint[],
+    mem: GrowingMemory,
+    anchor: bigint,
+    generation: bigint | null,
+    now: (address: bigint, length: number) => Uint8Array | null,
+  ): boolean {
+    const L = this.layout;
+    const P = this.P;
+    // the thread state: the same current frame (or _PyCFrame), top, chunk and anchor
+    const fields = [L.tstate.currentFrame, L.tstate.datastackTop, L.tstate.datastackChunk];
+    if (this.consistency === 'anchor') fields.push(L.tstate.lastProfiledFrame!);
+    for (const off of fields) {
+      const b = now(tstate + BigInt(off), P);
+      if (!b || readPointer(b, 0, P) !== readPointer(ts, off, P)) return false;
+    }
+    if (L.tstate.cframeCurrentFrame !== null && cframe !== 0n) {
+      const b = now(cframe + BigInt(L.tstate.cframeCurrentFrame), P);
+      if (!b || readPointer(b, 0, P) !== frame) return false;
+    }
+    if (generation !== null) {
+      const at = this.generationRange(interp)!;
+      if (u64(now(at.address, at.length)) !== generation) return false;
+    }
+    // the anchor, where it is a Python frame of the chain, vouches for itself and what is below
+    let upTo = chain.length;
+    if (anchor !== 0n) {
+      const j = chain.indexOf(anchor);
+      const owner = j >= 0 ? mem.bytes(anchor + BigInt(L.frame.owner), 1)?.[0] : undefined;
+      if (owner === L.owners.thread || owner === L.owners.generator) upTo = j;
+    }
+    for (let k = 0; k < upTo; k++) {
+      const f = chain[k]!;
+      const copied = mem.bytes(f, L.frame.size);
+      const live = now(f, L.frame.size);
+      if (!copied || !live) return false;
+      if (!sameField(copied, live, L.frame.previous, P) || !sameField(copied, live, L.frame.executable, P) || copied[L.frame.owner] !== live[L.frame.owner]) return false;
+      if (k > 0 && !sameField(copied, live, L.frame.instrPtr, P)) return false;
+    }
+    return true;
+  }
+
+  /**
+   * Leave the profiler anchor where it will vouch for the next copy of this thread: on the
+   * innermost frame's caller (the innermost frame comes and goes; the anchor would follow it
+   * down anyway), unless it already sits on a Python frame of the chain near the top. The
+   * write is outside any copy's window; the next copy reads where it is.
+   */
+  private placeAnchor(tstate: bigint, anchor: bigint, chain: readonly bigint[], mem: GrowingMemory): void {
+    const L = this.layout;
+    const isPython = (f: bigint): boolean => {
+      const owner = mem.bytes(f + BigInt(L.frame.owner), 1)?.[0];
+      return owner === L.owners.thread || owner === L.owners.generator;
+    };
+    const j = anchor === 0n ? -1 : chain.indexOf(anchor);
+    if (j >= 0 && j <= ANCHOR_DEPTH && isPython(anchor)) return;
+    const target = chain.slice(1).find(isPython) ?? (chain[0] !== undefined && isPython(chain[0]) ? chain[0] : undefined);
+    if (target === undefined) return;
+    // little-endian: a 4-byte pointer is the low half of the 8-byte word
+    const word = new Uint8Array(8);
+    new DataView(word.buffer).setBigUint64(0, target, true);
+    try {
+      this.source.write!(tstate + BigInt(L.tstate.lastProfiledFrame!), word.subarray(0, this.P));
+      this.anchored.add(tstate);
+    } catch (e) {
+      // the target cannot be written after all: check copies by comparing alone from now on
+      this.consistency = 'reread';
+      this.writeFailure = (e as Error).message;
+    }
   }
 
   /** The code objects of the chain's Python frames. */
-  private codesOf(chain: bigint[], mem: GrowingMemory): bigint[] {
+  private codesOf(chain: readonly bigint[], mem: GrowingMemory): bigint[] {
     const L = this.layout;
     const tag = BigInt(L.executableTagMask);
     const out: bigint[] = [];
@@ -487,188 +637,202 @@ export class MemoryCopier {
   }
 
   /**
-   * Does the chain link Python frames through a frame read outside the chunks (a generator
-   * frame, or an entry frame with Python frames below it)? Entry frames below the outermost
-   * Python frame are not: nothing is found through them.
+   * The used part of every data-stack chunk: [chunk, datastack_top) for the newest, [chunk,
+   * data + top slots) below. `guessed` holds what the first read got at the chunks the previous
+   * copy found (in cache.chunks' order); a chunk not guessed, or guessed too short, is read now.
+   * Returns how many reads that took, and leaves in cache.chunks what the next copy should read.
    */
-  private offChunkLink(chain: bigint[], mem: GrowingMemory): boolean {
-    const L = this.layout;
-    let deepestPython = -1;
-    chain.forEach((f, i) => {
-      const owner = mem.bytes(f + BigInt(L.frame.owner), 1)?.[0];
-      if (owner === L.owners.thread || owner === L.owners.generator) deepestPython = i;
-    });
-    for (let i = 0; i < deepestPython; i++) if (!mem.inChunk(chain[i]!, L.frame.size)) return true;
-    return false;
-  }
-
-  /** One read of the thread-state fields the checks compare. */
-  private readCheck(tstate: bigint): { current: bigint; top: bigint; chunk: bigint; anchor: bigint; seq: bigint } | null {
-    const L = this.layout;
-    const P = this.P;
-    const { lo, hi } = this.checkSpan;
-    const b = this.source.tryRead(tstate + BigInt(lo), hi - lo);
-    if (!b) return null;
-    const at = (off: number | null): bigint => (off === null ? 0n : readPointer(b, off - lo, P));
-    return {
-      current: at(L.tstate.currentFrame),
-      top: at(L.tstate.datastackTop),
-      chunk: at(L.tstate.datastackChunk),
-      anchor: this.consistency === 'anchor' ? at(L.tstate.lastProfiledFrame) : 0n,
-      seq: this.consistency === 'anchor' ? at(L.tstate.lastProfiledFrameSeq) : 0n,
-    };
-  }
-
-  /**
-   * After an anchored copy: the anchor still on the frame the copy started from, with the same
-   * sequence, and the same newest data-stack chunk. An anchor on an entry frame proves nothing
-   * (the interpreter pops entry frames without moving it), so such a copy counts as moved.
-   */
-  private anchorMoved(tstate: bigint, ts: Uint8Array, frame: bigint, seq: bigint, mem: GrowingMemory): boolean {
-    const now = this.readCheck(tstate);
-    if (!now || now.anchor !== frame || now.seq !== seq) return true;
-    if (now.chunk !== readPointer(ts, this.layout.tstate.datastackChunk, this.P)) return true;
-    const owner = mem.bytes(frame + BigInt(this.layout.frame.owner), 1)?.[0];
-    return owner === undefined || (owner !== this.layout.owners.thread && owner !== this.layout.owners.generator);
-  }
-
-  /**
-   * Read-only check, after the copy: the current frame (through the cframe on 3.11/3.12), the
-   * data-stack top and chunk, and every frame of the chain (its code, caller and owner) must be
-   * what the copy saw. What it cannot see: changes undone before the second read (a frame
-   * popped and the same function called again from the same place) — the copy then shows a
-   * stack the program had, but not a proof that it had it at one instant.
-   */
-  private movedSince(tstate: bigint, ts: Uint8Array, cframe: bigint, frame: bigint, mem: GrowingMemory, chain: bigint[]): boolean {
-    const L = this.layout;
-    const P = this.P;
-    const now = this.readCheck(tstate);
-    if (!now) return true;
-    if (now.top !== readPointer(ts, L.tstate.datastackTop, P) || now.chunk !== readPointer(ts, L.tstate.datastackChunk, P)) return true;
-    if (L.tstate.cframeCurrentFrame === null) {
-      if (now.current !== frame) return true;
-    } else {
-      if (now.current !== cframe) return true;
-      if (cframe !== 0n) {
-        const again = this.source.tryRead(cframe + BigInt(L.tstate.cframeCurrentFrame), P);
-        if (!again || readPointer(again, 0, P) !== frame) return true;
-      }
-    }
-    if (frame === 0n) return false;
-    return this.chainChanged(chain, mem, ts);
-  }
-
-  /**
-   * Read the chain's frames again — the newest chunk in one read, each frame outside it on its
-   * own — and compare what makes the chain: each frame's code, caller and owner.
-   */
-  private chainChanged(chain: bigint[], mem: GrowingMemory, ts: Uint8Array): boolean {
-    const L = this.layout;
-    const P = this.P;
-    const chunk = readPointer(ts, L.tstate.datastackChunk, P);
-    const top = readPointer(ts, L.tstate.datastackTop, P);
-    const again = top > chunk && top - chunk <= BigInt(MAX_CHUNK_BYTES) ? this.source.tryRead(chunk, Number(top - chunk)) : null;
-    const fields: [number, number][] = [
-      [L.frame.previous, P],
-      [L.frame.executable, P],
-      [L.frame.owner, 1],
-    ];
-    // below the innermost frame, every frame waits in a call: its instruction pointer stands
-    // still while the chain does (a frame popped and pushed again between the two reads comes
-    // back at its first instruction, not at the call it was in)
-    const waiting: [number, number][] = [...fields, [L.frame.instrPtr, P]];
-    for (const [k, frame] of chain.entries()) {
-      const copied = mem.bytes(frame, L.frame.size);
-      if (!copied) return true;
-      let live: Uint8Array | null;
-      if (again && frame >= chunk && frame + BigInt(L.frame.size) <= top) {
-        const off = Number(frame - chunk);
-        live = again.subarray(off, off + L.frame.size);
-      } else {
-        live = this.source.tryRead(frame, L.frame.size);
-      }
-      if (!live) return true;
-      for (const [off, width] of k === 0 ? fields : waiting) {
-        for (let i = off; i < off + width; i++) if (copied[i] !== live[i]) return true;
-      }
-    }
-    return false;
-  }
-
-  /** The used part of every data-stack chunk: [chunk, datastack_top) for the newest, [chunk, data + top) below. */
-  private copyChunks(ts: Uint8Array, mem: GrowingMemory, errors: string[]): void {
+  private copyChunks(ts: Uint8Array, mem: GrowingMemory, errors: string[], cache: ThreadCache, guessed: (Uint8Array | null)[]): number {
     const L = this.layout;
     const P = this.P;
     let chunk = readPointer(ts, L.tstate.datastackChunk, P);
     const top = readPointer(ts, L.tstate.datastackTop, P);
     const header = L.chunk.data;
+    const found: ChunkGuess[] = [];
+    let reads = 0;
+    const read = (address: bigint, length: number): Uint8Array | null => {
+      reads++;
+      return this.source.tryRead(address, length);
+    };
     for (let i = 0; chunk !== 0n && i < MAX_CHUNKS; i++) {
-      let used: bigint;
+      const guess = cache.chunks[i]?.address === chunk ? (guessed[i] ?? null) : null;
+      let used: number;
       let bytes: Uint8Array | null;
       if (i === 0 && top > chunk && top - chunk <= BigInt(MAX_CHUNK_BYTES)) {
-        used = top - chunk;
-        bytes = this.source.tryRead(chunk, Number(used));
+        used = Number(top - chunk);
+        bytes = guess && guess.length >= used ? guess.subarray(0, used) : read(chunk, used);
       } else {
         // an older chunk: its used part (data + top slots) is frozen while newer ones are in
-        // use. Read as much as the previous copy found, in one read, then check its header.
-        const guess = this.chunkUsed.get(chunk);
-        const first = guess !== undefined ? this.source.tryRead(chunk, guess) : null;
-        const head = first ?? this.source.tryRead(chunk, header);
+        // use; its header says how long it is
+        const head = guess && guess.length >= header ? guess : read(chunk, header);
         if (!head) {
           errors.push(`data-stack chunk ${hex(chunk)}: not readable`);
-          return;
+          break;
         }
         const slots = readPointer(head, L.chunk.top, P);
         const size = readPointer(head, L.chunk.size, P);
-        used = BigInt(header) + slots * BigInt(P);
-        if (used > size || used > BigInt(MAX_CHUNK_BYTES)) {
+        const u = BigInt(header) + slots * BigInt(P);
+        if (u > size || u > BigInt(MAX_CHUNK_BYTES)) {
           errors.push(`data-stack chunk ${hex(chunk)}: top ${slots} is past its size ${size}`);
           mem.add({ address: chunk, bytes: head.subarray(0, header) }, true);
           chunk = readPointer(head, L.chunk.previous, P);
           continue;
         }
-        bytes = used <= BigInt(head.length) ? head.subarray(0, Number(used)) : this.source.tryRead(chunk, Number(used));
-        if (bytes) this.chunkUsed.set(chunk, Number(used));
+        used = Number(u);
+        bytes = used <= head.length ? head.subarray(0, used) : read(chunk, used);
       }
       if (!bytes) {
         errors.push(`data-stack chunk ${hex(chunk)} (${used} bytes): not readable`);
-        return;
+        break;
       }
+      // the newest chunk grows and shrinks: read a little more next time, within its size
+      const size = Number(readPointer(bytes, L.chunk.size, P));
+      found.push({ address: chunk, used: i === 0 ? Math.min(used + NEWEST_CHUNK_SLACK, Number.isSafeInteger(size) && size >= used ? size : used) : used });
       mem.add({ address: chunk, bytes }, true);
       chunk = readPointer(bytes, L.chunk.previous, P);
     }
+    cache.chunks = found;
+    return reads;
   }
 
   /**
    * Follow the chain from the current frame, copying each frame that is not in memory yet
-   * (generator/coroutine frames, entry frames on the C stack); returns the chain.
+   * (generator/coroutine frames, entry frames on the C stack); returns the chain and how many
+   * reads that took.
    */
-  private followFrames(frame: bigint, base: bigint, mem: GrowingMemory, errors: string[]): bigint[] {
+  private followFrames(frame: bigint, base: bigint, mem: GrowingMemory, errors: string[], guessed: Map<bigint, Uint8Array>): { frames: bigint[]; reads: number } {
     const L = this.layout;
     const P = this.P;
     const size = L.frame.size;
     const seen = new Set<bigint>();
-    const chain: bigint[] = [];
+    const frames: bigint[] = [];
+    let reads = 0;
     for (let depth = 0; frame !== 0n && depth < this.maxFrames && !seen.has(frame); depth++) {
       seen.add(frame);
-      chain.push(frame);
+      frames.push(frame);
       let bytes = mem.bytes(frame, size);
       if (!bytes) {
-        const copy = this.source.tryRead(frame, size);
+        let copy = guessed.get(frame) ?? null;
+        if (!copy) {
+          reads++;
+          copy = this.source.tryRead(frame, size);
+        }
         if (!copy) {
           errors.push(`frame ${hex(frame)}: not readable`);
-          return chain;
+          break;
         }
         mem.add({ address: frame, bytes: copy });
         bytes = copy;
       }
-      if (frame === base) return chain;
+      if (frame === base) break;
       frame = readPointer(bytes, L.frame.previous, P);
     }
-    return chain;
+    return { frames, reads };
   }
 
+  /** What this copier remembers of a thread between copies. */
+  private threadCache(tstate: bigint): ThreadCache {
+    let c = this.threads.get(tstate);
+    if (!c) {
+      c = { tstateLength: this.layout.tstate.size, chunks: [], outside: [], codes: [], cframe: 0n, nativeThreadId: 0n, interp: 0n, live: false };
+      this.threads.set(tstate, c);
+    }
+    return c;
+  }
+
+  /**
+   * The ranges a copy of a thread reads first: its thread state, the count of code-object
+   * deaths, the _PyCFrame (3.11/3.12), the data-stack chunks and the frames outside them,
+   * as its previous copy found them — and, when the copy is to be checked, all of it again.
+   */
+  private planOf(tstate: bigint, interp: bigint, cache: ThreadCache, checking: boolean): Range[] {
+    const L = this.layout;
+    const plan: Range[] = [{ address: tstate, length: cache.tstateLength }];
+    const genAt = this.generationRange(interp);
+    if (genAt) plan.push(genAt);
+    if (cache.cframe !== 0n && L.tstate.cframeCurrentFrame !== null) plan.push({ address: cache.cframe, length: L.tstate.cframeCurrentFrame + this.P });
+    for (const c of cache.chunks) plan.push({ address: c.address, length: c.used });
+    for (const f of cache.outside) plan.push({ address: f, length: L.frame.size });
+    return [...plan, ...(checking ? plan : []), ...this.codeRanges(cache)];
+  }
+
+  /**
+   * Without a count of code-object deaths (3.11–3.13) every copy checks its code objects
+   * again: those the previous copy of the thread used are read with the first read.
+   */
+  private codeRanges(cache: ThreadCache): Range[] {
+    return this.layout.interp.codeObjectGeneration === null ? this.codes.checkRanges(cache.codes) : [];
+  }
+
+  private planLength(cache: ThreadCache): number {
+    return 1 + (this.layout.interp.codeObjectGeneration !== null ? 1 : 0) + (cache.cframe !== 0n && this.layout.tstate.cframeCurrentFrame !== null ? 1 : 0) + cache.chunks.length + cache.outside.length;
+  }
+
+  /** Where the interpreter's code-object death count is (null: this Python has none). */
+  private generationRange(interp: bigint): Range | null {
+    const off = this.layout.interp.codeObjectGeneration;
+    return off === null ? null : { address: interp + BigInt(off), length: 8 };
+  }
 }
+
+/** A data-stack chunk and how many bytes to read of it. */
+interface ChunkGuess {
+  address: bigint;
+  used: number;
+}
+
+/** What the copier keeps of a thread between copies, so that the next one reads at once what it needs. */
+interface ThreadCache {
+  /** bytes of the thread state to read (through the base frame on 3.15) */
+  tstateLength: number;
+  /** the data-stack chunks, newest first, with the lengths to read */
+  chunks: ChunkGuess[];
+  /** the frames of the chain outside the chunks (generator frames, entry frames on the C stack) */
+  outside: bigint[];
+  /** the code objects of the chain */
+  codes: bigint[];
+  /** 3.11/3.12: the _PyCFrame holding the current frame pointer */
+  cframe: bigint;
+  nativeThreadId: bigint;
+  /** its interpreter */
+  interp: bigint;
+  /** it was in its interpreter's thread list at the last pass: the next pass reads it at once */
+  live: boolean;
+}
+
+/** A thread's first read, made together with the other threads' (see copyInterpreters). */
+interface Prefetched {
+  plan: Range[];
+  got: (Uint8Array | null)[];
+}
+
+/** Bytes read past the top of the newest chunk, for a stack a little deeper at the next copy. */
+const NEWEST_CHUNK_SLACK = 512;
+
+/** Code objects of a thread read with each copy where there is no count of their deaths (3.11–3.13). */
+const RECENT_CODES = 64;
+
+/** How far below the innermost frame the profiler anchor may sit before it is set again. */
+const ANCHOR_DEPTH = 4;
+
+/** The bytes at [address, address+length) from a gathered read, or null if no range held them. */
+function pick(ranges: readonly Range[], results: readonly (Uint8Array | null)[], address: bigint, length: number): Uint8Array | null {
+  for (let i = 0; i < ranges.length; i++) {
+    const r = ranges[i]!;
+    const b = results[i];
+    if (!b || address < r.address) continue;
+    const off = address - r.address;
+    if (off + BigInt(length) <= BigInt(b.length)) return b.subarray(Number(off), Number(off) + length);
+  }
+  return null;
+}
+
+function sameField(a: Uint8Array, b: Uint8Array, offset: number, width: number): boolean {
+  for (let i = offset; i < offset + width; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+const u64 = (b: Uint8Array | null | undefined): bigint | null => (b && b.length >= 8 ? new DataView(b.buffer, b.byteOffset, 8).getBigUint64(0, true) : null);
 
 /**
  * The regions of a copy in progress, added to as the copy goes. The caller's array keeps the
@@ -684,6 +848,11 @@ class GrowingMemory {
     private readonly P: 4 | 8,
   ) {
     for (const r of regions) this.index(r);
+  }
+
+  /** every region, in the order copied (the thread state first) */
+  all(): readonly Region[] {
+    return this.regions;
   }
 
   add(r: Region, chunk = false): void {

@@ -14,6 +14,7 @@ import {
   type Layout,
 } from '../layout/index.js';
 import { ElfError, parseElf, SHT_NOBITS, type ElfInfo } from './elf.js';
+import { loadNative, type NativeCalls } from './native.js';
 import { ProcMapsError, readProcMaps, type MapEntry } from './proc-maps.js';
 import { ReadError, type MemorySource } from './source.js';
 
@@ -411,6 +412,8 @@ export class LinuxProcessSource implements MemorySource {
   readonly description: string;
   readonly nativeThreadIds = true;
   readonly runtimeAddress: bigint;
+  /** process_vm_readv/writev where they work here (else /proc/PID/mem); null once closed */
+  private native: NativeCalls | null;
 
   constructor(
     readonly pid: number,
@@ -420,13 +423,26 @@ export class LinuxProcessSource implements MemorySource {
   ) {
     this.runtimeAddress = location.runtimeAddress;
     this.description = `pid ${pid} (${path.posix.basename(location.file)}, ${formatVersion(layout.version)})`;
+    const native = loadNative();
+    // one trial read of what was just read through /proc/PID/mem: the call may be forbidden
+    // (a sandbox) even where it exists
+    this.native = typeof native !== 'string' && native.readv(pid, [{ address: location.runtimeAddress, length: 8 }])[0] ? native : null;
   }
 
   read(address: bigint, length: number): Uint8Array {
+    if (this.native) {
+      const got = this.native.readv(this.pid, [{ address, length }])[0];
+      if (got) return got;
+    }
     return this.memory.read(address, length);
   }
   tryRead(address: bigint, length: number): Uint8Array | null {
+    if (this.native) return this.native.readv(this.pid, [{ address, length }])[0] ?? null;
     return this.memory.tryRead(address, length);
+  }
+  readv(ranges: readonly { address: bigint; length: number }[]): (Uint8Array | null)[] {
+    if (this.native) return this.native.readv(this.pid, ranges);
+    return ranges.map((r) => this.memory.tryRead(r.address, r.length));
   }
   readInto(address: bigint, target: Uint8Array, offset?: number, length?: number): void {
     this.memory.readInto(address, target, offset, length);
@@ -435,9 +451,11 @@ export class LinuxProcessSource implements MemorySource {
     return this.memory.tryReadInto(address, target, offset, length);
   }
   write(address: bigint, bytes: Uint8Array): void {
+    if (this.native?.write(this.pid, address, bytes)) return;
     this.memory.write(address, bytes);
   }
   close(): void {
+    this.native = null;
     this.memory.close();
   }
 }

@@ -40,7 +40,7 @@ export function copyThreads(copier: MemoryCopier, options: ModeOptions): ThreadS
   if (options.mode !== 'blocking') return copier.copyAll();
   const stopper = options.stopper!;
   try {
-    return copier.copyAll({ stopped: stopper.stop() });
+    return copier.copyAll({ stopped: stopper.stopAll() });
   } finally {
     stopper.resume();
   }

@@ -35,9 +35,21 @@ export interface MemorySource {
   /** Like read, but returns null instead of throwing when the memory is not readable. */
   tryRead(address: bigint, length: number): Uint8Array | null;
   /**
+   * Several reads at once — in one system call where the platform allows (process_vm_readv),
+   * so that they happen close together in time. Null for a range that could not be read whole.
+   * Absent: the caller reads the ranges one after the other with tryRead (readMany).
+   */
+  readv?(ranges: readonly { address: bigint; length: number }[]): (Uint8Array | null)[];
+  /**
    * Write into the target (only the profiler anchor of CPython 3.15+ is ever written). Absent
    * for sources that cannot write; throws ReadError when a write fails.
    */
   write?(address: bigint, bytes: Uint8Array): void;
   close(): void;
+}
+
+/** Several reads, gathered into one call where the source can (see MemorySource.readv). */
+export function readMany(source: MemorySource, ranges: readonly { address: bigint; length: number }[]): (Uint8Array | null)[] {
+  if (source.readv) return source.readv(ranges);
+  return ranges.map((r) => source.tryRead(r.address, r.length));
 }

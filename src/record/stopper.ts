@@ -1,28 +1,38 @@
-// Stopping the target for a copy that must not move: SIGSTOP stops every thread of the
-// process, SIGCONT resumes them. The target must be resumed on every path — normal end,
-// errors, Ctrl-C, and a recorder that is killed outright — so a small watchdog process holds
-// a pipe from the recorder and sends SIGCONT when that pipe closes, which the kernel does when
-// the recorder dies for any reason.
+// Stopping the target for a copy that must not move.
 //
-// (A stopped process is visible to its parent: a shell may report it as stopped while it is.
-// Stops last microseconds.)
+// Two ways, the cheapest that works here first (`openStopper`):
+// - ptrace (ThreadStopper): PTRACE_SEIZE + PTRACE_INTERRUPT stops just the thread whose stack
+//   is copied — in a GIL build only the thread that runs Python can change its frames — and
+//   PTRACE_DETACH lets it go. A recorder that dies while a thread is stopped leaves nothing
+//   behind: the kernel detaches its tracees and they run on. Measured here: ~80–120 µs per stop.
+// - SIGSTOP/SIGCONT (ProcessStopper): the whole process, then a poll of /proc until every thread
+//   is seen stopped (~140–180 µs here). The target must be resumed on every path, so a small
+//   watchdog process holds a pipe from the recorder and sends SIGCONT when that pipe closes,
+//   which the kernel does when the recorder dies for any reason. (A process stopped this way
+//   is visible to its parent: a shell may report it as stopped while it is.)
+//
+// Both count the time the target was stopped: the sampler's schedule runs on the target's own
+// clock, which stands still meanwhile.
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import type { Stopper } from './copier.js';
+import { loadNative, type NativeCalls } from './native.js';
 
-/** How long to wait for every thread to be stopped before copying anyway. */
+/** How long to wait for a thread (or every thread) to be stopped before copying anyway. */
 const STOP_TIMEOUT_MS = 50;
 
 export interface StopStats {
   stops: number;
   /** total time the target was stopped, µs */
   stoppedMicros: number;
-  /** stops where not every thread was seen stopped within the timeout */
+  /** stops where the thread (or not every thread) was seen stopped within the timeout */
   incomplete: number;
 }
 
+/** Stops the whole process with SIGSTOP. */
 export class ProcessStopper implements Stopper {
+  readonly kind = 'SIGSTOP';
   readonly stats: StopStats = { stops: 0, stoppedMicros: 0, incomplete: 0 };
   private watchdog: ChildProcess | null;
   private stoppedAt = 0;
@@ -44,7 +54,12 @@ export class ProcessStopper implements Stopper {
     });
   }
 
-  stop(): boolean {
+  /** Stop every thread (a single thread cannot be stopped on its own with signals). */
+  stopThread(): boolean {
+    return this.stopAll();
+  }
+
+  stopAll(): boolean {
     process.kill(this.pid, 'SIGSTOP');
     this.stopped = true;
     this.stoppedAt = performance.now();
@@ -105,3 +120,83 @@ export class ProcessStopper implements Stopper {
 }
 
 const pause = new Int32Array(new SharedArrayBuffer(4));
+
+/** Stops threads one by one with ptrace. */
+export class ThreadStopper implements Stopper {
+  readonly kind = 'ptrace';
+  readonly stats: StopStats = { stops: 0, stoppedMicros: 0, incomplete: 0 };
+  private readonly held: number[] = [];
+  private stoppedAt = 0;
+
+  constructor(
+    readonly pid: number,
+    private readonly native: NativeCalls,
+  ) {}
+
+  get stoppedMicros(): number {
+    return this.stats.stoppedMicros;
+  }
+
+  /** Stop one thread (by its kernel thread id; 0 or unknown: every thread). */
+  stopThread(tid: number): boolean {
+    if (!(tid > 0)) return this.stopAll();
+    return this.stop([tid]);
+  }
+
+  /** Stop every thread of the process. */
+  stopAll(): boolean {
+    let tids: number[];
+    try {
+      tids = fs.readdirSync(`/proc/${this.pid}/task`).map(Number);
+    } catch {
+      this.stats.stops++;
+      this.stats.incomplete++;
+      return false;
+    }
+    return this.stop(tids);
+  }
+
+  resume(): void {
+    if (this.held.length === 0) return;
+    for (const tid of this.held) this.native.resumeThread(this.pid, tid);
+    this.held.length = 0;
+    this.stats.stoppedMicros += Math.round((performance.now() - this.stoppedAt) * 1000);
+  }
+
+  close(): void {
+    this.resume();
+  }
+
+  private stop(tids: number[]): boolean {
+    if (this.held.length === 0) this.stoppedAt = performance.now();
+    this.stats.stops++;
+    const todo = tids.filter((t) => !this.held.includes(t));
+    const results = this.native.stopThreads(this.pid, todo, STOP_TIMEOUT_MS);
+    let all = true;
+    results.forEach((r, i) => {
+      if (r === 'stopped') this.held.push(todo[i]!);
+      // a thread that is gone cannot move either
+      else if (r !== 'gone') all = false;
+    });
+    if (!all) this.stats.incomplete++;
+    return all;
+  }
+}
+
+export type AnyStopper = ProcessStopper | ThreadStopper;
+
+/**
+ * The cheapest stopper that works on process `pid`: ptrace where it is allowed (tried once on
+ * the process's main thread), else SIGSTOP.
+ */
+export function openStopper(pid: number): AnyStopper {
+  const native = loadNative();
+  if (typeof native !== 'string') {
+    const [r] = native.stopThreads(pid, [pid], STOP_TIMEOUT_MS);
+    if (r === 'stopped') {
+      native.resumeThread(pid, pid);
+      return new ThreadStopper(pid, native);
+    }
+  }
+  return new ProcessStopper(pid);
+}

@@ -1,0 +1,247 @@
+// System calls Node has no binding for, through the koffi FFI package: gathered reads and
+// writes of another process's memory (process_vm_readv/writev: several ranges in one call,
+// measured 2.7–3.6 µs against 3.3–4.5 µs for each pread of /proc/PID/mem), and stopping one
+// thread of it with ptrace (PTRACE_SEIZE + PTRACE_INTERRUPT, measured ~80 µs for a running
+// thread against ~180 µs for SIGSTOP of the process and a wait until /proc says it stopped).
+//
+// Everything here is optional: when koffi or the calls are not available (another platform,
+// a sandbox that forbids ptrace), `loadNative()` says why and the callers fall back to
+// /proc/PID/mem and SIGSTOP.
+
+import { createRequire } from 'node:module';
+
+export interface Range {
+  address: bigint;
+  length: number;
+}
+
+export type StopResult = 'stopped' | 'gone' | 'denied' | 'timeout';
+
+export interface NativeCalls {
+  /**
+   * Read every range of process `pid`, in one system call where they are all readable. Each
+   * result is a fresh array (all carved from one buffer); null for a range that could not be
+   * read whole.
+   */
+  readv(pid: number, ranges: readonly Range[]): (Uint8Array | null)[];
+  /** Write `bytes` at `address` of process `pid`; false if not all of it could be written. */
+  write(pid: number, address: bigint, bytes: Uint8Array): boolean;
+  /**
+   * Stop threads (ptrace-stop): attach to each, interrupt them all, then wait until each is
+   * stopped — so that they stop in parallel. Per thread: `gone`: it does not exist (any more);
+   * `denied`: ptrace is not allowed here (another tracer, permissions, a sandbox); `timeout`:
+   * it did not stop in time (left running).
+   */
+  stopThreads(pid: number, tids: readonly number[], timeoutMs: number): StopResult[];
+  /** Let a thread stopped by stopThreads run on (detach; a signal that arrived meanwhile is delivered). */
+  resumeThread(pid: number, tid: number): void;
+}
+
+const PTRACE_SEIZE = 0x4206;
+const PTRACE_INTERRUPT = 0x4207;
+const PTRACE_DETACH = 17;
+const PTRACE_EVENT_STOP = 128;
+const WNOHANG = 1;
+const WSTOPPED = 2;
+const WEXITED = 4;
+const WNOWAIT = 0x01000000;
+const WALL = 0x40000000;
+const P_PID = 1;
+const CLD_EXITED = 1;
+const CLD_KILLED = 2;
+const CLD_DUMPED = 3;
+const ESRCH = 3;
+const IOVEC = 16;
+/** bytes per slab that reads are carved from */
+const SLAB = 256 << 10;
+
+interface Koffi {
+  load(name: string): { func(signature: string): (...args: unknown[]) => number | bigint };
+  address(value: unknown): bigint;
+  errno(): number;
+}
+
+let cached: NativeCalls | string | null = null;
+
+/** The native calls, or why they are not available. */
+export function loadNative(): NativeCalls | string {
+  if (cached !== null) return cached;
+  cached = load();
+  return cached;
+}
+
+function load(): NativeCalls | string {
+  if (process.platform !== 'linux') return `native calls are Linux-only (this is ${process.platform})`;
+  let koffi: Koffi;
+  try {
+    koffi = createRequire(import.meta.url)('koffi') as Koffi;
+  } catch (e) {
+    return `the koffi package is not available (${(e as Error).message.split('\n')[0]})`;
+  }
+  let libc;
+  try {
+    libc = koffi.load('libc.so.6');
+  } catch (e) {
+    return `cannot load libc.so.6 (${(e as Error).message})`;
+  }
+  const readv = libc.func('long process_vm_readv(int pid, void *local, unsigned long liovcnt, void *remote, unsigned long riovcnt, unsigned long flags)');
+  const writev = libc.func('long process_vm_writev(int pid, void *local, unsigned long liovcnt, void *remote, unsigned long riovcnt, unsigned long flags)');
+  const ptrace = libc.func('long ptrace(long request, int pid, void *addr, void *data)');
+  // the same call with `data` as a number: the signal to deliver on detach
+  const ptraceSignal = libc.func('long ptrace(long request, int pid, void *addr, long data)');
+  const waitpid = libc.func('int waitpid(int pid, _Out_ int *status, int options)');
+  const schedYield = libc.func('int sched_yield()');
+  const waitid = libc.func('int waitid(int idtype, int id, void *info, int options)');
+  const siginfo = new DataView(new ArrayBuffer(128));
+  const siginfoAddress = koffi.address(siginfo);
+
+  // iovec arrays, reused (off the V8 heap: their addresses must not move)
+  let local = new DataView(new ArrayBuffer(IOVEC * 64));
+  let remote = new DataView(new ArrayBuffer(IOVEC * 64));
+  let localAddress = koffi.address(local);
+  let remoteAddress = koffi.address(remote);
+  const status = [0];
+  /** signal that interrupted a stop, per thread, to deliver on resume */
+  const pendingSignal = new Map<number, number>();
+
+  // Reads land in a slab that results are carved from: one allocation (and one address
+  // lookup) per SLAB bytes rather than per read. A slab lives as long as any result in it.
+  let slab = new Uint8Array(new ArrayBuffer(SLAB));
+  let slabAddress = koffi.address(slab);
+  let slabUsed = 0;
+  /** room for `n` bytes: in the current slab, a new one, or (big reads) a buffer of their own */
+  const room = (n: number): { bytes: Uint8Array; address: bigint; offset: number } => {
+    if (n > SLAB / 4) {
+      const own = new Uint8Array(new ArrayBuffer(n));
+      return { bytes: own, address: koffi.address(own), offset: 0 };
+    }
+    if (slabUsed + n > SLAB) {
+      slab = new Uint8Array(new ArrayBuffer(SLAB));
+      slabAddress = koffi.address(slab);
+      slabUsed = 0;
+    }
+    const offset = slabUsed;
+    slabUsed += (n + 7) & ~7;
+    return { bytes: slab, address: slabAddress, offset };
+  };
+
+  const iovecs = (n: number): void => {
+    if (local.byteLength >= n * IOVEC) return;
+    local = new DataView(new ArrayBuffer(n * IOVEC * 2));
+    remote = new DataView(new ArrayBuffer(n * IOVEC * 2));
+    localAddress = koffi.address(local);
+    remoteAddress = koffi.address(remote);
+  };
+  const set = (dv: DataView, i: number, base: bigint, len: number): void => {
+    dv.setBigUint64(i * IOVEC, base, true);
+    dv.setUint32(i * IOVEC + 8, len, true);
+    dv.setUint32(i * IOVEC + 12, 0, true);
+  };
+  /** one process_vm_readv/writev of `ranges` to or from `address + offsets[i]` */
+  const transfer = (fn: typeof readv, pid: number, address: bigint, offsets: readonly number[], ranges: readonly Range[]): number => {
+    iovecs(ranges.length);
+    for (let i = 0; i < ranges.length; i++) {
+      set(local, i, address + BigInt(offsets[i]!), ranges[i]!.length);
+      set(remote, i, ranges[i]!.address, ranges[i]!.length);
+    }
+    return Number(fn(pid, localAddress, ranges.length, remoteAddress, ranges.length, 0));
+  };
+
+  const calls: NativeCalls = {
+    readv(pid, ranges) {
+      let total = 0;
+      for (const r of ranges) total += r.length;
+      const at = room(total);
+      const offsets: number[] = [];
+      let o = at.offset;
+      for (const r of ranges) {
+        offsets.push(o);
+        o += r.length;
+      }
+      const got = total === 0 ? 0 : transfer(readv, pid, at.address, offsets, ranges);
+      const out: (Uint8Array | null)[] = [];
+      for (let i = 0; i < ranges.length; i++) {
+        const r = ranges[i]!;
+        const start = offsets[i]!;
+        if (got >= start - at.offset + r.length) out.push(at.bytes.subarray(start, start + r.length));
+        else if (got < 0) out.push(null);
+        else {
+          // the call stopped at an unreadable page: this range on its own
+          const one = room(r.length);
+          out.push(transfer(readv, pid, one.address, [one.offset], [r]) === r.length ? one.bytes.subarray(one.offset, one.offset + r.length) : null);
+        }
+      }
+      return out;
+    },
+    write(pid, address, bytes) {
+      const at = room(bytes.length);
+      at.bytes.set(bytes, at.offset);
+      return transfer(writev, pid, at.address, [at.offset], [{ address, length: bytes.length }]) === bytes.length;
+    },
+    stopThreads(pid, tids, timeoutMs) {
+      // A thread other than the process's first that exits while attached stays a zombie of
+      // ours until we reap it — and holds back the whole process's exit until then. The first
+      // thread's exit belongs to whoever waits for the process (Node, for a child it started).
+      const gone = (tid: number): StopResult => {
+        if (tid !== pid) waitpid(tid, status, WALL | WNOHANG);
+        return 'gone';
+      };
+      const results: StopResult[] = tids.map((tid) => {
+        if (Number(ptrace(PTRACE_SEIZE, tid, null, null)) !== 0) return koffi.errno() === ESRCH ? 'gone' : 'denied';
+        if (Number(ptrace(PTRACE_INTERRUPT, tid, null, null)) !== 0) {
+          ptrace(PTRACE_DETACH, tid, null, null);
+          return 'gone';
+        }
+        return 'timeout'; // until seen stopped
+      });
+      const until = performance.now() + timeoutMs;
+      tids.forEach((tid, i) => {
+        if (results[i] !== 'timeout') return;
+        for (;;) {
+          // look first, without reaping: an exit must stay for whoever waits for the process
+          // (Node waits for the children it started; reaping one here would hang it)
+          siginfo.setInt32(8, 0, true);
+          siginfo.setInt32(16, 0, true);
+          const peek = Number(waitid(P_PID, tid, siginfoAddress, WEXITED | WSTOPPED | WNOHANG | WNOWAIT | WALL));
+          const code = siginfo.getInt32(8, true);
+          if (peek < 0 || code === CLD_EXITED || code === CLD_KILLED || code === CLD_DUMPED) {
+            results[i] = peek < 0 ? 'gone' : gone(tid);
+            return;
+          }
+          const r = siginfo.getInt32(16, true) === 0 ? 0 : Number(waitpid(tid, status, WALL | WNOHANG));
+          if (r === tid) {
+            const s = status[0]!;
+            if ((s & 0xff) !== 0x7f) {
+              results[i] = 'gone'; // exited or killed (and reaped just now: not the first thread)
+              return;
+            }
+            // an interrupt (or group) stop, or a signal arriving first: stopped either way; a
+            // signal must be handed back on resume
+            if (s >> 16 !== PTRACE_EVENT_STOP) pendingSignal.set(tid, (s >> 8) & 0xff);
+            results[i] = 'stopped';
+            return;
+          }
+          if (r < 0) {
+            results[i] = 'gone';
+            return;
+          }
+          // let the thread run: on a busy machine it may wait for this very CPU, and cannot
+          // stop before it runs (spinning here cost ~3.5 ms per stop in one of ten stops)
+          schedYield();
+          if (performance.now() > until) {
+            ptrace(PTRACE_DETACH, tid, null, null);
+            return;
+          }
+        }
+      });
+      return results;
+    },
+    resumeThread(pid, tid) {
+      const sig = pendingSignal.get(tid) ?? 0;
+      pendingSignal.delete(tid);
+      // a thread killed while stopped (SIGKILL of the process) cannot be detached: reap it
+      if (Number(ptraceSignal(PTRACE_DETACH, tid, null, sig)) !== 0 && tid !== pid) waitpid(tid, status, WALL | WNOHANG);
+    },
+  };
+  return calls;
+}

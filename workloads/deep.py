@@ -1,0 +1,48 @@
+"""deep: a steady program 32 frames deep, for recording-speed benchmarks.
+
+Usage: python3 deep.py [SECONDS [DEPTH]]        (defaults 4, 32)
+
+main() recurses through descend() to DEPTH frames, then loops calling work(), a pure-Python
+loop that lasts about 30 microseconds, until the time is up. The stack below the innermost
+frame never changes; the innermost frame returns and is called again from the same place every
+~30 µs. At the end it prints {"rounds": N} (calls of work()).
+
+Every stack it can have, as qualnames from the outermost frame:
+
+    <module> → main → descend × k (1 ≤ k ≤ DEPTH) [→ spin → work]
+"""
+
+import sys
+import time
+
+
+def work():
+    x = 0
+    for i in range(2200):
+        x += i
+    return x
+
+
+def spin(end):
+    clock = time.perf_counter
+    rounds = 0
+    while clock() < end:
+        work()
+        rounds += 1
+    return rounds
+
+
+def descend(n, end):
+    if n <= 1:
+        return spin(end)
+    return descend(n - 1, end)
+
+
+def main(seconds, depth):
+    rounds = descend(depth, time.perf_counter() + seconds)
+    print('{"rounds": %d}' % rounds)
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main(float(sys.argv[1]) if len(sys.argv) > 1 else 4.0, int(sys.argv[2]) if len(sys.argv) > 2 else 32)

@@ -210,7 +210,8 @@ describe('Pyodide 3.15: how a recording ends', () => {
     // Pyodide formats the traceback with Python code (sys.excepthook) after the program's frames
     // are gone: none of that may be in the capture
     expect([...stacks.keys()].filter((s) => s !== '<module>;work')).toEqual([]);
-    // and the schedule stopped with the program (not after the formatting)
-    expect(e.stats.missed).toBeLessThan(0.5 * e.stats.scheduled);
+    // and the schedule stopped with the program, not after the formatting: it spans about the
+    // program's 0.3 s (a loaded machine misses ticks inside that span, which is no matter here)
+    expect(e.stats.scheduled).toBeLessThan(2.5 * 0.3 * RATE_HZ);
   });
 });

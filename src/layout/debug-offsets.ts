@@ -438,6 +438,7 @@ function buildLayout(t: Table, version: PythonVersion): Layout {
       codeObjectGeneration: opt('interpreter_state.code_object_generation', () =>
         r.field('interpreter_state', 'code_object_generation', 8),
       ),
+      gilHolder: opt('interpreter_state.gil_runtime_state_holder', () => r.pointer('interpreter_state', 'gil_runtime_state_holder')),
     },
     tstate,
     frame,

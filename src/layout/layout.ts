@@ -53,6 +53,11 @@ export interface Layout {
     threadsMain: number | null;
     /** offset of code_object_generation (3.14+), null before */
     codeObjectGeneration: number | null;
+    /**
+     * offset of the thread state holding the interpreter's own GIL (gil_runtime_state_holder,
+     * 3.13+), null where the table does not give it
+     */
+    gilHolder: number | null;
   };
   tstate: {
     size: number;

@@ -145,6 +145,8 @@ export class MemoryCopier {
    * moment, whatever its check says.
    */
   private allStopped = false;
+  /** this pass copies as blocking mode does (see copyAll) */
+  private blocking = false;
   /** how copies are checked; falls back to `reread` if writing the anchor fails */
   consistency: Consistency;
   /** why writing the anchor failed, if it did */
@@ -181,19 +183,26 @@ export class MemoryCopier {
       [f.threadsHead, this.P],
     ];
     if (f.threadsMain !== null) fields.push([f.threadsMain, this.P]);
+    if (f.gilHolder !== null) fields.push([f.gilHolder, this.P]);
     this.interpSpan = { lo: Math.min(...fields.map(([o]) => o)), hi: Math.max(...fields.map(([o, n]) => o + n)) };
   }
 
   /**
    * Copy every thread of every interpreter. `stopped`: the caller has stopped the target
-   * (every thread) for the whole call, so no copy can have moved.
+   * (every thread) for the whole call, so no copy can have moved. `blocking`: every copy is
+   * made exact — a thread that may be running Python is stopped for its copy; one that is not
+   * (it released the GIL: waiting, or in a long C call) cannot change its frames, and its copy
+   * is checked instead (and made stopped if it started to run meanwhile), which spares the
+   * program the stop: a stop interrupts the system call the thread waits in.
    */
-  copyAll(options: { stopped?: boolean } = {}): ThreadSnapshot[] {
+  copyAll(options: { stopped?: boolean; blocking?: boolean } = {}): ThreadSnapshot[] {
     this.allStopped = options.stopped ?? false;
+    this.blocking = (options.blocking ?? false) && this.stopper !== null;
     try {
       return this.copyInterpreters();
     } finally {
       this.allStopped = false;
+      this.blocking = false;
     }
   }
 
@@ -212,7 +221,8 @@ export class MemoryCopier {
     for (const i of this.knownInterps) plan.push({ address: i + BigInt(lo), length: hi - lo });
     const planned: { tstate: bigint; at: number; plan: Range[] }[] = [];
     for (const [tstate, cache] of this.threads) {
-      if (!cache.live) continue;
+      // (a thread to be stopped first is read after its stop)
+      if (!cache.live || (this.stopper && !this.allStopped && !this.blocking && cache.movedRate > STOP_FIRST_RATE)) continue;
       const p = this.planOf(tstate, cache.interp, cache, !this.allStopped);
       planned.push({ tstate, at: plan.length, plan: p });
       plan.push(...p);
@@ -236,6 +246,7 @@ export class MemoryCopier {
       const dv = new DataView(block.buffer, block.byteOffset, block.byteLength);
       const interpreterId = dv.getBigInt64(f.id - lo, true);
       const main = f.threadsMain !== null ? readPointer(block, f.threadsMain - lo, P) : 0n;
+      const gilHolder = f.gilHolder !== null ? readPointer(block, f.gilHolder - lo, P) : null;
       let tstate = readPointer(block, f.threadsHead - lo, P);
       // The list is read while threads start and end. A thread state that is not one (freed
       // under us) ends this pass over the list, which starts again from the head, passing over
@@ -250,7 +261,7 @@ export class MemoryCopier {
           const b = this.source.tryRead(tstate + BigInt(L.tstate.next), P);
           next = b ? readPointer(b, 0, P) : null;
         } else {
-          const { snap, entry } = this.thread(interp, interpreterId, tstate, prefetched.get(tstate));
+          const { snap, entry } = this.thread(interp, interpreterId, tstate, prefetched.get(tstate), gilHolder);
           next = entry === 'stale' ? null : readPointer(snap.regions[0]!.bytes, L.tstate.next, P);
           if (entry === 'thread') {
             const cache = this.threads.get(tstate);
@@ -286,13 +297,33 @@ export class MemoryCopier {
 
   /**
    * Copy one thread: tried again at once if the copy moved, and — with a stopper — copied with
-   * the target stopped if it still moves.
+   * the target stopped if it still moves. A thread whose copies keep moving (adaptive), or any
+   * thread that may be running Python (blocking), is stopped first.
    */
-  private thread(interp: bigint, interpreterId: bigint, tstate: bigint, prefetched?: Prefetched): { snap: ThreadSnapshot; entry: ListEntry } {
+  private thread(interp: bigint, interpreterId: bigint, tstate: bigint, prefetched?: Prefetched, gilHolder: bigint | null = null): { snap: ThreadSnapshot; entry: ListEntry } {
+    const cache = this.threads.get(tstate);
+    if (cache && (this.blocking || this.stopsFirst(cache)) && this.mayRunPython(tstate, prefetched, gilHolder)) {
+      // Stopped first, the copy is of the sample's own moment. (Adaptive: a thread whose copies
+      // moved lately runs call-heavy code; a copy that moved would be made again with it
+      // stopped a few hundred microseconds after the sample's moment, by when it is likely
+      // somewhere else — more often in a long-lived frame than in a short one.)
+      let stopped = false;
+      let attempt: Attempt;
+      try {
+        stopped = this.stopper!.stopThread(Number(cache.nativeThreadId));
+        attempt = this.copyThread(interp, interpreterId, tstate, stopped);
+      } finally {
+        this.stopper!.resume();
+      }
+      if (attempt.entry !== 'thread') return attempt;
+      if (stopped) this.settle(attempt.snap);
+      return this.finish(attempt, 1);
+    }
     let attempt = this.copyThread(interp, interpreterId, tstate, this.allStopped, prefetched);
     if (attempt.entry !== 'thread') return attempt;
     let attempts = 1;
     if (this.allStopped) this.settle(attempt.snap);
+    else if (!this.blocking) this.learn(tstate, attempt.snap.moved);
     while (attempt.snap.moved && attempts <= this.retries) {
       attempt = this.copyThread(interp, interpreterId, tstate, false);
       attempts++;
@@ -308,6 +339,11 @@ export class MemoryCopier {
       attempts++;
       if (stopped) this.settle(attempt.snap);
     }
+    return this.finish(attempt, attempts);
+  }
+
+  /** Keep the code checks of a copy that holds. */
+  private finish(attempt: Attempt, attempts: number): { snap: ThreadSnapshot; entry: ListEntry } {
     const snap = attempt.snap;
     snap.attempts = attempts;
     // what was read of code objects in a window that moved may be a successor's or garbage
@@ -731,10 +767,42 @@ export class MemoryCopier {
   }
 
   /** What this copier remembers of a thread between copies. */
+  /**
+   * Should this thread's next copy be made with it stopped first? Where copies can be stopped
+   * (adaptive), when its recent optimistic copies moved more often than STOP_FIRST_RATE — but
+   * one copy in EXPLORE_EVERY is still tried optimistically, to notice when it calms down.
+   */
+  private stopsFirst(cache: ThreadCache): boolean {
+    if (!this.stopper || this.allStopped || cache.movedRate <= STOP_FIRST_RATE || cache.nativeThreadId === 0n) return false;
+    if (++cache.stoppedFirst % EXPLORE_EVERY === 0) return false;
+    return true;
+  }
+
+  /**
+   * May the thread be running Python code (it holds the GIL, or that cannot be told)? Only
+   * such a thread can change its frames; the others wait for the GIL first. Told by the
+   * thread state's holds_gil (3.15+, as the pass's first read found it) or the interpreter's
+   * GIL holder (3.13+). A wrong answer costs a stop or a check, not a wrong copy: a copy that
+   * is not stopped is checked.
+   */
+  private mayRunPython(tstate: bigint, prefetched: Prefetched | undefined, gilHolder: bigint | null): boolean {
+    const off = this.layout.tstate.holdsGil;
+    const ts = prefetched?.got[0];
+    if (off !== null && ts && ts.length >= off + 4) return new DataView(ts.buffer, ts.byteOffset + off, 4).getInt32(0, true) !== 0;
+    if (gilHolder !== null) return gilHolder === tstate;
+    return true;
+  }
+
+  /** Fold an optimistic copy's outcome into the thread's recent rate of copies that moved. */
+  private learn(tstate: bigint, moved: boolean): void {
+    const cache = this.threads.get(tstate);
+    if (cache) cache.movedRate += ((moved ? 1 : 0) - cache.movedRate) * MOVED_RATE_WEIGHT;
+  }
+
   private threadCache(tstate: bigint): ThreadCache {
     let c = this.threads.get(tstate);
     if (!c) {
-      c = { tstateLength: this.layout.tstate.size, chunks: [], outside: [], codes: [], cframe: 0n, nativeThreadId: 0n, interp: 0n, live: false };
+      c = { tstateLength: this.layout.tstate.size, chunks: [], outside: [], codes: [], cframe: 0n, nativeThreadId: 0n, interp: 0n, live: false, movedRate: 0, stoppedFirst: 0 };
       this.threads.set(tstate, c);
     }
     return c;
@@ -798,6 +866,10 @@ interface ThreadCache {
   interp: bigint;
   /** it was in its interpreter's thread list at the last pass: the next pass reads it at once */
   live: boolean;
+  /** share of its recent optimistic copies that moved (an exponential moving average) */
+  movedRate: number;
+  /** copies made stopped first, in a row */
+  stoppedFirst: number;
 }
 
 /** A thread's first read, made together with the other threads' (see copyInterpreters). */
@@ -808,6 +880,15 @@ interface Prefetched {
 
 /** Bytes read past the top of the newest chunk, for a stack a little deeper at the next copy. */
 const NEWEST_CHUNK_SLACK = 512;
+
+/**
+ * A thread whose optimistic copies moved more often than this is copied stopped first (see
+ * stopsFirst); MOVED_RATE_WEIGHT is the weight of each new outcome in the moving average, and
+ * one copy in EXPLORE_EVERY of such a thread is still tried optimistically.
+ */
+const STOP_FIRST_RATE = 0.1;
+const MOVED_RATE_WEIGHT = 0.25;
+const EXPLORE_EVERY = 16;
 
 /** Code objects of a thread read with each copy where there is no count of their deaths (3.11–3.13). */
 const RECENT_CODES = 64;

@@ -31,17 +31,11 @@ export function copierFor(source: MemorySource, options: ModeOptions): MemoryCop
     // adaptive: a copy that moved is made again at once with the target stopped. Retrying
     // without stopping would bias the profile: a retry succeeds more often when the program is
     // in a long-lived frame, while the moment a stop lands is independent of the program.
-    ...(options.mode === 'adaptive' ? { stopper: options.stopper!, retries: 0 } : {}),
+    ...(options.mode !== 'optimistic' ? { stopper: options.stopper!, retries: 0 } : {}),
   });
 }
 
-/** Copy every thread once, as `mode` says (blocking: with the whole target stopped). */
+/** Copy every thread once, as `mode` says (blocking: each thread that may run Python stopped for its copy). */
 export function copyThreads(copier: MemoryCopier, options: ModeOptions): ThreadSnapshot[] {
-  if (options.mode !== 'blocking') return copier.copyAll();
-  const stopper = options.stopper!;
-  try {
-    return copier.copyAll({ stopped: stopper.stopAll() });
-  } finally {
-    stopper.resume();
-  }
+  return copier.copyAll({ blocking: options.mode === 'blocking' });
 }

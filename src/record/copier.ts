@@ -569,6 +569,7 @@ export class MemoryCopier {
       if (!snap.moved && generation === null && codeReads > 0 && this.stopper && this.codes.changes(attempt.codes)) snap.moved = true;
       if (!snap.moved && this.consistency === 'anchor') this.placeAnchor(tstate, anchor, chain.frames, mem);
     }
+    maskChunks(mem, chain.frames, L.frame.size, L.chunk.data);
     snap.copyMicros = Math.round((performance.now() - started) * 1000);
     return attempt;
   }
@@ -796,7 +797,11 @@ export class MemoryCopier {
   /** Fold an optimistic copy's outcome into the thread's recent rate of copies that moved. */
   private learn(tstate: bigint, moved: boolean): void {
     const cache = this.threads.get(tstate);
-    if (cache) cache.movedRate += ((moved ? 1 : 0) - cache.movedRate) * MOVED_RATE_WEIGHT;
+    if (!cache) return;
+    // a copy tried while the thread is stopped first (one in EXPLORE_EVERY) stands for the
+    // EXPLORE_EVERY copies it stands in for
+    const weight = cache.movedRate > STOP_FIRST_RATE ? EXPLORE_WEIGHT : MOVED_RATE_WEIGHT;
+    cache.movedRate += ((moved ? 1 : 0) - cache.movedRate) * weight;
   }
 
   private threadCache(tstate: bigint): ThreadCache {
@@ -887,8 +892,10 @@ const NEWEST_CHUNK_SLACK = 512;
  * one copy in EXPLORE_EVERY of such a thread is still tried optimistically.
  */
 const STOP_FIRST_RATE = 0.1;
-const MOVED_RATE_WEIGHT = 0.25;
+const MOVED_RATE_WEIGHT = 0.05;
+
 const EXPLORE_EVERY = 16;
+const EXPLORE_WEIGHT = 1 - (1 - MOVED_RATE_WEIGHT) ** EXPLORE_EVERY;
 
 /** Code objects of a thread read with each copy where there is no count of their deaths (3.11–3.13). */
 const RECENT_CODES = 64;
@@ -906,6 +913,26 @@ function pick(ranges: readonly Range[], results: readonly (Uint8Array | null)[],
     if (off + BigInt(length) <= BigInt(b.length)) return b.subarray(Number(off), Number(off) + length);
   }
   return null;
+}
+
+/**
+ * Zero what a sample does not need of its data-stack chunks: everything but each chunk's header
+ * and the headers of the chain's frames — the frames' local variables and value stacks, and
+ * the frames of other moments above and between. The walk reads nothing else, and consecutive
+ * samples of a thread then differ only where the stack did (a loop counter in a local would
+ * otherwise make every sample's chunk differ from the last).
+ */
+function maskChunks(mem: GrowingMemory, chain: readonly bigint[], frameSize: number, chunkHeader: number): void {
+  for (const r of mem.chunks) {
+    const end = r.address + BigInt(r.bytes.length);
+    const keep = chain.filter((f) => f >= r.address && f < end).map((f) => Number(f - r.address)).sort((a, b) => a - b);
+    let from = Math.min(chunkHeader, r.bytes.length);
+    for (const at of keep) {
+      if (at > from) r.bytes.fill(0, from, at);
+      from = Math.max(from, at + frameSize);
+    }
+    if (from < r.bytes.length) r.bytes.fill(0, from);
+  }
 }
 
 function sameField(a: Uint8Array, b: Uint8Array, offset: number, width: number): boolean {

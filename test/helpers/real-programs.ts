@@ -13,6 +13,8 @@ export interface RealProgram {
   script: string;
   /** what it exercises, for tables */
   about: string;
+  /** stacks hundreds of frames deep: each sample takes longer to copy, so fewer are taken per second */
+  deep?: boolean;
 }
 
 export const REAL_PROGRAMS: readonly RealProgram[] = [
@@ -20,7 +22,7 @@ export const REAL_PROGRAMS: readonly RealProgram[] = [
   { name: 'threadpool', script: 'workloads/threadpool.py', about: 'ThreadPoolExecutor, 5 threads: difflib, re, fractions, decimal, statistics' },
   { name: 'asynciotasks', script: 'workloads/asynciotasks.py', about: 'asyncio tasks, queues and gather over pure-Python work' },
   { name: 'astwalk', script: 'workloads/astwalk.py', about: 'ast.parse (long C calls), NodeVisitor, ast.unparse, pure-Python pickle' },
-  { name: 'recursion', script: 'workloads/recursion.py', about: 'deep pure-Python recursion (hundreds of frames)' },
+  { name: 'recursion', script: 'workloads/recursion.py', about: 'deep pure-Python recursion (hundreds of frames)', deep: true },
   { name: 'ccalls', script: 'workloads/ccalls.py', about: 'long C calls: sort, zlib, hashlib, re.sub, join' },
 ];
 

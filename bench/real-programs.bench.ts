@@ -40,8 +40,8 @@ async function main(): Promise<void> {
     }
     const tachyon = fs.existsSync(pyp) && v >= '3.15';
     console.log(`\n## CPython ${v}\n`);
-    console.log('| program | tool, mode | samples | rejected | copied stopped | slowdown | largest gap vs pyunwind --blocking |');
-    console.log('|---|---|---|---|---|---|---|');
+    console.log('| program | tool, mode | samples | rejected | copied stopped | target stopped (of its time) | slowdown | largest gap vs pyunwind --blocking |');
+    console.log('|---|---|---|---|---|---|---|---|');
     for (const program of REAL_PROGRAMS.filter((p) => !ONLY || ONLY.includes(p.name))) {
       const before = baseline(py, program, SECONDS);
       const rows: Recording[] = [];
@@ -54,7 +54,7 @@ async function main(): Promise<void> {
       for (const r of rows) {
         const gap = r === blocking ? null : largestGap(r.shares, blocking.shares);
         console.log(
-          `| ${program.name} | ${r.tool} ${r.mode} | ${r.attempted} | ${pct(r.rejected, r.attempted)} | ${pct(r.stopped, r.attempted)} | ` +
+          `| ${program.name} | ${r.tool} ${r.mode} | ${r.attempted} | ${pct(r.rejected, r.attempted)} | ${pct(r.stopped, r.attempted)} | ${r.stoppedTime === null ? '–' : `${r.stoppedTime.toFixed(1)} %`} | ` +
             `${(100 * (1 - r.rounds / base)).toFixed(1)} % | ${gap ? `${gap.gap.toFixed(1)} (${gap.fn}: ${gap.a.toFixed(1)} vs ${gap.b.toFixed(1)})` : '—'} |`,
         );
       }

@@ -188,7 +188,8 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
   err(
     `pyunwind: recorded ${stats.samples} samples of ${source.description} in ${secs.toFixed(1)} s ` +
       `(${Math.round(stats.ticks / Math.max(secs, 1e-9))} ticks/s; missed ${percent(stats.missed, stats.scheduled)}, ` +
-      `torn ${percent(stats.torn, stats.samples)}, copied with the target stopped ${percent(stats.stopped, stats.samples)}; ` +
+      `torn ${percent(stats.torn, stats.samples)}, copied with the target stopped ${percent(stats.stopped, stats.samples)} ` +
+      `(stopped ${percent(stopper?.stoppedMicros ?? 0, stats.elapsedMs * 1000)} of the time); ` +
       `copy ${stats.samples ? Math.round(stats.copyMicros.total / stats.samples) : 0} µs mean) → ${values.output}` +
       (stats.ended === 'target-exited' ? ' (the target exited)' : '') +
       '\n',

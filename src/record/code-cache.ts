@@ -66,6 +66,8 @@ export class CodeCache {
   /** type object address → is it the code type (checked once by tp_name) */
   private readonly codeTypes = new Map<bigint, boolean>();
   private readonly P: 4 | 8;
+  /** reads during a check (see check's `reader`) */
+  private reader: Prefetch | null = null;
 
   constructor(
     private readonly source: MemorySource,
@@ -95,14 +97,25 @@ export class CodeCache {
     generation: bigint | null,
     pending: PendingCodes = new Map(),
     prefetched: Prefetch = () => null,
+    reader: Prefetch | null = null,
   ): PendingCodes {
-    for (const address of addresses) {
-      if (pending.has(address)) continue;
-      const entry = this.entries.get(address);
-      if (entry && generation !== null && entry.confirmedAt === generation && entry.confirmedBy === interp) continue;
-      pending.set(address, this.examine(address, entry, interp, generation, prefetched));
+    this.reader = reader;
+    try {
+      for (const address of addresses) {
+        if (pending.has(address)) continue;
+        const entry = this.entries.get(address);
+        if (entry && generation !== null && entry.confirmedAt === generation && entry.confirmedBy === interp) continue;
+        pending.set(address, this.examine(address, entry, interp, generation, prefetched));
+      }
+    } finally {
+      this.reader = null;
     }
     return pending;
+  }
+
+  /** A read of the target: the check's own reader if it was given one. */
+  private tryRead(address: bigint, length: number): Uint8Array | null {
+    return this.reader ? this.reader(address, length) : this.source.tryRead(address, length);
   }
 
   /**
@@ -161,7 +174,7 @@ export class CodeCache {
   /** Read what is at `address` now and compare it with what was confirmed there. */
   private examine(address: bigint, entry: Entry | undefined, interp: bigint, generation: bigint | null, prefetched: Prefetch): Entry {
     const L = this.layout;
-    const header = prefetched(address, L.code.size) ?? this.source.tryRead(address, L.code.size);
+    const header = prefetched(address, L.code.size) ?? this.tryRead(address, L.code.size);
     const identity = header ? this.identity(header) : null;
     if (entry && header && identity && entry.identity && equal(identity, entry.identity) && entry.qualname !== null) {
       // equal pointers: the same object, or a successor whose strings landed at the old
@@ -244,7 +257,7 @@ export class CodeCache {
     const L = this.layout;
     const headerSize = kind === 'str' ? pyStringHeaderSize(L) : pyBytesHeaderSize(L);
     // most names are short: read a little more than the header so the data comes along
-    const first = prefetched(address, headerSize + 64) ?? this.source.tryRead(address, headerSize + 64) ?? this.source.tryRead(address, headerSize);
+    const first = prefetched(address, headerSize + 64) ?? this.tryRead(address, headerSize + 64) ?? this.tryRead(address, headerSize);
     if (!first) return;
     let extent;
     try {
@@ -255,12 +268,12 @@ export class CodeCache {
     if (extent.dataAddress === null) {
       const total = extent.headerSize + extent.dataLength;
       if (total > MAX_OBJECT_BYTES) return;
-      const bytes = total <= first.length ? first.subarray(0, Math.max(total, headerSize)) : this.source.tryRead(address, total);
+      const bytes = total <= first.length ? first.subarray(0, Math.max(total, headerSize)) : this.tryRead(address, total);
       if (bytes) regions.push({ address, bytes });
     } else {
       regions.push({ address, bytes: first.subarray(0, Math.max(extent.headerSize, headerSize)) });
       if (extent.dataLength > MAX_OBJECT_BYTES) return;
-      const data = this.source.tryRead(extent.dataAddress, extent.dataLength);
+      const data = this.tryRead(extent.dataAddress, extent.dataLength);
       if (data) regions.push({ address: extent.dataAddress, bytes: data });
     }
   }
@@ -269,9 +282,9 @@ export class CodeCache {
     const known = this.codeTypes.get(type);
     if (known !== undefined) return known;
     let ok = false;
-    const t = this.source.tryRead(type + BigInt(this.layout.type.tpName), this.P);
+    const t = this.tryRead(type + BigInt(this.layout.type.tpName), this.P);
     if (t) {
-      const name = this.source.tryRead(readPointer(t, 0, this.P), 5);
+      const name = this.tryRead(readPointer(t, 0, this.P), 5);
       ok = !!name && name[0] === 0x63 && name[1] === 0x6f && name[2] === 0x64 && name[3] === 0x65 && name[4] === 0;
     }
     this.codeTypes.set(type, ok);

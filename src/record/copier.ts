@@ -147,6 +147,11 @@ export class MemoryCopier {
   private allStopped = false;
   /** this pass copies as blocking mode does (see copyAll) */
   private blocking = false;
+  /**
+   * The copy being processed was read while its thread was stopped, and the thread runs again
+   * now: it may read nothing more (a read throws FROZEN; see stoppedCopy).
+   */
+  private frozen = false;
   /** how copies are checked; falls back to `reread` if writing the anchor fails */
   consistency: Consistency;
   /** why writing the anchor failed, if it did */
@@ -307,16 +312,8 @@ export class MemoryCopier {
       // moved lately runs call-heavy code; a copy that moved would be made again with it
       // stopped a few hundred microseconds after the sample's moment, by when it is likely
       // somewhere else — more often in a long-lived frame than in a short one.)
-      let stopped = false;
-      let attempt: Attempt;
-      try {
-        stopped = this.stopper!.stopThread(Number(cache.nativeThreadId));
-        attempt = this.copyThread(interp, interpreterId, tstate, stopped);
-      } finally {
-        this.stopper!.resume();
-      }
+      const attempt = this.stoppedCopy(interp, interpreterId, tstate, cache.nativeThreadId);
       if (attempt.entry !== 'thread') return attempt;
-      if (stopped) this.settle(attempt.snap);
       return this.finish(attempt, 1);
     }
     let attempt = this.copyThread(interp, interpreterId, tstate, this.allStopped, prefetched);
@@ -329,17 +326,62 @@ export class MemoryCopier {
       attempts++;
     }
     if (attempt.snap.moved && this.stopper) {
-      let stopped = false;
-      try {
-        stopped = this.stopper.stopThread(Number(attempt.snap.nativeThreadId));
-        attempt = this.copyThread(interp, interpreterId, tstate, stopped);
-      } finally {
-        this.stopper.resume();
-      }
+      attempt = this.stoppedCopy(interp, interpreterId, tstate, attempt.snap.nativeThreadId);
       attempts++;
-      if (stopped) this.settle(attempt.snap);
     }
     return this.finish(attempt, attempts);
+  }
+
+  /**
+   * A copy made with the thread stopped — for as short a time as can be: the thread runs on as
+   * soon as its memory is read (thread state, chunks, frames outside them), and the copy is
+   * processed meanwhile (code checks with what was read, masking). Only if a code object needs
+   * reading (new, or changed at its address) is the thread stopped again for a whole copy: a
+   * code object must be read while the frame that refers to it is alive.
+   */
+  private stoppedCopy(interp: bigint, interpreterId: bigint, tstate: bigint, tid: bigint): Attempt {
+    const stopper = this.stopper!;
+    let stopped = false;
+    let held = false;
+    const release = (): void => {
+      if (!held) return;
+      held = false;
+      stopper.resume();
+      this.frozen = true;
+    };
+    let attempt: Attempt | null = null;
+    try {
+      stopped = stopper.stopThread(Number(tid));
+      held = true;
+      // not stopped (it could not be): a copy checked as usual
+      if (!stopped) {
+        release();
+        this.frozen = false;
+        return this.copyThread(interp, interpreterId, tstate, false);
+      }
+      attempt = this.copyThread(interp, interpreterId, tstate, true, undefined, false, release);
+    } catch (e) {
+      if (e !== FROZEN) throw e;
+    } finally {
+      this.frozen = false;
+      if (held) stopper.resume();
+    }
+    if (!attempt) {
+      try {
+        stopped = stopper.stopThread(Number(tid));
+        attempt = this.copyThread(interp, interpreterId, tstate, stopped);
+      } finally {
+        stopper.resume();
+      }
+    }
+    if (stopped && attempt.entry === 'thread') this.settle(attempt.snap);
+    return attempt;
+  }
+
+  /** A read of the target, inside a copy (none while `frozen`). */
+  private tryRead(address: bigint, length: number): Uint8Array | null {
+    if (this.frozen) throw FROZEN;
+    return this.source.tryRead(address, length);
   }
 
   /** Keep the code checks of a copy that holds. */
@@ -417,7 +459,16 @@ export class MemoryCopier {
    * (a deeper stack, a new chunk, a code object to check) is read after, and then all of it is
    * read again and compared.
    */
-  private copyThread(interp: bigint, interpreterId: bigint, tstate: bigint, stopped: boolean, prefetched?: Prefetched, replanned = false): Attempt {
+  private copyThread(
+    interp: bigint,
+    interpreterId: bigint,
+    tstate: bigint,
+    stopped: boolean,
+    prefetched?: Prefetched,
+    replanned = false,
+    /** called once the target's memory has been read, before the code checks (see stoppedCopy) */
+    released?: () => void,
+  ): Attempt {
     const L = this.layout;
     const P = this.P;
     const started = performance.now();
@@ -454,7 +505,7 @@ export class MemoryCopier {
       got = prefetched.got;
     } else {
       whole = this.planOf(tstate, interp, cache, checking);
-      got = readMany(this.source, whole);
+      got = this.frozen ? frozenRead() : readMany(this.source, whole);
     }
     const plan = whole.slice(0, n);
     const again = checking ? got.slice(n, 2 * n) : null;
@@ -469,7 +520,7 @@ export class MemoryCopier {
     let extra = 0; // reads after the first one
     if (!ts && cache.tstateLength !== L.tstate.size) {
       extra++;
-      ts = this.source.tryRead(tstate, L.tstate.size);
+      ts = this.tryRead(tstate, L.tstate.size);
     }
     if (!ts || readPointer(ts, L.tstate.interp, P) !== interp) {
       attempt.entry = 'stale';
@@ -485,7 +536,7 @@ export class MemoryCopier {
         const need = Number(end - tstate);
         if (ts.length < need) {
           extra++;
-          const whole = this.source.tryRead(tstate, need);
+          const whole = this.tryRead(tstate, need);
           if (whole) ts = whole;
           else errors.push(`base frame ${hex(base)}: not readable`);
         }
@@ -511,7 +562,7 @@ export class MemoryCopier {
           let bytes = chunksAt > cframeAt && plan[cframeAt]!.address === cframe ? got[cframeAt]! : null;
           if (!bytes) {
             extra++;
-            bytes = this.source.tryRead(cframe, L.tstate.cframeCurrentFrame + P);
+            bytes = this.tryRead(cframe, L.tstate.cframeCurrentFrame + P);
           }
           if (bytes) mem.add({ address: cframe, bytes });
           else errors.push(`cframe ${hex(cframe)}: not readable`);
@@ -539,8 +590,9 @@ export class MemoryCopier {
     // the chain's code objects, inside the window (see code-cache.ts)
     const codes = this.codesOf(chain.frames, mem);
     for (const c of codes) this.used.add(c);
+    released?.();
     const before = attempt.codes.size;
-    this.codes.check(codes, interp, generation, attempt.codes, (a, len) => pick(codeRanges, codeData, a, len));
+    this.codes.check(codes, interp, generation, attempt.codes, (a, len) => pick(codeRanges, codeData, a, len), this.frozen ? frozenRead : null);
     // the code objects it used lately, most recent first, to read with the next copy
     cache.codes = [...new Set([...codes, ...cache.codes])].slice(0, RECENT_CODES);
     // code objects checked with what the first read brought along cost no read of their own
@@ -689,7 +741,7 @@ export class MemoryCopier {
     let reads = 0;
     const read = (address: bigint, length: number): Uint8Array | null => {
       reads++;
-      return this.source.tryRead(address, length);
+      return this.tryRead(address, length);
     };
     for (let i = 0; chunk !== 0n && i < MAX_CHUNKS; i++) {
       const guess = cache.chunks[i]?.address === chunk ? (guessed[i] ?? null) : null;
@@ -752,7 +804,7 @@ export class MemoryCopier {
         let copy = guessed.get(frame) ?? null;
         if (!copy) {
           reads++;
-          copy = this.source.tryRead(frame, size);
+          copy = this.tryRead(frame, size);
         }
         if (!copy) {
           errors.push(`frame ${hex(frame)}: not readable`);
@@ -847,6 +899,12 @@ export class MemoryCopier {
     return off === null ? null : { address: interp + BigInt(off), length: 8 };
   }
 }
+
+/** Thrown by a read of a copy processed after its stopped thread was let go (see stoppedCopy). */
+const FROZEN = new Error('the copy needs a read while its thread runs');
+const frozenRead = (): never => {
+  throw FROZEN;
+};
 
 /** A data-stack chunk and how many bytes to read of it. */
 interface ChunkGuess {

@@ -41,7 +41,13 @@ export interface SamplerOptions {
   onProgress?: (stats: SamplerStats, recent: SampleRecord[]) => void;
   progressEveryMs?: number;
   /** called with each tick's samples (after they went to the sink) */
-  onTick?: (samples: SampleRecord[], threads: ThreadSnapshot[]) => void;
+  onTick?: (samples: SampleRecord[], threads: ThreadSnapshot[], mode: SamplingMode) => void;
+  /**
+   * Every other tick copies as this mode instead (it must be able to stop the target if the
+   * main mode can): two modes sampled from one run of a program, tick by tick, compare without
+   * the run-to-run differences of the program or of the machine's load. onTick says which.
+   */
+  alternate?: SamplingMode;
 }
 
 export type SamplerEnd = 'duration' | 'stopped' | 'target-exited';
@@ -143,6 +149,7 @@ async function sampleLoop(
   /** the next tick, on the wall clock: the target's clock plus the time it was kept stopped */
   let next = start;
   let stoppedMicros = options.stopper?.stoppedMicros ?? 0;
+  let turn = 0;
   let lastFlush = start;
   let lastProgress = start;
   let recent: SampleRecord[] = [];
@@ -174,9 +181,10 @@ async function sampleLoop(
     // the mean interval
     next += interval * (0.5 + Math.random());
 
+    const tickMode = options.alternate && turn++ % 2 === 1 ? { ...modeOptions, mode: options.alternate } : modeOptions;
     let threads: ThreadSnapshot[];
     try {
-      threads = copyThreads(copier, modeOptions);
+      threads = copyThreads(copier, tickMode);
     } catch (e) {
       if (!(e instanceof ReadError)) throw e;
       if (options.isAlive && !options.isAlive()) {
@@ -230,7 +238,7 @@ async function sampleLoop(
       stats.copyMicros.total += s.copyMicros;
       stats.copyMicros.max = Math.max(stats.copyMicros.max, s.copyMicros);
     });
-    options.onTick?.(samples, threads);
+    options.onTick?.(samples, threads, tickMode.mode);
     if (options.onProgress) recent.push(...samples);
 
     now = performance.now();

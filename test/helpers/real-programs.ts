@@ -13,8 +13,6 @@ export interface RealProgram {
   script: string;
   /** what it exercises, for tables */
   about: string;
-  /** stacks hundreds of frames deep: each sample takes longer to copy, so fewer are taken per second */
-  deep?: boolean;
 }
 
 export const REAL_PROGRAMS: readonly RealProgram[] = [
@@ -22,7 +20,7 @@ export const REAL_PROGRAMS: readonly RealProgram[] = [
   { name: 'threadpool', script: 'workloads/threadpool.py', about: 'ThreadPoolExecutor, 5 threads: difflib, re, fractions, decimal, statistics' },
   { name: 'asynciotasks', script: 'workloads/asynciotasks.py', about: 'asyncio tasks, queues and gather over pure-Python work' },
   { name: 'astwalk', script: 'workloads/astwalk.py', about: 'ast.parse (long C calls), NodeVisitor, ast.unparse, pure-Python pickle' },
-  { name: 'recursion', script: 'workloads/recursion.py', about: 'deep pure-Python recursion (hundreds of frames)', deep: true },
+  { name: 'recursion', script: 'workloads/recursion.py', about: 'deep pure-Python recursion (hundreds of frames)' },
   { name: 'ccalls', script: 'workloads/ccalls.py', about: 'long C calls: sort, zlib, hashlib, re.sub, join' },
 ];
 
@@ -39,6 +37,8 @@ export interface Recording {
   statuses: Record<string, number>;
   /** samples copied with the target stopped */
   stopped: number;
+  /** share of the recording's time the target was kept stopped, % (pyunwind; Tachyon: null) */
+  stoppedTime: number | null;
   shares: Shares;
   /** work the program got done (its "rounds" line) */
   rounds: number;
@@ -108,6 +108,7 @@ export async function recordWithPyunwind(
     rejected: json.summary.rejected,
     statuses: json.summary.statuses,
     stopped: json.metadata.recording.stopped,
+    stoppedTime: Number(/stopped ([\d.]+)% of the time/.exec(err)?.[1] ?? NaN),
     shares: sharesOfReport(json),
     rounds: roundsOf(out),
   };
@@ -148,6 +149,7 @@ export function recordWithTachyon(py: string, program: RealProgram, options: { b
     rejected: attempted - (Number.isFinite(captured) ? captured : total),
     statuses: {},
     stopped: options.blocking ? attempted : 0,
+    stoppedTime: null,
     shares,
     rounds: roundsOf(r.stdout),
   };

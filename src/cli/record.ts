@@ -21,9 +21,12 @@ export const RECORD_HELP = `Usage: pyunwind record [OPTIONS] -o FILE (--pid PID 
 Sample a running Python at a steady rate and keep the raw memory of each sample in a capture
 file; \`pyunwind report FILE\` turns it into a profile.
 
-Each copy is checked for having moved while it was made (the program runs on meanwhile). On
-CPython 3.15+ this uses the thread's profiler anchor, one word pyunwind writes into the target
-(and clears at the end); elsewhere, or with --read-only, the stack is read again and compared.
+Each copy is read twice in one system call and the two readings compared: a copy that moved
+while it was made (the program runs on meanwhile) is never profiled as a stack of one moment.
+On CPython 3.15+ the thread's profiler anchor (one word pyunwind writes into the target, and
+clears at the end) proves the lower part of the stack unchanged besides. The schedule runs on
+the program's own clock (time it was kept stopped does not count), with intervals dithered
+around the mean.
 
 Options:
   -o, --output FILE      the capture file to write (required)
@@ -34,14 +37,16 @@ Options:
   -d, --duration SECS    stop after this long (default: until the target exits or Ctrl-C)
   -m, --mode MODE        how copies are kept consistent (default adaptive):
                            adaptive    copy while the target runs; a thread whose copy moved
-                                       is copied again with the target stopped for a moment,
-                                       so no sample is lost and steady code is never stopped
+                                       is copied again stopped for a moment, and one whose
+                                       copies keep moving (call-heavy code) is stopped first:
+                                       no sample is lost, steady code is never stopped
                            optimistic  never stop the target; a copy that moved is kept as
                                        'torn' — counted, never profiled
-                           blocking    stop the target for every copy (exact; costs the target)
+                           blocking    stop every thread that may be running Python for its
+                                       copy (exact; costs the target)
       --blocking         same as --mode blocking
-      --read-only        never write into the target (no profiler anchor): the weaker check
-                         by re-reading the stack
+      --read-only        never write into the target (no profiler anchor): the comparison
+                         of the two readings alone
   -a, --all-threads      sample every thread of every interpreter (the default; kept for
                          compatibility with other profilers' options)
   -q, --quiet            no progress line
@@ -181,7 +186,7 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
   }
   if (tty) err('\n');
   if (stats.anchorWriteFailure) {
-    err(`pyunwind: warning: could not write the profiler anchor (${stats.anchorWriteFailure}); copies were checked by re-reading instead (as with --read-only)\n`);
+    err(`pyunwind: warning: could not write the profiler anchor (${stats.anchorWriteFailure}); copies were checked by comparing two readings alone (as with --read-only)\n`);
   }
   if (child && alive()) child.kill('SIGTERM');
   const secs = stats.elapsedMs / 1000;

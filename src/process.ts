@@ -28,9 +28,11 @@ export class SampleProcessor {
     readonly layout: Layout,
     private readonly walker: Walker,
     maxDepth?: number,
+    /** the code table to use (shared with a block engine that processes other blocks) */
+    table?: CodeTable,
   ) {
     this.params = walkParams(layout, maxDepth);
-    this.table = new CodeTable(layout);
+    this.table = table ?? new CodeTable(layout);
   }
 
   /** Code records, in recording order: each replaces any earlier one at its address. */

@@ -63,7 +63,7 @@ function errorMessage(e: unknown): string {
 }
 
 /** The raw payload of a block, or why it has none. */
-function unpack(raw: RawBlock): Uint8Array | string {
+export function unpack(raw: RawBlock): Uint8Array | string {
   try {
     if (raw.compression === COMPRESSION.NONE) {
       if (raw.stored.length !== raw.rawLength) return `stored length ${raw.stored.length} differs from raw length ${raw.rawLength} in an uncompressed block`;
@@ -255,6 +255,11 @@ export class CaptureReader {
   }
 
   /** Closes the file (if the reader owns one). */
+  /** Record a problem found while decoding a block elsewhere (decodeBlock's warnings), once. */
+  report(warning: CaptureWarning): void {
+    this.warn(warning.offset, warning.message);
+  }
+
   close(): void {
     this.source.close?.();
   }

@@ -12,7 +12,7 @@
 
 import { STATUS_NAMES, TRUSTED, type Status } from '../walk/status.js';
 import { ThreadProfile, compareFrames, compareThreads, threadKey, type ThreadIds } from './thread.js';
-import { emptyStatusCounts, type ProfileStats, type SampleFrame, type SampleInput, type StatusCounts } from './types.js';
+import { emptyStatusCounts, type ProfileStats, type SampleFrame, type SampleInput, type SampleThread, type StatusCounts } from './types.js';
 
 export const PROFILE_FORMAT = 'pyunwind-profile';
 export const PROFILE_VERSION = 2;
@@ -90,6 +90,39 @@ export class Profile {
     if (!trusted) return; // rejected: statistics only, never a stack
     if (status === 'idle') t.addIdle(weight);
     else t.addFrames(sample.frames, weight);
+  }
+
+  /**
+   * Adds many samples of one thread at once — what the block engine counted (src/walk/engine.ts):
+   * the time span of the samples, the time of the latest one that carried the thread's name,
+   * the number of samples per status (in STATUS_NAMES order; idle samples weigh 1 each), and
+   * the distinct stacks of the trusted ones with their weights. The same as adding each sample.
+   */
+  addCounted(c: {
+    thread: SampleThread;
+    firstTime: number;
+    lastTime: number;
+    name?: string;
+    nameTime?: number;
+    statuses: readonly number[];
+    stacks: readonly { frames: readonly SampleFrame[]; weight: number }[];
+  }): void {
+    if (!(Number.isFinite(c.firstTime) && Number.isFinite(c.lastTime))) throw new RangeError('sample times must be finite');
+    const t = this.threadFor(c.thread);
+    t.observeSpan(c.firstTime, c.lastTime);
+    if (c.name !== undefined) t.offerName(c.name, c.nameTime ?? c.lastTime);
+    STATUS_NAMES.forEach((s, k) => {
+      const n = c.statuses[k] ?? 0;
+      if (n > 0) t.countStatus(s, n);
+    });
+    const idle = c.statuses[STATUS_NAMES.indexOf('idle')] ?? 0;
+    if (idle > 0) t.addIdle(idle);
+    for (const s of c.stacks) {
+      if (s.frames.length === 0) throw new RangeError('a counted stack needs at least one frame (no frames is idle)');
+      if (!(Number.isFinite(s.weight) && s.weight > 0)) throw new RangeError(`stack weight must be finite and > 0, got ${s.weight}`);
+      for (const f of s.frames) checkFrame(f);
+      t.addFrames(s.frames, s.weight);
+    }
   }
 
   /**

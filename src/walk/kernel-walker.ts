@@ -165,7 +165,7 @@ export class KernelWalker {
   }
 }
 
-async function readKernelBytes(shared: boolean): Promise<Uint8Array> {
+export async function readKernelBytes(shared: boolean): Promise<Uint8Array> {
   const name = shared ? 'kernel.wasm' : 'kernel-unshared.wasm';
   // src/walk/ and dist/walk/ both sit two levels below the package root
   const url = new URL(`../../build/${name}`, import.meta.url);

@@ -1,0 +1,719 @@
+// The block engine: turns a capture block's records into counted stacks without the host
+// touching a sample. The host inflates a block into this module's memory and calls
+// `engineRun`; the engine decodes each sample record (docs/capture-format.md), keeps each
+// thread's memory image and patches it in place (a sample costs what changed in it), walks it
+// (walk.ts), and interns the walk's (code, instruction) chain per thread — a sample whose
+// memory did not change since its thread's previous one is a counter bump. Out come, per
+// block: one slot per thread (ids, time span, name time, counts per status) and the distinct
+// stacks with their counts. The host names each distinct (code, instruction) once.
+//
+// The engine takes only blocks it decodes exactly as the reference reader does
+// (src/capture/patch.ts); at anything else — a malformed record, an unknown record type, a
+// patch without a base, a base region used twice, the block's byte budget passed — it stops
+// with STOP_MALFORMED before changing anything for that record, and the host processes the
+// whole block on the reference path instead (which reports what is wrong). Its outputs for
+// that block are then dropped: nothing outlives a block but the code table.
+//
+// Memory: the host lays out the areas (see src/walk/engine.ts) and passes them in a config
+// block of u32 slots; every load and store is checked against the memory size, and every
+// area against its capacity, so no input can make the engine trap or write outside them.
+
+import {
+  COMPLETE,
+  COMPLETE_UNVERIFIABLE,
+  FRAME_SIZE,
+  IDLE,
+  REGION_SIZE,
+  inMemory,
+  loadParams,
+  maxDepth,
+  outFrames,
+  outStatus,
+  setCodes,
+  setRegions,
+  walkOne,
+} from './walk';
+
+// ---- stop reasons (src/walk/engine.ts) ----
+export const STOP_END: i32 = 0;
+export const STOP_CODE: i32 = 1;
+export const STOP_MALFORMED: i32 = 2;
+/** an output table or arena is full, at a record boundary: harvest (or grow) and resume there */
+export const STOP_FULL: i32 = 3;
+
+// ---- config block: u32 slots (src/walk/engine.ts CONFIG_*) ----
+const C_THREADS = 0;
+const C_THREADS_CAP = 1;
+const C_DESCS = 2;
+const C_DESCS_SIZE = 3;
+const C_DATA = 4;
+const C_DATA_SIZE = 5;
+const C_SLOTS = 6;
+const C_SLOTS_CAP = 7;
+const C_STACKS = 8;
+const C_STACKS_CAP = 9;
+const C_CHAINS = 10;
+const C_CHAINS_CAP = 11;
+const C_HASH = 12;
+const C_HASH_CAP = 13;
+const C_FRAMES = 14;
+const C_FILTER = 15;
+const C_FILTER_LO = 16;
+const C_FILTER_HI = 17;
+const C_COPY_HIST = 18; // COPY_BUCKETS u32: copy times of the counted samples, one bucket per µs
+const C_COUNT = 19;
+const COPY_BUCKETS: u32 = 65536;
+const FLAG_STOPPED: u32 = 4;
+const FLAG_RETRIED: u32 = 8;
+
+// ---- record layout constants (src/capture/format.ts) ----
+const RECORD_CODE: u32 = 1;
+const RECORD_SAMPLE: u32 = 2;
+const FORM_WHOLE: u32 = 0;
+const FORM_PATCH: u32 = 1;
+const KIND_LITERAL: u32 = 0;
+const KIND_PATCH: u32 = 1;
+const ID_INTERPRETER: u32 = 1;
+const ID_THREAD: u32 = 2;
+const ID_NATIVE: u32 = 4;
+const FLAG_MAIN: u32 = 2;
+const MAX_BLOCK_RAW: u64 = 64 << 20;
+const MAX_BLOCK_SAMPLE_BYTES: u64 = 64 << 20;
+const MAX_SAFE: u64 = 0x1fffffffffffff;
+const STATUS_TORN: u32 = 9;
+const STATUS_COUNT: u32 = 10;
+
+// ---- table entry layouts ----
+// thread image: tsa, ids, time, region list and its sorted table, last result
+const THREAD_SIZE: u32 = 88;
+const T_TSA = 0;
+const T_INTERP = 8;
+const T_TID = 16;
+const T_NTID = 24;
+const T_TIME = 32;
+const T_COUNT = 40; // regions in the current sample
+const T_DESCS = 44; // region list, DESC_SIZE each, in sample order
+const T_CAP = 48; // capacity of the list and of the sorted table
+const T_SORTED = 52; // sorted region table (walk.ts REGION_SIZE entries)
+const T_SORTED_OK = 56; // the sorted table matches the list
+const T_SLOT = 60;
+const T_LAST_STATUS = 64; // the walk's status of the thread's previous sample (0xffffffff: none)
+const T_LAST_STACK = 68;
+const T_USED = 72; // region descriptors used by this sample (scratch)
+const NONE: u32 = 0xffffffff;
+// region descriptor: address, length, capacity of its bytes, where its bytes are
+const DESC_SIZE: u32 = 24;
+const D_ADDR = 0;
+const D_LEN = 8;
+const D_CAP = 12;
+const D_DATA = 16;
+const D_USED = 20; // scratch: taken as a base by the sample being decoded
+// slot: one thread's counts in this block
+const SLOT_SIZE: u32 = 104;
+const S_TSA = 0;
+const S_INTERP = 8;
+const S_TID = 16;
+const S_NTID = 24;
+const S_FIRST = 32;
+const S_LAST = 40;
+const S_MAIN_TIME = 48; // latest time of a sample flagged as the main thread (-1: none)
+const S_COUNTS = 56; // STATUS_COUNT u32
+// stack: a distinct (slot, chain) and how many samples ended on it
+const STACK_SIZE: u32 = 16;
+const CHAIN_FRAME: u32 = 16; // code u64, instruction pointer u64
+
+// ---- engine state ----
+let cfg: u32 = 0;
+let threads: u32 = 0;
+let threadsCap: u32 = 0;
+let threadCount: u32 = 0;
+let descs: u32 = 0;
+let descsEnd: u32 = 0;
+let descsUsed: u32 = 0;
+let data: u32 = 0;
+let dataEnd: u32 = 0;
+let dataUsed: u32 = 0;
+let slots: u32 = 0;
+let slotsCap: u32 = 0;
+let slotCount: u32 = 0;
+let stacks: u32 = 0;
+let stacksCap: u32 = 0;
+let stackCount: u32 = 0;
+let chains: u32 = 0;
+let chainsCap: u32 = 0;
+let chainCount: u32 = 0;
+let hash: u32 = 0;
+let hashCap: u32 = 0;
+let frames: u32 = 0;
+let filterKind: u32 = 0;
+let filterValue: u64 = 0;
+let copyHist: u32 = 0;
+let blockBytes: u64 = 0;
+// of the counted samples (those the filter keeps): copy times' sum and max, and flags
+let counted: u32 = 0;
+let copySum: u64 = 0;
+let copyMax: u32 = 0;
+let stoppedCount: u32 = 0;
+let retriedCount: u32 = 0;
+
+// per block, reported to the host
+let samplesSeen: u32 = 0;
+let ticks: u32 = 0;
+let lastTime: u64 = NONE;
+let firstBlockTime: u64 = 0;
+let stopAt: u32 = 0;
+
+// parser state
+let pos: u32 = 0;
+let limit: u32 = 0;
+let bad: bool = false;
+
+// ---- reading (every read bounded by `limit`; a bad read sets `bad`) ----
+
+@inline function byte(): u32 {
+  if (pos >= limit) {
+    bad = true;
+    return 0;
+  }
+  return <u32>load<u8>(pos++);
+}
+
+/** Unsigned LEB128, at most 10 bytes and below 2^64 (the format's rule). */
+function varint(): u64 {
+  let v: u64 = 0;
+  let shift: u64 = 0;
+  for (let i = 0; i < 10; i++) {
+    const b = byte();
+    if (bad) return 0;
+    if (i == 9 && b > 1) {
+      bad = true;
+      return 0;
+    }
+    v |= (<u64>(b & 0x7f)) << shift;
+    if ((b & 0x80) == 0) return v;
+    shift += 7;
+  }
+  bad = true;
+  return 0;
+}
+
+/** A varint documented as a number: below 2^53. */
+function number(): u64 {
+  const v = varint();
+  if (v > MAX_SAFE) bad = true;
+  return v;
+}
+
+/** Zigzag svarint, documented as a number. */
+function snumber(): i64 {
+  const v = varint();
+  const s: i64 = <i64>(v >>> 1) ^ -(<i64>(v & 1));
+  if (s > <i64>MAX_SAFE || s < -<i64>MAX_SAFE) bad = true;
+  return s;
+}
+
+// ---- setup ----
+
+/** Take the config block and the walk parameters; false if either does not fit memory. */
+export function engineInit(config: u32, params: u32): bool {
+  if (!inMemory(<u64>config, <u64>C_COUNT * 4)) return false;
+  if (!loadParams(params)) return false;
+  cfg = config;
+  threads = load<u32>(cfg + C_THREADS * 4);
+  threadsCap = load<u32>(cfg + C_THREADS_CAP * 4);
+  descs = load<u32>(cfg + C_DESCS * 4);
+  descsEnd = descs + load<u32>(cfg + C_DESCS_SIZE * 4);
+  data = load<u32>(cfg + C_DATA * 4);
+  dataEnd = data + load<u32>(cfg + C_DATA_SIZE * 4);
+  slots = load<u32>(cfg + C_SLOTS * 4);
+  slotsCap = load<u32>(cfg + C_SLOTS_CAP * 4);
+  stacks = load<u32>(cfg + C_STACKS * 4);
+  stacksCap = load<u32>(cfg + C_STACKS_CAP * 4);
+  chains = load<u32>(cfg + C_CHAINS * 4);
+  chainsCap = load<u32>(cfg + C_CHAINS_CAP * 4);
+  hash = load<u32>(cfg + C_HASH * 4);
+  hashCap = load<u32>(cfg + C_HASH_CAP * 4);
+  frames = load<u32>(cfg + C_FRAMES * 4);
+  filterKind = load<u32>(cfg + C_FILTER * 4);
+  filterValue = (<u64>load<u32>(cfg + C_FILTER_LO * 4)) | ((<u64>load<u32>(cfg + C_FILTER_HI * 4)) << 32);
+  copyHist = load<u32>(cfg + C_COPY_HIST * 4);
+  if (!inMemory(<u64>copyHist, <u64>COPY_BUCKETS * 4)) return false;
+  if ((hashCap & (hashCap - 1)) != 0) return false;
+  if (!inMemory(<u64>threads, <u64>threadsCap * THREAD_SIZE)) return false;
+  if (!inMemory(<u64>descs, <u64>(descsEnd - descs)) || descsEnd < descs) return false;
+  if (!inMemory(<u64>data, <u64>(dataEnd - data)) || dataEnd < data) return false;
+  if (!inMemory(<u64>slots, <u64>slotsCap * SLOT_SIZE)) return false;
+  if (!inMemory(<u64>stacks, <u64>stacksCap * STACK_SIZE)) return false;
+  if (!inMemory(<u64>chains, <u64>chainsCap * CHAIN_FRAME)) return false;
+  if (!inMemory(<u64>hash, <u64>hashCap * 8)) return false;
+  return true;
+}
+
+/** The code table walks check code pointers against (sorted; walk.ts CODE_SIZE entries). */
+export function engineSetCodes(table: u32, count: u32): void {
+  setCodes(table, count);
+}
+
+/** The data arena grew (the host grew memory): its new size. */
+export function engineGrowData(size: u32): void {
+  dataEnd = data + size;
+}
+
+/** A new block: no thread has an image, nothing is counted. */
+export function engineBeginBlock(): void {
+  threadCount = 0;
+  descsUsed = 0;
+  dataUsed = 0;
+  blockBytes = 0;
+  samplesSeen = 0;
+  ticks = 0;
+  lastTime = NONE;
+  firstBlockTime = 0;
+  engineClearOutputs();
+}
+
+/** Forget the counted slots and stacks (the host has harvested them); thread images stay. */
+export function engineClearOutputs(): void {
+  slotCount = 0;
+  stackCount = 0;
+  chainCount = 0;
+  counted = 0;
+  copySum = 0;
+  copyMax = 0;
+  stoppedCount = 0;
+  retriedCount = 0;
+  memory.fill(hash, 0xff, hashCap * 8);
+  memory.fill(copyHist, 0, COPY_BUCKETS * 4);
+  for (let t: u32 = 0; t < threadCount; t++) {
+    const th = threads + t * THREAD_SIZE;
+    store<u32>(th, NONE, T_SLOT);
+    store<u32>(th, NONE, T_LAST_STACK);
+    store<u32>(th, NONE, T_LAST_STATUS);
+  }
+}
+
+export function engineStopAt(): u32 {
+  return stopAt;
+}
+export function engineSamples(): u32 {
+  return samplesSeen;
+}
+export function engineTicks(): u32 {
+  return ticks;
+}
+export function engineFirstTime(): u64 {
+  return firstBlockTime;
+}
+export function engineLastTime(): u64 {
+  return lastTime;
+}
+export function engineSlotCount(): u32 {
+  return slotCount;
+}
+export function engineStackCount(): u32 {
+  return stackCount;
+}
+/** counted samples (those the filter keeps) since the outputs were cleared */
+export function engineCounted(): u32 {
+  return counted;
+}
+export function engineCopySum(): u64 {
+  return copySum;
+}
+export function engineCopyMax(): u32 {
+  return copyMax;
+}
+export function engineStopped(): u32 {
+  return stoppedCount;
+}
+export function engineRetried(): u32 {
+  return retriedCount;
+}
+
+// ---- threads and slots ----
+
+function findThread(tsa: u64): u32 {
+  for (let t: u32 = 0; t < threadCount; t++) {
+    const th = threads + t * THREAD_SIZE;
+    if (load<u64>(th, T_TSA) == tsa) return th;
+  }
+  return 0;
+}
+
+/** The slot for these ids (a thread state whose ids change gets another), or 0 when full. */
+function slotFor(tsa: u64, interp: u64, tid: u64, ntid: u64): u32 {
+  for (let s: u32 = 0; s < slotCount; s++) {
+    const sl = slots + s * SLOT_SIZE;
+    if (load<u64>(sl, S_TSA) == tsa && load<u64>(sl, S_INTERP) == interp && load<u64>(sl, S_TID) == tid && load<u64>(sl, S_NTID) == ntid) return sl;
+  }
+  if (slotCount >= slotsCap) return 0;
+  const sl = slots + slotCount * SLOT_SIZE;
+  slotCount++;
+  store<u64>(sl, tsa, S_TSA);
+  store<u64>(sl, interp, S_INTERP);
+  store<u64>(sl, tid, S_TID);
+  store<u64>(sl, ntid, S_NTID);
+  store<u64>(sl, <u64>-1, S_FIRST);
+  store<u64>(sl, 0, S_LAST);
+  store<i64>(sl, -1, S_MAIN_TIME);
+  memory.fill(sl + S_COUNTS, 0, STATUS_COUNT * 4);
+  return sl;
+}
+
+// ---- stacks ----
+
+/** Intern the walk's chain (outFrames frames at `frames`) for a slot; its stack entry, or 0 when full. */
+function internChain(slotIndex: u32): u32 {
+  const n = outFrames;
+  // FNV-1a over the slot and each frame's (code, instruction)
+  let h: u64 = 0xcbf29ce484222325 ^ <u64>slotIndex;
+  h *= 0x100000001b3;
+  for (let i: u32 = 0; i < n; i++) {
+    const f = frames + i * FRAME_SIZE;
+    h = (h ^ load<u64>(f, 8)) * 0x100000001b3;
+    h = (h ^ load<u64>(f, 16)) * 0x100000001b3;
+  }
+  const h32 = <u32>(h ^ (h >>> 32));
+  const mask = hashCap - 1;
+  let i = h32 & mask;
+  for (let probe: u32 = 0; probe < hashCap; probe++) {
+    const e = hash + i * 8;
+    const idx = load<u32>(e, 4);
+    if (idx == NONE) {
+      // a new stack
+      if (stackCount >= stacksCap || chainCount + n > chainsCap || stackCount * 2 >= hashCap) return 0;
+      const st = stacks + stackCount * STACK_SIZE;
+      store<u32>(st, slotIndex);
+      store<u32>(st, 0, 4);
+      store<u32>(st, chainCount, 8);
+      store<u32>(st, n, 12);
+      for (let k: u32 = 0; k < n; k++) {
+        const f = frames + k * FRAME_SIZE;
+        const c = chains + (chainCount + k) * CHAIN_FRAME;
+        store<u64>(c, load<u64>(f, 8));
+        store<u64>(c, load<u64>(f, 16), 8);
+      }
+      chainCount += n;
+      store<u32>(e, h32);
+      store<u32>(e, stackCount, 4);
+      stackCount++;
+      return st;
+    }
+    if (load<u32>(e) == h32) {
+      const st = stacks + idx * STACK_SIZE;
+      if (load<u32>(st) == slotIndex && load<u32>(st, 12) == n) {
+        const start = load<u32>(st, 8);
+        let same = true;
+        for (let k: u32 = 0; k < n && same; k++) {
+          const f = frames + k * FRAME_SIZE;
+          const c = chains + (start + k) * CHAIN_FRAME;
+          same = load<u64>(c) == load<u64>(f, 8) && load<u64>(c, 8) == load<u64>(f, 16);
+        }
+        if (same) return st;
+      }
+    }
+    i = (i + 1) & mask;
+  }
+  return 0;
+}
+
+// ---- samples ----
+
+/**
+ * Decode one sample record body [pos, end), apply it to its thread's image and count it.
+ * Returns STOP_END when done, STOP_MALFORMED or STOP_FULL before changing anything.
+ */
+function sample(end: u32): i32 {
+  limit = end;
+  const tsa = varint();
+  const form = byte();
+  if (bad) return STOP_MALFORMED;
+  let th = findThread(tsa);
+  let time: u64 = 0;
+  let interp: u64 = 0;
+  let tid: u64 = 0;
+  let ntid: u64 = 0;
+  if (form == FORM_WHOLE) {
+    time = number();
+    interp = varint();
+    tid = varint();
+    ntid = varint();
+  } else if (form == FORM_PATCH) {
+    // a patch needs its thread's previous sample in this block
+    if (th == 0) return STOP_MALFORMED;
+    const t = <i64>load<u64>(th, T_TIME) + snumber();
+    if (t < 0 || t > <i64>MAX_SAFE) bad = true;
+    time = <u64>t;
+    const mask = byte();
+    if ((mask & ~(ID_INTERPRETER | ID_THREAD | ID_NATIVE)) != 0) bad = true;
+    interp = (mask & ID_INTERPRETER) != 0 ? varint() : load<u64>(th, T_INTERP);
+    tid = (mask & ID_THREAD) != 0 ? varint() : load<u64>(th, T_TID);
+    ntid = (mask & ID_NATIVE) != 0 ? varint() : load<u64>(th, T_NTID);
+  } else {
+    return STOP_MALFORMED;
+  }
+  const flags = <u32>number();
+  const recorderStatus = byte();
+  if (recorderStatus > 1) bad = true;
+  const copyMicros = number();
+  const errorCount = number();
+  if (bad) return STOP_MALFORMED;
+  for (let e: u64 = 0; e < errorCount; e++) {
+    const n = number();
+    if (bad || <u64>pos + n > <u64>limit) return STOP_MALFORMED;
+    pos += <u32>n;
+  }
+  const regionCount = <u32>number();
+  if (bad || regionCount > (limit - pos) / 3) return STOP_MALFORMED;
+
+  // First pass: check every region and what it needs, before anything changes.
+  const baseCount = th != 0 ? load<u32>(th, T_COUNT) : 0;
+  const baseDescs = th != 0 ? load<u32>(th, T_DESCS) : 0;
+  if (th != 0) for (let j: u32 = 0; j < baseCount; j++) store<u32>(baseDescs + j * DESC_SIZE, 0, D_USED);
+  const regionsAt = pos;
+  let need: u64 = 0; // new arena bytes
+  let budget: u64 = blockBytes;
+  let changed = form == FORM_WHOLE || regionCount != baseCount;
+  for (let i: u32 = 0; i < regionCount; i++) {
+    const kind = byte();
+    if (kind == KIND_LITERAL) {
+      varint(); // address
+      const n = number();
+      if (bad || n > MAX_BLOCK_RAW || <u64>pos + n > <u64>limit) return STOP_MALFORMED;
+      pos += <u32>n;
+      need += (n + 7) & ~7;
+      budget += n;
+      changed = true;
+    } else if (kind == KIND_PATCH && form == FORM_PATCH) {
+      const j = <u32>number();
+      if (bad || j >= baseCount) return STOP_MALFORMED;
+      const base = baseDescs + j * DESC_SIZE;
+      // each base region once: the engine patches it in place
+      if (load<u32>(base, D_USED) != 0) return STOP_MALFORMED;
+      store<u32>(base, 1, D_USED);
+      const baseLen = <u64>load<u32>(base, D_LEN);
+      const n = number();
+      if (bad || n > MAX_BLOCK_RAW) return STOP_MALFORMED;
+      budget += n;
+      const runs = number();
+      if (bad) return STOP_MALFORMED;
+      if (runs == 0 && n > baseLen) return STOP_MALFORMED;
+      let at: u64 = 0;
+      for (let k: u64 = 0; k < runs; k++) {
+        const start = at + number();
+        const len = number();
+        if (bad || start + len > n || <u64>pos + len > <u64>limit) return STOP_MALFORMED;
+        if (start > at && start > baseLen) return STOP_MALFORMED;
+        pos += <u32>len;
+        at = start + len;
+      }
+      if (n > (at > baseLen ? at : baseLen)) return STOP_MALFORMED;
+      if (n > <u64>load<u32>(base, D_CAP)) need += (n + 7) & ~7;
+      if (runs != 0 || n != baseLen || j != i) changed = true;
+    } else {
+      return STOP_MALFORMED;
+    }
+    if (budget > MAX_BLOCK_SAMPLE_BYTES) return STOP_MALFORMED;
+  }
+  if (bad) return STOP_MALFORMED;
+  // (bytes left in the body: fields of a later minor version, ignored)
+
+  // Room: a new thread's entry and lists, new region bytes, a slot and a stack for the count.
+  const listCap = th != 0 && regionCount <= load<u32>(th, T_CAP) ? 0 : (regionCount < 8 ? 8 : regionCount * 2);
+  const listBytes = listCap * (DESC_SIZE + REGION_SIZE) + regionCount * DESC_SIZE;
+  if (th == 0 && threadCount >= threadsCap) return STOP_FULL;
+  if (<u64>dataUsed + need > <u64>(dataEnd - data)) return STOP_FULL;
+  if (<u64>descsUsed + <u64>listBytes > <u64>(descsEnd - descs)) return STOP_FULL;
+  // (so that interning this sample's stack cannot fail once its image has changed)
+  if (slotCount >= slotsCap || stackCount >= stacksCap || stackCount * 2 + 2 >= hashCap || <u64>chainCount + <u64>maxDepth > <u64>chainsCap) return STOP_FULL;
+
+  // Second pass: apply. New descriptors go to scratch first (a patch reads its base's).
+  blockBytes = budget;
+  if (th == 0) {
+    th = threads + threadCount * THREAD_SIZE;
+    threadCount++;
+    store<u64>(th, tsa, T_TSA);
+    store<u32>(th, 0, T_COUNT);
+    store<u32>(th, 0, T_CAP);
+    store<u32>(th, NONE, T_SLOT);
+    store<u32>(th, NONE, T_LAST_STATUS);
+    store<u32>(th, NONE, T_LAST_STACK);
+    store<u32>(th, 0, T_SORTED_OK);
+  }
+  const scratch = descs + descsUsed;
+  pos = regionsAt;
+  let addressesChanged = form == FORM_WHOLE || regionCount != baseCount;
+  for (let i: u32 = 0; i < regionCount; i++) {
+    const kind = byte();
+    const d = scratch + i * DESC_SIZE;
+    if (kind == KIND_LITERAL) {
+      const addr = varint();
+      const n = <u32>number();
+      const at = data + dataUsed;
+      memory.copy(at, pos, n);
+      pos += n;
+      dataUsed += (n + 7) & ~7;
+      store<u64>(d, addr, D_ADDR);
+      store<u32>(d, n, D_LEN);
+      store<u32>(d, (n + 7) & ~7, D_CAP);
+      store<u32>(d, at, D_DATA);
+      addressesChanged = true;
+    } else {
+      const j = <u32>number();
+      const base = baseDescs + j * DESC_SIZE;
+      const n = <u32>number();
+      const runs = <u32>number();
+      let buf = load<u32>(base, D_DATA);
+      let cap = load<u32>(base, D_CAP);
+      const baseLen = load<u32>(base, D_LEN);
+      if (n > cap) {
+        // grows past its buffer: a bigger one, with the base's bytes
+        const at = data + dataUsed;
+        memory.copy(at, buf, baseLen);
+        dataUsed += (n + 7) & ~7;
+        buf = at;
+        cap = (n + 7) & ~7;
+      }
+      let at: u32 = 0;
+      for (let k: u32 = 0; k < runs; k++) {
+        const start = at + <u32>number();
+        const len = <u32>number();
+        memory.copy(buf + start, pos, len);
+        pos += len;
+        at = start + len;
+      }
+      store<u64>(d, load<u64>(base, D_ADDR), D_ADDR);
+      store<u32>(d, n, D_LEN);
+      store<u32>(d, cap, D_CAP);
+      store<u32>(d, buf, D_DATA);
+      if (j != i || n != baseLen) addressesChanged = true;
+    }
+  }
+  // the sample's list becomes the thread's
+  let list = load<u32>(th, T_DESCS);
+  if (listCap != 0) {
+    list = descs + descsUsed + regionCount * DESC_SIZE;
+    descsUsed += listCap * (DESC_SIZE + REGION_SIZE) + regionCount * DESC_SIZE;
+    store<u32>(th, list, T_DESCS);
+    store<u32>(th, listCap, T_CAP);
+    store<u32>(th, list + listCap * DESC_SIZE, T_SORTED);
+  }
+  memory.copy(list, scratch, regionCount * DESC_SIZE);
+  store<u32>(th, regionCount, T_COUNT);
+  if (addressesChanged || listCap != 0) store<u32>(th, 0, T_SORTED_OK);
+  const idsChanged = form == FORM_WHOLE || interp != load<u64>(th, T_INTERP) || tid != load<u64>(th, T_TID) || ntid != load<u64>(th, T_NTID);
+  store<u64>(th, interp, T_INTERP);
+  store<u64>(th, tid, T_TID);
+  store<u64>(th, ntid, T_NTID);
+  store<u64>(th, time, T_TIME);
+
+  // a tick samples every thread at one time: its samples share it, and follow each other
+  if (samplesSeen == 0) firstBlockTime = time;
+  if (time != lastTime) ticks++;
+  lastTime = time;
+  samplesSeen++;
+
+  if (filterKind == 1 && ntid != filterValue && tid != filterValue) return STOP_END;
+  counted++;
+  copySum += copyMicros;
+  if (copyMicros > <u64>copyMax) copyMax = <u32>(copyMicros > 0xffffffff ? 0xffffffff : copyMicros);
+  const bucket = copyHist + <u32>(copyMicros < <u64>COPY_BUCKETS ? copyMicros : <u64>(COPY_BUCKETS - 1)) * 4;
+  store<u32>(bucket, load<u32>(bucket) + 1);
+  if ((flags & FLAG_STOPPED) != 0) stoppedCount++;
+  if ((flags & FLAG_RETRIED) != 0) retriedCount++;
+
+  // count it; the previous walk stands for this sample only if nothing it read changed
+  if (changed || idsChanged || load<u32>(th, T_SLOT) == NONE) {
+    store<u32>(th, NONE, T_LAST_STATUS);
+    store<u32>(th, NONE, T_LAST_STACK);
+  }
+  let sl = load<u32>(th, T_SLOT);
+  if (idsChanged || sl == NONE) {
+    const s = slotFor(tsa, interp, tid, ntid);
+    sl = (s - slots) / SLOT_SIZE;
+    store<u32>(th, sl, T_SLOT);
+  }
+  const slot = slots + sl * SLOT_SIZE;
+  if (time < load<u64>(slot, S_FIRST)) store<u64>(slot, time, S_FIRST);
+  if (time > load<u64>(slot, S_LAST)) store<u64>(slot, time, S_LAST);
+  if ((flags & FLAG_MAIN) != 0 && <i64>time > load<i64>(slot, S_MAIN_TIME)) store<i64>(slot, <i64>time, S_MAIN_TIME);
+
+  let status: u32;
+  let stack: u32 = 0;
+  if (recorderStatus == 1) {
+    status = STATUS_TORN;
+  } else if (load<u32>(th, T_LAST_STATUS) != NONE) {
+    // the memory the walk reads is as it was: so is the walk
+    status = load<u32>(th, T_LAST_STATUS);
+    const last = load<u32>(th, T_LAST_STACK);
+    if (last != NONE) stack = stacks + last * STACK_SIZE;
+  } else {
+    const n = regionCount;
+    const sorted = load<u32>(th, T_SORTED);
+    if (load<u32>(th, T_SORTED_OK) == 0) {
+      // the walk's region table: sorted by address (insertion sort: a sample has a few regions)
+      for (let i: u32 = 0; i < n; i++) {
+        const d = list + i * DESC_SIZE;
+        const addr = load<u64>(d, D_ADDR);
+        let k = i;
+        while (k > 0 && load<u64>(sorted + (k - 1) * REGION_SIZE) > addr) {
+          memory.copy(sorted + k * REGION_SIZE, sorted + (k - 1) * REGION_SIZE, REGION_SIZE);
+          k--;
+        }
+        const e = sorted + k * REGION_SIZE;
+        store<u64>(e, addr);
+        store<u32>(e, load<u32>(d, D_LEN), 8);
+        store<u32>(e, load<u32>(d, D_DATA), 12);
+      }
+      store<u32>(th, 1, T_SORTED_OK);
+    }
+    // (else the same regions at the same places with the same lengths: only bytes changed)
+    setRegions(sorted, n);
+    walkOne(tsa, frames);
+    status = outStatus;
+    if ((status == COMPLETE || status == COMPLETE_UNVERIFIABLE) && outFrames > 0) {
+      // room was checked before the image changed: interning cannot fail here
+      stack = internChain(sl);
+    }
+    store<u32>(th, status, T_LAST_STATUS);
+    store<u32>(th, stack == 0 ? NONE : (stack - stacks) / STACK_SIZE, T_LAST_STACK);
+  }
+  const counts = slot + S_COUNTS + status * 4;
+  store<u32>(counts, load<u32>(counts) + 1);
+  if (stack != 0) store<u32>(stack, load<u32>(stack, 4) + 1, 4);
+  return STOP_END;
+}
+
+/**
+ * Process the records of a block payload [start, end) (linear-memory offsets). Returns why it
+ * stopped: STOP_END (all done), STOP_CODE (a code record at engineStopAt(): the host decodes it
+ * and calls again after it), STOP_MALFORMED (process the block on the reference path), or
+ * STOP_FULL (at engineStopAt(): harvest the outputs, or grow the data arena, and call again
+ * from there).
+ */
+export function engineRun(start: u32, end: u32): i32 {
+  if (!inMemory(<u64>start, <u64>(end - start)) || end < start) return STOP_MALFORMED;
+  pos = start;
+  while (pos < end) {
+    const recordAt = pos;
+    bad = false;
+    limit = end;
+    const type = byte();
+    const n = varint();
+    if (bad || <u64>pos + n > <u64>end) return STOP_MALFORMED;
+    const bodyEnd = pos + <u32>n;
+    if (type == RECORD_CODE) {
+      stopAt = recordAt;
+      return STOP_CODE;
+    }
+    if (type != RECORD_SAMPLE) return STOP_MALFORMED;
+    const r = sample(bodyEnd);
+    if (r != STOP_END) {
+      stopAt = recordAt;
+      return r;
+    }
+    pos = bodyEnd;
+  }
+  stopAt = end;
+  return STOP_END;
+}

@@ -1,0 +1,401 @@
+// The frame walk itself: follows a CPython frame chain through one sample's copied regions,
+// with every load bounds-checked against the memory size. Shared by the batch entry point
+// (kernel.ts `walk`) and the block engine (engine.ts). src/walk/reference-walker.ts has exactly
+// the same semantics in TypeScript — change both together.
+
+// ---- statuses (src/walk/status.ts) ----
+export const COMPLETE: u32 = 0;
+export const COMPLETE_UNVERIFIABLE: u32 = 1;
+export const IDLE: u32 = 2;
+export const INCOMPLETE: u32 = 3;
+export const DANGLING: u32 = 4;
+export const CYCLE: u32 = 5;
+export const TOO_DEEP: u32 = 6;
+export const CORRUPT: u32 = 7;
+export const NO_THREAD_STATE: u32 = 8;
+
+// ---- parameter block: i32 slots (src/walk/params.ts) ----
+const P_PTR_SIZE = 0;
+const P_TS_NEED = 1;
+const P_TS_CURRENT_FRAME = 2;
+const P_CFRAME_CURRENT = 3;
+const P_TS_BASE_FRAME = 4;
+const P_FR_SIZE = 5;
+const P_FR_PREVIOUS = 6;
+const P_FR_EXECUTABLE = 7;
+const P_FR_INSTR_PTR = 8;
+const P_FR_OWNER = 9;
+const P_FR_IS_ENTRY = 10;
+const P_TAG_MASK = 11;
+const P_OWNER_PYTHON = 12;
+const P_OWNER_SKIP = 13;
+const P_BOTTOM = 14;
+const P_IP_PREVIOUS = 15;
+const P_MAX_DEPTH = 16;
+const P_OWNER_THREAD = 17;
+const P_COUNT = 18;
+
+const BOTTOM_BASE_FRAME = 0;
+const BOTTOM_ENTRY_FRAME = 1;
+const BOTTOM_IS_ENTRY_FLAG = 2;
+
+// ---- record sizes ----
+export const SAMPLE_SIZE: u32 = 16; // u64 tstate, u32 regionTable, u32 regionCount
+export const REGION_SIZE: u32 = 16; // u64 address, u32 length, u32 data offset
+export const CODE_SIZE: u32 = 32; // u64 address, u64 bytecode start, u64 bytecode end, u32 frame size, u32 unused
+export const RESULT_SIZE: u32 = 32; // u32 status, u32 frameStart, u32 frameCount, u32 visited, u64 last, u64 fail
+export const FRAME_SIZE: u32 = 24; // u64 frame, u64 code, u64 instr ptr
+
+// ---- parameters of the current batch ----
+export let ptrSize: u32 = 8;
+let tsNeed: u32 = 0;
+let tsCurrentFrame: u32 = 0;
+let cframeCurrent: i32 = -1;
+let tsBaseFrame: i32 = -1;
+let frSize: u32 = 0;
+let frPrevious: u32 = 0;
+let frExecutable: u32 = 0;
+let frInstrPtr: u32 = 0;
+let frOwner: u32 = 0;
+let frIsEntry: i32 = -1;
+let tagMask: u64 = 0;
+let ownerPython: u32 = 0;
+let ownerSkip: u32 = 0;
+let bottom: i32 = 0;
+let ipPrevious: u32 = 0;
+export let maxDepth: u32 = 0;
+let ownerThread: u32 = 0;
+
+// ---- current sample ----
+let regTable: u32 = 0;
+let regCount: u32 = 0;
+let codeTable: u32 = 0;
+let codeCount: u32 = 0;
+
+// result of the last `locate`: the linear-memory offset of the address and the region it is in
+let locOffset: u32 = 0;
+let locRegion: i32 = -1;
+const LOC_OK: i32 = 0;
+const LOC_MISSING: i32 = 1; // no region contains the address
+const LOC_CROSSES: i32 = 2; // a region starts at or before the address but ends inside [address, address+len)
+
+// result of the last pointer read
+let readOk: bool = false;
+
+@inline function memSize(): u64 {
+  return (<u64>memory.size()) << 16;
+}
+
+/** Is [off, off+len) inside linear memory? Computed in u64 so it cannot wrap. */
+@inline export function inMemory(off: u64, len: u64): bool {
+  return off + len <= memSize();
+}
+
+/**
+ * Find the region of the current sample holding [addr, addr+len): the last region whose start
+ * is <= addr (binary search over the sorted table), which must then contain the whole range.
+ */
+function locate(addr: u64, len: u32): i32 {
+  let lo: i32 = 0;
+  let hi: i32 = <i32>regCount - 1;
+  let found: i32 = -1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >>> 1;
+    const start = load<u64>(regTable + <u32>mid * REGION_SIZE);
+    if (start <= addr) {
+      found = mid;
+      lo = mid + 1;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  if (found < 0) return LOC_MISSING;
+  const entry = regTable + <u32>found * REGION_SIZE;
+  const start = load<u64>(entry);
+  const length = <u64>load<u32>(entry, 8);
+  const data = <u64>load<u32>(entry, 12);
+  const off = addr - start;
+  if (off >= length) return LOC_MISSING;
+  if (off + <u64>len > length) return LOC_CROSSES;
+  // the host checked every region's bytes lie in memory; checking again keeps the kernel
+  // safe even if it did not
+  if (!inMemory(data + off, <u64>len)) return LOC_MISSING;
+  locOffset = <u32>(data + off);
+  locRegion = found;
+  return LOC_OK;
+}
+
+/** A pointer-sized little-endian value at `addr` in the sample's regions; sets readOk. */
+function readPtr(addr: u64): u64 {
+  if (locate(addr, ptrSize) != LOC_OK) {
+    readOk = false;
+    return 0;
+  }
+  readOk = true;
+  return ptrSize == 8 ? load<u64>(locOffset) : <u64>load<u32>(locOffset);
+}
+
+/** Pointer-sized field at byte `off` of a block already located at linear offset `base`. */
+@inline function fieldPtr(base: u32, off: u32): u64 {
+  return ptrSize == 8 ? load<u64>(base + off) : <u64>load<u32>(base + off);
+}
+
+// code lookup result
+let codeStart: u64 = 0;
+let codeEnd: u64 = 0;
+let codeFrameSize: u64 = 0;
+
+/** Exact-match binary search of the sorted code table; sets codeStart/codeEnd. */
+function findCode(addr: u64): bool {
+  let lo: i32 = 0;
+  let hi: i32 = <i32>codeCount - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >>> 1;
+    const entry = codeTable + <u32>mid * CODE_SIZE;
+    const a = load<u64>(entry);
+    if (a == addr) {
+      codeStart = load<u64>(entry, 8);
+      codeEnd = load<u64>(entry, 16);
+      codeFrameSize = <u64>load<u32>(entry, 24);
+      return true;
+    }
+    if (a < addr) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return false;
+}
+
+@inline function ownerIn(mask: u32, owner: u32): bool {
+  return owner < 32 && ((mask >>> owner) & 1) != 0;
+}
+
+export function loadParams(p: u32): bool {
+  if (!inMemory(<u64>p, <u64>P_COUNT * 4)) return false;
+  ptrSize = load<u32>(p + P_PTR_SIZE * 4);
+  if (ptrSize != 4 && ptrSize != 8) return false;
+  tsNeed = load<u32>(p + P_TS_NEED * 4);
+  tsCurrentFrame = load<u32>(p + P_TS_CURRENT_FRAME * 4);
+  cframeCurrent = load<i32>(p + P_CFRAME_CURRENT * 4);
+  tsBaseFrame = load<i32>(p + P_TS_BASE_FRAME * 4);
+  frSize = load<u32>(p + P_FR_SIZE * 4);
+  frPrevious = load<u32>(p + P_FR_PREVIOUS * 4);
+  frExecutable = load<u32>(p + P_FR_EXECUTABLE * 4);
+  frInstrPtr = load<u32>(p + P_FR_INSTR_PTR * 4);
+  frOwner = load<u32>(p + P_FR_OWNER * 4);
+  frIsEntry = load<i32>(p + P_FR_IS_ENTRY * 4);
+  tagMask = <u64>load<u32>(p + P_TAG_MASK * 4);
+  ownerPython = load<u32>(p + P_OWNER_PYTHON * 4);
+  ownerSkip = load<u32>(p + P_OWNER_SKIP * 4);
+  bottom = load<i32>(p + P_BOTTOM * 4);
+  ipPrevious = load<u32>(p + P_IP_PREVIOUS * 4);
+  maxDepth = load<u32>(p + P_MAX_DEPTH * 4);
+  ownerThread = load<u32>(p + P_OWNER_THREAD * 4);
+  // every field read from a frame must lie inside the frame size, which is what locate checks
+  if (frSize == 0 || frSize > 4096) return false;
+  if (frPrevious + ptrSize > frSize || frExecutable + ptrSize > frSize) return false;
+  if (frInstrPtr + ptrSize > frSize || frOwner + 1 > frSize) return false;
+  if (frIsEntry >= 0 && <u32>frIsEntry + 1 > frSize) return false;
+  if (tsNeed > 1 << 20 || tsCurrentFrame + ptrSize > tsNeed) return false;
+  if (tsBaseFrame >= 0 && <u32>tsBaseFrame + ptrSize > tsNeed) return false;
+  if (cframeCurrent > 4096) return false;
+  return true;
+}
+
+// per-sample output of walkOne
+export let outStatus: u32 = 0;
+export let outVisited: u32 = 0;
+export let outLast: u64 = 0;
+export let outFail: u64 = 0;
+export let outFrames: u32 = 0;
+
+/** Walk one sample, writing its Python frames at `frames` (room for maxDepth). */
+export function walkOne(tstate: u64, frames: u32): void {
+  outVisited = 0;
+  outLast = 0;
+  outFail = 0;
+  outFrames = 0;
+  if (tstate == 0) {
+    outStatus = NO_THREAD_STATE;
+    return;
+  }
+  if (locate(tstate, tsNeed) != LOC_OK) {
+    outStatus = NO_THREAD_STATE;
+    outFail = tstate;
+    return;
+  }
+  const ts = locOffset;
+  let frame: u64 = fieldPtr(ts, tsCurrentFrame);
+  if (cframeCurrent >= 0) {
+    // 3.11/3.12: tstate->cframe->current_frame
+    const cframe = frame;
+    if (cframe == 0) {
+      outStatus = CORRUPT;
+      outFail = tstate;
+      return;
+    }
+    frame = readPtr(cframe + <u64>cframeCurrent);
+    if (!readOk) {
+      outStatus = DANGLING;
+      outFail = cframe;
+      return;
+    }
+  }
+  let base: u64 = 0;
+  if (tsBaseFrame >= 0) {
+    base = fieldPtr(ts, <u32>tsBaseFrame);
+    if (base == 0) {
+      outStatus = CORRUPT;
+      outFail = tstate;
+      return;
+    }
+  }
+
+  let visited: u32 = 0;
+  let pyCount: u32 = 0;
+  let last: u64 = 0;
+  let lastOwner: u32 = 0xffffffff;
+  let lastIsEntry: u32 = 0;
+  // Brent's cycle detection: O(1) state, finds any cycle within a bounded number of steps
+  let tortoise: u64 = frame;
+  let power: u32 = 1;
+  let lam: u32 = 0;
+  const align: u64 = <u64>ptrSize - 1;
+  // the frame visited just before, when it was a Python frame on the data stack (0 if not),
+  // and the region it was in: its caller, in the same chunk, must end exactly where it begins
+  let callee: u64 = 0;
+  let calleeRegion: i32 = -1;
+
+  while (frame != 0) {
+    if (visited >= maxDepth) {
+      outStatus = TOO_DEEP;
+      outFail = frame;
+      outVisited = visited;
+      outLast = last;
+      outFrames = pyCount;
+      return;
+    }
+    let fail: u32 = 0xffffffff;
+    if ((frame & align) != 0) {
+      fail = CORRUPT;
+    } else {
+      const loc = locate(frame, frSize);
+      if (loc == LOC_MISSING) fail = DANGLING;
+      else if (loc == LOC_CROSSES) fail = CORRUPT;
+    }
+    if (fail != 0xffffffff) {
+      outStatus = fail;
+      outFail = frame;
+      outVisited = visited;
+      outLast = last;
+      outFrames = pyCount;
+      return;
+    }
+    const f = locOffset;
+    const region = locRegion;
+    const owner = <u32>load<u8>(f + frOwner);
+    const prev = fieldPtr(f, frPrevious);
+    let nextCallee: u64 = 0;
+    if (ownerIn(ownerPython, owner)) {
+      const code = fieldPtr(f, frExecutable) & ~tagMask;
+      // a NULL executable is a frame being created or cleared: skip it, keep following
+      if (code != 0) {
+        const ip = fieldPtr(f, frInstrPtr);
+        let bad: u64 = 0;
+        if (!findCode(code)) {
+          bad = code;
+        } else {
+          // 3.11/3.12 prev_instr is one code unit before the first instruction until the
+          // frame starts; instr_ptr (3.13+) is always inside the bytecode
+          const low = ipPrevious != 0 && codeStart >= 2 ? codeStart - 2 : codeStart;
+          if (ip < low || ip >= codeEnd || ((ip ^ codeStart) & 1) != 0) bad = ip == 0 ? frame : ip;
+        }
+        // a frame pushed by its caller on the data stack sits right after the caller's frame
+        // (co_framesize words): frames from different moments glued together do not
+        if (bad == 0 && owner == ownerThread && callee != 0 && calleeRegion == region && codeFrameSize != 0 && frame + codeFrameSize != callee) {
+          bad = callee;
+        }
+        if (bad != 0) {
+          outStatus = CORRUPT;
+          outFail = bad;
+          outVisited = visited;
+          outLast = last;
+          outFrames = pyCount;
+          return;
+        }
+        if (owner == ownerThread) nextCallee = frame;
+        const out = frames + pyCount * FRAME_SIZE;
+        store<u64>(out, frame);
+        store<u64>(out, code, 8);
+        store<u64>(out, ip, 16);
+        pyCount++;
+      }
+    } else if (!ownerIn(ownerSkip, owner)) {
+      outStatus = CORRUPT;
+      outFail = frame;
+      outVisited = visited;
+      outLast = last;
+      outFrames = pyCount;
+      return;
+    }
+    callee = nextCallee;
+    calleeRegion = region;
+    last = frame;
+    lastOwner = owner;
+    lastIsEntry = frIsEntry >= 0 ? <u32>load<u8>(f + <u32>frIsEntry) : 0;
+    visited++;
+    frame = prev;
+    lam++;
+    if (frame != 0 && frame == tortoise) {
+      outStatus = CYCLE;
+      outFail = frame;
+      outVisited = visited;
+      outLast = last;
+      outFrames = pyCount;
+      return;
+    }
+    if (lam == power) {
+      tortoise = frame;
+      power <<= 1;
+      lam = 0;
+    }
+  }
+
+  outVisited = visited;
+  outLast = last;
+  outFrames = pyCount;
+  if (bottom == BOTTOM_BASE_FRAME) {
+    if (last != base) {
+      outStatus = INCOMPLETE;
+      outFail = last;
+    } else {
+      outStatus = pyCount > 0 ? COMPLETE : IDLE;
+    }
+    return;
+  }
+  if (visited == 0) {
+    outStatus = IDLE;
+    return;
+  }
+  let bottomOk = false;
+  if (bottom == BOTTOM_ENTRY_FRAME) bottomOk = ownerIn(ownerSkip, lastOwner);
+  else if (bottom == BOTTOM_IS_ENTRY_FLAG) bottomOk = lastIsEntry != 0;
+  if (!bottomOk) {
+    outStatus = INCOMPLETE;
+    outFail = last;
+    return;
+  }
+  outStatus = pyCount > 0 ? COMPLETE_UNVERIFIABLE : IDLE;
+}
+
+
+/** The sorted region table of the sample walkOne walks next (entries of REGION_SIZE bytes). */
+export function setRegions(table: u32, count: u32): void {
+  regTable = table;
+  regCount = count;
+}
+
+/** The sorted code table every walk checks code pointers against (entries of CODE_SIZE bytes). */
+export function setCodes(table: u32, count: u32): void {
+  codeTable = table;
+  codeCount = count;
+}

@@ -1,0 +1,410 @@
+// Host side of the block engine (assembly/engine.ts): lays out its memory, feeds it a capture
+// block at a time, hands it the code records it stops at, and turns what it counted — per
+// thread, the distinct (code, instruction) chains and how many samples ended on each — into a
+// profile. The host names each distinct frame once per block; it never touches a sample.
+//
+// A block the engine does not decode exactly as the reference reader would (anything
+// malformed) is processed on the reference path instead (decodeBlock + a walker), so every
+// block gives the same profile either way: test/engine.test.ts checks it on real captures.
+
+import { ByteReader, readCodeRecord } from '../capture/format.js';
+import { unpack, type RawBlock } from '../capture/reader.js';
+import type { CaptureWarning } from '../capture/types.js';
+import type { Layout } from '../layout/layout.js';
+import { Profile } from '../profile/profile.js';
+import type { SampleFrame } from '../profile/types.js';
+import { CodeTable } from '../symbols/code-table.js';
+import { STATUS_NAMES } from './status.js';
+import { encodeParams, PARAM_COUNT, walkParams, type WalkParams } from './params.js';
+import { readKernelBytes } from './kernel-walker.js';
+import { U64_MASK } from './normalize.js';
+
+const PAGE = 65536;
+const THREAD_SIZE = 88;
+const DESC_SIZE = 24;
+const REGION_SIZE = 16;
+const SLOT_SIZE = 104;
+const STACK_SIZE = 16;
+const CHAIN_FRAME = 16;
+const CODE_SIZE = 32;
+const FRAME_SIZE = 24;
+const COPY_BUCKETS = 65536;
+const CONFIG_SLOTS = 19;
+
+const STOP = { END: 0, CODE: 1, MALFORMED: 2, FULL: 3 } as const;
+
+/** The image arena never needs more than a block's region bytes may add up to (the format's limit), twice. */
+const MAX_DATA_BYTES = 128 << 20;
+
+/** Capacities of the engine's tables: what one block may need before a harvest. */
+const CAPACITY = {
+  threads: 8192,
+  descBytes: 4 << 20,
+  slots: 8192,
+  stacks: 1 << 16,
+  chainFrames: 1 << 20,
+  hash: 1 << 17,
+  /** the data arena's first size; it grows (with memory) when a block needs more */
+  dataBytes: 8 << 20,
+};
+
+interface EngineExports {
+  engineInit(config: number, params: number): number;
+  engineSetCodes(table: number, count: number): void;
+  engineGrowData(size: number): void;
+  engineBeginBlock(): void;
+  engineClearOutputs(): void;
+  engineRun(start: number, end: number): number;
+  engineStopAt(): number;
+  engineSamples(): number;
+  engineTicks(): number;
+  engineFirstTime(): bigint;
+  engineLastTime(): bigint;
+  engineSlotCount(): number;
+  engineStackCount(): number;
+  engineCounted(): number;
+  engineCopySum(): bigint;
+  engineCopyMax(): number;
+  engineStopped(): number;
+  engineRetried(): number;
+  heapBase(): number;
+}
+
+/** What the samples of a stretch of blocks say about how they were copied (report's RecordingStats). */
+export class CopyStats {
+  samples = 0;
+  stopped = 0;
+  retried = 0;
+  sum = 0;
+  max = 0;
+  /** samples per copy time in µs (the last bucket: that or more) */
+  readonly hist = new Float64Array(COPY_BUCKETS);
+
+  add(copyMicros: number, flags: number): void {
+    this.samples++;
+    this.sum += copyMicros;
+    if (copyMicros > this.max) this.max = copyMicros;
+    this.hist[Math.min(copyMicros, COPY_BUCKETS - 1)]!++;
+    if (flags & 4) this.stopped++;
+    if (flags & 8) this.retried++;
+  }
+
+  merge(o: CopyStats): void {
+    this.samples += o.samples;
+    this.stopped += o.stopped;
+    this.retried += o.retried;
+    this.sum += o.sum;
+    this.max = Math.max(this.max, o.max);
+    for (let i = 0; i < COPY_BUCKETS; i++) this.hist[i]! += o.hist[i]!;
+  }
+
+  /** The copy time below which a share `q` of the samples fall (index floor(q·n) of the sorted times). */
+  quantile(q: number): number {
+    if (this.samples === 0) return 0;
+    const rank = Math.min(this.samples - 1, Math.floor(q * this.samples));
+    let seen = 0;
+    for (let i = 0; i < COPY_BUCKETS; i++) {
+      seen += this.hist[i]!;
+      if (seen > rank) return i === COPY_BUCKETS - 1 ? this.max : i;
+    }
+    return this.max;
+  }
+}
+
+/** What processing a block gave besides the profile. */
+export interface BlockResult {
+  /** samples in the block, of every thread (the filter aside) */
+  samples: number;
+  /** ticks among them: runs of samples with one time */
+  ticks: number;
+  /** time of the block's first and last sample (null: none) */
+  firstTime: number | null;
+  lastTime: number | null;
+  missed: number;
+  warnings: CaptureWarning[];
+  /** the block went to the reference path (the engine would not decode it exactly) */
+  fallback: boolean;
+  /** anything of the block could be decoded at all */
+  decoded: boolean;
+}
+
+export interface EngineOptions {
+  /** keep only samples of this thread (native thread id, or thread_id) */
+  thread?: bigint;
+  /** the compiled kernel (default: build/kernel-unshared.wasm next to the package) */
+  module?: WebAssembly.Module;
+  maxDepth?: number;
+}
+
+/**
+ * The reference path for one block: decode it with the reference reader and add each sample to
+ * the profile as report always did. `process` walks and symbolizes a batch of samples.
+ */
+export type ReferencePath = (raw: RawBlock, profile: Profile, copies: CopyStats) => BlockResult;
+
+export class BlockEngine {
+  private readonly layout = new Map<string, number>();
+  private codesVersion = -1;
+  private dataSize = CAPACITY.dataBytes;
+
+  private constructor(
+    private readonly exports: EngineExports,
+    private readonly memory: WebAssembly.Memory,
+    readonly codes: CodeTable,
+    private readonly params: WalkParams,
+    private readonly options: EngineOptions,
+  ) {}
+
+  static async load(layout: Layout, options: EngineOptions = {}): Promise<BlockEngine> {
+    const memory = new WebAssembly.Memory({ initial: 16, maximum: 65536 });
+    const module = options.module ?? (await WebAssembly.compile((await readKernelBytes(false)) as Uint8Array<ArrayBuffer>));
+    const instance = await WebAssembly.instantiate(module, { env: { memory } });
+    const engine = new BlockEngine(instance.exports as unknown as EngineExports, memory, new CodeTable(layout), walkParams(layout, options.maxDepth), options);
+    engine.lay();
+    return engine;
+  }
+
+  /** Place every area, the growable data arena last. */
+  private lay(): void {
+    const e = this.exports;
+    const areas: [string, number][] = [
+      ['params', PARAM_COUNT * 4],
+      ['config', CONFIG_SLOTS * 4],
+      ['frames', this.params.maxDepth * FRAME_SIZE],
+      ['threads', CAPACITY.threads * THREAD_SIZE],
+      ['descs', CAPACITY.descBytes],
+      ['slots', CAPACITY.slots * SLOT_SIZE],
+      ['stacks', CAPACITY.stacks * STACK_SIZE],
+      ['chains', CAPACITY.chainFrames * CHAIN_FRAME],
+      ['hash', CAPACITY.hash * 8],
+      ['copyHist', COPY_BUCKETS * 4],
+    ];
+    let at = align(e.heapBase(), 16);
+    for (const [name, size] of areas) {
+      this.layout.set(name, at);
+      at = align(at + size, 16);
+    }
+    // then the code table (rewritten when it changes: placed after, growing), payload, data
+    this.layout.set('end', at);
+    this.placeTail(0, 0);
+  }
+
+  /** Lay out code table, payload and data arena after the fixed areas, for these sizes. */
+  private placeTail(codeBytes: number, payloadBytes: number): void {
+    const end = this.layout.get('end')!;
+    const codes = end;
+    const payload = align(codes + Math.max(codeBytes, 64 * CODE_SIZE), 16);
+    const data = align(payload + Math.max(payloadBytes, 1 << 20), 16);
+    this.layout.set('codes', codes);
+    this.layout.set('payload', payload);
+    this.layout.set('data', data);
+    this.ensure(data + this.dataSize);
+    this.writeConfig();
+  }
+
+  private ensure(bytes: number): void {
+    const have = this.memory.buffer.byteLength;
+    if (bytes > have) this.memory.grow(Math.ceil((bytes - have) / PAGE));
+  }
+
+  private writeConfig(): void {
+    const L = this.layout;
+    const dv = new DataView(this.memory.buffer);
+    const cfg = L.get('config')!;
+    const filter = this.options.thread;
+    const slots = [
+      L.get('threads')!, CAPACITY.threads,
+      L.get('descs')!, CAPACITY.descBytes,
+      L.get('data')!, this.dataSize,
+      L.get('slots')!, CAPACITY.slots,
+      L.get('stacks')!, CAPACITY.stacks,
+      L.get('chains')!, CAPACITY.chainFrames,
+      L.get('hash')!, CAPACITY.hash,
+      L.get('frames')!,
+      filter === undefined ? 0 : 1,
+      filter === undefined ? 0 : Number(filter & 0xffffffffn),
+      filter === undefined ? 0 : Number((filter >> 32n) & 0xffffffffn),
+      L.get('copyHist')!,
+    ];
+    slots.forEach((v, i) => dv.setUint32(cfg + i * 4, v >>> 0, true));
+    new Int32Array(this.memory.buffer, L.get('params')!, PARAM_COUNT).set(encodeParams(this.params));
+    if (!this.exports.engineInit(cfg, L.get('params')!)) throw new Error('block engine: its memory layout does not fit (a bug in the host)');
+    this.codesVersion = -1;
+  }
+
+  /** Write the code table (sorted ranges) where the engine reads it, if it changed. */
+  private syncCodes(): void {
+    if (this.codesVersion === this.codes.version) return;
+    const ranges = this.codes.ranges;
+    const need = ranges.length * CODE_SIZE;
+    if (this.layout.get('payload')! - this.layout.get('codes')! < need) this.placeTail(need * 2, this.payloadRoom());
+    const at = this.layout.get('codes')!;
+    const dv = new DataView(this.memory.buffer);
+    ranges.forEach((c, i) => {
+      const o = at + i * CODE_SIZE;
+      dv.setBigUint64(o, c.address & U64_MASK, true);
+      dv.setBigUint64(o + 8, c.bytecodeStart & U64_MASK, true);
+      dv.setBigUint64(o + 16, c.bytecodeEnd & U64_MASK, true);
+      dv.setUint32(o + 24, c.frameSize, true);
+      dv.setUint32(o + 28, 0, true);
+    });
+    this.exports.engineSetCodes(at, ranges.length);
+    this.codesVersion = this.codes.version;
+  }
+
+  private payloadRoom(): number {
+    return this.layout.get('data')! - this.layout.get('payload')!;
+  }
+
+  /**
+   * Process one block into `profile` (and the copy statistics into `copies`). A block the engine
+   * will not take exactly is processed by `reference` instead.
+   */
+  processBlock(raw: RawBlock, profile: Profile, copies: CopyStats, reference: ReferencePath): BlockResult {
+    const payload = unpack(raw);
+    if (typeof payload === 'string') return reference(raw, profile, copies);
+    const e = this.exports;
+    if (this.payloadRoom() < payload.length) this.placeTail(this.layout.get('payload')! - this.layout.get('codes')!, payload.length * 2);
+    const base = this.layout.get('payload')!;
+    new Uint8Array(this.memory.buffer, base, payload.length).set(payload);
+    const head = new ByteReader(payload);
+    let missed: number;
+    try {
+      missed = head.uint('missed count');
+    } catch {
+      return reference(raw, profile, copies);
+    }
+    // What this block adds is kept apart until the block is done: a block the engine gives up
+    // on goes to the reference path whole. (Code records it took meanwhile are taken again,
+    // in the same order, by the reference path: a record replaces the one at its address, so
+    // the table ends up the same.)
+    const local = new Profile();
+    const localCopies = new CopyStats();
+    e.engineBeginBlock();
+    this.syncCodes();
+    let pos = base + head.pos;
+    const end = base + payload.length;
+    for (;;) {
+      const stop = e.engineRun(pos, end);
+      if (stop === STOP.END) break;
+      if (stop === STOP.CODE) {
+        const at = e.engineStopAt();
+        const r = new ByteReader(new Uint8Array(this.memory.buffer, base, payload.length), at - base);
+        let record;
+        try {
+          r.u8('record type');
+          const length = r.uint('record length');
+          const body = new ByteReader(new Uint8Array(this.memory.buffer, base, payload.length), r.pos, r.pos + length);
+          record = readCodeRecord(body);
+          pos = base + r.pos + length;
+        } catch {
+          return reference(raw, profile, copies);
+        }
+        // the record's bytes are copied: the payload area is reused by the next block
+        this.codes.add({ address: record.address, regions: record.regions.map((g) => ({ address: g.address, bytes: g.bytes.slice() })) });
+        this.syncCodes();
+        continue;
+      }
+      if (stop === STOP.FULL) {
+        // at a record boundary, nothing of the record applied: harvest what was counted and go
+        // on from there; if nothing was counted, the image arena is what is full: grow it
+        const at = e.engineStopAt();
+        if (e.engineSlotCount() > 0) {
+          this.harvest(local, localCopies);
+          e.engineClearOutputs();
+        } else if (!this.growData()) {
+          return reference(raw, profile, copies);
+        }
+        pos = at;
+        continue;
+      }
+      return reference(raw, profile, copies);
+    }
+    this.harvest(local, localCopies);
+    profile.merge(local);
+    copies.merge(localCopies);
+    const samples = e.engineSamples();
+    return {
+      samples,
+      ticks: e.engineTicks(),
+      firstTime: samples ? Number(e.engineFirstTime()) : null,
+      lastTime: samples ? Number(e.engineLastTime()) : null,
+      missed,
+      warnings: [],
+      fallback: false,
+      decoded: true,
+    };
+  }
+
+  /** Give the image arena more room; false past what a block can need (then its tables are full). */
+  private growData(): boolean {
+    if (this.dataSize >= MAX_DATA_BYTES) return false;
+    this.dataSize *= 2;
+    this.ensure(this.layout.get('data')! + this.dataSize);
+    this.exports.engineGrowData(this.dataSize);
+    return true;
+  }
+
+  /** Add what the engine counted since its outputs were last cleared to `profile`. */
+  private harvest(profile: Profile, copies: CopyStats): void {
+    const e = this.exports;
+    const L = this.layout;
+    const dv = new DataView(this.memory.buffer);
+    const slotCount = e.engineSlotCount();
+    const stackCount = e.engineStackCount();
+    const slotsAt = L.get('slots')!;
+    const stacksAt = L.get('stacks')!;
+    const chainsAt = L.get('chains')!;
+    const byStackSlot: { frames: SampleFrame[]; weight: number }[][] = Array.from({ length: slotCount }, () => []);
+    const named = new Map<string, SampleFrame>();
+    for (let i = 0; i < stackCount; i++) {
+      const st = stacksAt + i * STACK_SIZE;
+      const slot = dv.getUint32(st, true);
+      const weight = dv.getUint32(st + 4, true);
+      const start = dv.getUint32(st + 8, true);
+      const n = dv.getUint32(st + 12, true);
+      const frames: SampleFrame[] = new Array(n);
+      for (let k = 0; k < n; k++) {
+        const c = chainsAt + (start + k) * CHAIN_FRAME;
+        const code = dv.getBigUint64(c, true);
+        const ip = dv.getBigUint64(c + 8, true);
+        const key = `${code}:${ip}`;
+        let f = named.get(key);
+        if (!f) {
+          const sf = this.codes.frame(code, ip);
+          f = { qualname: sf.qualname, filename: sf.filename, line: sf.line };
+          named.set(key, f);
+        }
+        frames[k] = f;
+      }
+      if (weight > 0) byStackSlot[slot]!.push({ frames, weight });
+    }
+    for (let s = 0; s < slotCount; s++) {
+      const sl = slotsAt + s * SLOT_SIZE;
+      const counts = STATUS_NAMES.map((_, k) => dv.getUint32(sl + 56 + k * 4, true));
+      const mainTime = Number(dv.getBigInt64(sl + 48, true));
+      profile.addCounted({
+        thread: {
+          interpreterId: dv.getBigUint64(sl + 8, true),
+          threadId: dv.getBigUint64(sl + 16, true),
+          nativeThreadId: dv.getBigUint64(sl + 24, true),
+        },
+        firstTime: Number(dv.getBigUint64(sl + 32, true)),
+        lastTime: Number(dv.getBigUint64(sl + 40, true)),
+        ...(mainTime >= 0 ? { name: 'MainThread', nameTime: mainTime } : {}),
+        statuses: counts,
+        stacks: byStackSlot[s]!,
+      });
+    }
+    const block = new CopyStats();
+    block.samples = e.engineCounted();
+    block.sum = Number(e.engineCopySum());
+    block.max = e.engineCopyMax();
+    block.stopped = e.engineStopped();
+    block.retried = e.engineRetried();
+    block.hist.set(new Uint32Array(this.memory.buffer, L.get('copyHist')!, COPY_BUCKETS));
+    copies.merge(block);
+  }
+}
+
+const align = (n: number, a: number): number => Math.ceil(n / a) * a;

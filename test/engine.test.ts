@@ -1,0 +1,59 @@
+// The block engine (assembly/engine.ts + src/walk/engine.ts) against the reference path
+// (decode each block, walk each sample with the kernel walker, add it to the profile), on real
+// captures of every native interpreter the suite covers: the profile JSON, the recording's
+// statistics and the warnings must be identical, and no block may have needed the reference
+// path. Two programs: threadpool.py (five threads of standard-library work: many threads, many
+// distinct stacks, C calls) and reuse.py (code objects born and dropped at one address every few
+// milliseconds: the engine must name each sample with the code object of its moment).
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { reportCapture, type ReportOptions } from '../src/report.js';
+import { recordCoverage } from './helpers/coverage.js';
+import { nativeInterpreters } from './helpers/interpreters.js';
+import { BIN } from './helpers/real-programs.js';
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pyunwind-engine-'));
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+const PROGRAMS = [
+  { name: 'threadpool', args: ['workloads/threadpool.py', '2'] },
+  { name: 'reuse', args: ['workloads/reuse.py', '2'] },
+];
+
+function record(py: string, name: string, args: string[]): string {
+  const file = path.join(dir, `${path.basename(path.dirname(py))}-${name}-${Math.random().toString(36).slice(2)}.pyuw`);
+  const r = spawnSync(process.execPath, [BIN, 'record', '-o', file, '-r', '2000', '-q', '--', py, ...args], { encoding: 'utf8', timeout: 120_000 });
+  if (r.status !== 0) throw new Error(`pyunwind record ${name}: exit ${r.status}: ${r.stderr}`);
+  return file;
+}
+
+async function processed(file: string, options: ReportOptions): Promise<{ json: string; fallbackBlocks: number; blocks: number; attempted: number }> {
+  const r = await reportCapture(file, options);
+  const json = JSON.stringify({ profile: r.profile.toJSON(), recording: r.recording, warnings: r.warnings, clean: r.closedCleanly, blocks: r.blocks }, (_, v) =>
+    typeof v === 'bigint' ? v.toString() : v,
+  );
+  return { json, fallbackBlocks: r.fallbackBlocks, blocks: r.blocks, attempted: r.profile.stats().attempted };
+}
+
+describe.each(nativeInterpreters())('block engine == reference path on real captures, $label', (py) => {
+  if (py.missing) {
+    it(`is skipped: ${py.missing}`, () => recordCoverage('engine', py.label, false, py.missing!));
+    return;
+  }
+  it.each(PROGRAMS)('$name', async ({ name, args }) => {
+    const file = record(py.command, name, args);
+    const reference = await processed(file, { reference: true });
+    const engine = await processed(file, {});
+    expect(reference.attempted).toBeGreaterThan(100);
+    expect(engine.fallbackBlocks).toBe(0);
+    expect(engine.json).toBe(reference.json);
+    // one thread's samples only: the filter is applied in the engine, too
+    const first = JSON.parse(reference.json).profile.threads[0];
+    const thread = BigInt(first.nativeThreadId ?? first.threadId);
+    expect((await processed(file, { thread })).json).toBe((await processed(file, { thread, reference: true })).json);
+    recordCoverage('engine', py.label, true);
+  }, 180_000);
+});

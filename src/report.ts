@@ -1,20 +1,24 @@
-// From a capture file to a profile: read the blocks in order and process each — by default in
-// the WebAssembly block engine (src/walk/engine.ts), which decodes, patches, walks and counts a
-// block's samples without the host touching one; a block the engine would not decode exactly
-// as the reference reader does goes the reference way (decode, walk each sample, add it), as
-// every block does when a caller wants each sample (onSample) or brings its own walker. The
-// recorder's `torn` verdict stands. Rejected samples are only counted.
+// From a capture file to a profile: read the blocks in order (the file is streamed, a block at
+// a time), inflate each, and process it — by default in the WebAssembly block engine
+// (src/walk/engine.ts), which decodes, patches, walks and counts a block's samples without the
+// host touching one; a block the engine would not decode exactly as the reference reader does
+// goes the reference way (decode, walk each sample, add it), as every block does when a caller
+// wants each sample (onSample) or brings its own walker (src/block-processor.ts). With workers,
+// blocks are processed by a pool of worker threads (src/workers/) and their results merged in
+// file order: the profile is the same whatever the worker count. The recorder's `torn` verdict
+// stands. Rejected samples are only counted.
 
-import { decodeBlock, openCapture, type RawBlock } from './capture/reader.js';
-import type { CaptureHeader, CaptureWarning, SampleRecord } from './capture/types.js';
-import { SAMPLE_FLAG } from './capture/types.js';
+import { blockCodes, openCapture, unpack } from './capture/reader.js';
+import type { CaptureHeader, CaptureWarning } from './capture/types.js';
 import { layoutFromSource } from './layout/index.js';
-import { SampleProcessor, type ProcessedSample } from './process.js';
+import { BlockProcessor, sampleInput, type ProcessedBlock } from './block-processor.js';
+import type { ProcessedSample } from './process.js';
 import { Profile } from './profile/index.js';
-import type { SampleInput } from './profile/types.js';
-import { BlockEngine, CopyStats, type BlockResult } from './walk/engine.js';
+import { CopyStats, type PayloadBlock } from './walk/engine.js';
 import type { Walker } from './walk/index.js';
-import { KernelWalker } from './walk/kernel-walker.js';
+import { readKernelBytes } from './walk/kernel-walker.js';
+
+export { sampleInput };
 
 export interface ReportOptions {
   /** keep only samples of this thread (native thread id, or thread_id) */
@@ -27,6 +31,11 @@ export interface ReportOptions {
   onSample?: (p: ProcessedSample) => void;
   /** process every block on the reference path (decode, walk and add each sample) */
   reference?: boolean;
+  /**
+   * worker threads to process blocks in (Node; the engine path only); 0: this thread.
+   * Default: this thread for a small capture (a few blocks), else one worker per core.
+   */
+  workers?: number;
 }
 
 /** How the samples were copied: what the recorder measured, over the samples reported. */
@@ -51,24 +60,6 @@ export interface CaptureReport {
   fallbackBlocks: number;
 }
 
-export function sampleInput(p: ProcessedSample): SampleInput {
-  const s = p.sample;
-  return {
-    time: s.time,
-    thread: {
-      interpreterId: s.interpreterId,
-      threadId: s.threadId,
-      nativeThreadId: s.nativeThreadId,
-      ...(s.flags & SAMPLE_FLAG.MAIN ? { name: 'MainThread' } : {}),
-    },
-    status: p.status,
-    frames: p.frames.map((f) => ({ qualname: f.qualname, filename: f.filename, line: f.line })),
-  };
-}
-
-const keep = (thread: bigint | undefined) => (s: SampleRecord) =>
-  thread === undefined || s.nativeThreadId === thread || s.threadId === thread;
-
 export function recordingStats(copies: CopyStats): RecordingStats {
   return {
     samples: copies.samples,
@@ -83,61 +74,80 @@ export function recordingStats(copies: CopyStats): RecordingStats {
   };
 }
 
+/** Captures smaller than this are processed in the calling thread by default: workers would cost more than they save. */
+const WORKERS_FROM_BYTES = 4 << 20;
+
 export async function reportCapture(path: string, options: ReportOptions = {}): Promise<CaptureReport> {
   const reader = await openCapture(path);
+  let pool: import('./workers/pool.js').WorkerPool | null = null;
   try {
     const header = reader.header;
     const layout = layoutFromSource(header.layoutSource);
-    const useEngine = !options.reference && !options.onSample && !options.walker;
-    const engine = useEngine ? await BlockEngine.load(layout, options.thread === undefined ? {} : { thread: options.thread }) : null;
-    const processor = new SampleProcessor(layout, options.walker ?? (await KernelWalker.load()), undefined, engine?.codes);
+    const engineOnly = !options.reference && !options.onSample && !options.walker;
+    let workers = options.workers;
+    if (workers === undefined) {
+      const { defaultWorkers } = await import('./workers/pool.js');
+      workers = reader.size >= WORKERS_FROM_BYTES ? defaultWorkers() : 0;
+    }
+    if (!(Number.isInteger(workers) && workers >= 0)) throw new RangeError(`workers must be a whole number >= 0 (got ${workers})`);
+    let local: BlockProcessor | null = null;
+    if (engineOnly && workers >= 1) {
+      const { WorkerPool } = await import('./workers/pool.js');
+      const module = await WebAssembly.compile((await readKernelBytes(false)) as Uint8Array<ArrayBuffer>);
+      pool = new WorkerPool(workers, { layoutSource: header.layoutSource, module, ...(options.thread === undefined ? {} : { thread: options.thread }) });
+    } else {
+      local = await BlockProcessor.load(layout, {
+        ...(options.thread === undefined ? {} : { thread: options.thread }),
+        ...(options.walker ? { walker: options.walker } : {}),
+        ...(options.onSample ? { onSample: options.onSample } : {}),
+        ...(options.reference ? { reference: true } : {}),
+      });
+    }
+
     const profile = new Profile();
     const copies = new CopyStats();
-
-    /** One block the reference way: decode it, walk each sample, add it. */
-    const reference = (raw: RawBlock, into: Profile, copied: CopyStats): BlockResult => {
-      const { block, warnings } = decodeBlock(raw);
-      const result: BlockResult = { samples: 0, ticks: 0, firstTime: null, lastTime: null, missed: 0, warnings, fallback: true, decoded: block !== null };
-      if (!block) return result;
-      result.missed = block.missed;
-      let last = -1;
-      for (const s of block.samples) {
-        if (s.time !== last) result.ticks++;
-        last = s.time;
-        result.firstTime ??= s.time;
-        result.lastTime = s.time;
-        result.samples++;
-      }
-      processor.addCodes(block.codes);
-      const chosen = block.samples.filter(keep(options.thread));
-      for (const s of chosen) copied.add(s.copyMicros, s.flags);
-      for (const p of processor.process(chosen)) {
-        into.add(sampleInput(p));
-        options.onSample?.(p);
-      }
-      return result;
-    };
-
     let blocks = 0;
     let samples = 0;
     let fallbackBlocks = 0;
     // a tick samples every thread at one time: its samples share that time and follow each
     // other, also across the end of a block
     let lastTime: number | null = null;
-    for (const raw of reader.rawBlocks()) {
-      const r = engine ? engine.processBlock(raw, profile, copies, reference) : reference(raw, profile, copies);
+    const take = (done: ProcessedBlock): void => {
+      const r = done.result;
       for (const w of r.warnings) reader.report(w);
-      if (engine && r.fallback) fallbackBlocks++;
-      if (!r.decoded) continue;
+      if (engineOnly && r.fallback) fallbackBlocks++;
+      if (!r.decoded) return;
+      profile.merge(done.profile);
+      copies.merge(done.copies);
       blocks++;
       profile.addTicks(r.ticks - (r.firstTime !== null && r.firstTime === lastTime ? 1 : 0));
       if (r.lastTime !== null) lastTime = r.lastTime;
       if (r.missed) profile.addMissed(r.missed);
       samples += r.samples;
       options.onProgress?.(samples, blocks);
+    };
+    for (const raw of reader.rawBlocks()) {
+      const payload = unpack(raw);
+      if (typeof payload === 'string') {
+        reader.report({ offset: raw.offset, message: `block ${raw.index} at byte ${raw.offset}: ${payload}; block skipped` });
+        continue;
+      }
+      const block: PayloadBlock = { index: raw.index, offset: raw.offset, payload };
+      const codes = blockCodes(payload);
+      if (pool) {
+        if (pool.full) take(await pool.next());
+        pool.submit(block, codes);
+      } else {
+        local!.addCodes(codes);
+        take(local!.process(block));
+      }
     }
-    return { header, profile, recording: recordingStats(copies), warnings: [...reader.warnings], closedCleanly: reader.closedCleanly, blocks, fallbackBlocks };
+    while (pool && pool.queued > 0) take(await pool.next());
+    // in file order, whichever thread found them when
+    const warnings = [...reader.warnings].sort((a, b) => a.offset - b.offset);
+    return { header, profile, recording: recordingStats(copies), warnings, closedCleanly: reader.closedCleanly, blocks, fallbackBlocks };
   } finally {
     reader.close();
+    await pool?.close();
   }
 }

@@ -1,8 +1,8 @@
 // The block engine (assembly/engine.ts + src/walk/engine.ts) against the reference path
 // (decode each block, walk each sample with the kernel walker, add it to the profile), on real
 // captures of every native interpreter the suite covers: the profile JSON, the recording's
-// statistics and the warnings must be identical, and no block may have needed the reference
-// path. Two programs: threadpool.py (five threads of standard-library work: many threads, many
+// statistics and the warnings must be identical — in this thread and with any number of
+// processing workers — and no block may have needed the reference path. Two programs: threadpool.py (five threads of standard-library work: many threads, many
 // distinct stacks, C calls) and reuse.py (code objects born and dropped at one address every few
 // milliseconds: the engine must name each sample with the code object of its moment).
 import { spawnSync } from 'node:child_process';
@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { CaptureWriter, fileSink, openCapture } from '../src/capture/index.js';
 import { reportCapture, type ReportOptions } from '../src/report.js';
 import { recordCoverage } from './helpers/coverage.js';
 import { nativeInterpreters } from './helpers/interpreters.js';
@@ -30,6 +31,24 @@ function record(py: string, name: string, args: string[]): string {
   return file;
 }
 
+/**
+ * The same recording in blocks of about `bytes` raw bytes: many blocks from a short recording,
+ * so that workers get several each and meet code records sent in blocks other workers process.
+ */
+async function reblocked(file: string, bytes: number): Promise<string> {
+  const out = file.replace(/\.pyuw$/, `-${bytes}.pyuw`);
+  const reader = await openCapture(file);
+  const writer = new CaptureWriter(fileSink(out), reader.header, { blockBytes: bytes });
+  for (const block of reader.blocks()) {
+    for (const c of block.codes) writer.addCode(c);
+    for (const s of block.samples) writer.addSample(s);
+    writer.addMissed(block.missed);
+  }
+  writer.close();
+  reader.close();
+  return out;
+}
+
 async function processed(file: string, options: ReportOptions): Promise<{ json: string; fallbackBlocks: number; blocks: number; attempted: number }> {
   const r = await reportCapture(file, options);
   const json = JSON.stringify({ profile: r.profile.toJSON(), recording: r.recording, warnings: r.warnings, clean: r.closedCleanly, blocks: r.blocks }, (_, v) =>
@@ -46,10 +65,19 @@ describe.each(nativeInterpreters())('block engine == reference path on real capt
   it.each(PROGRAMS)('$name', async ({ name, args }) => {
     const file = record(py.command, name, args);
     const reference = await processed(file, { reference: true });
-    const engine = await processed(file, {});
+    const engine = await processed(file, { workers: 0 });
     expect(reference.attempted).toBeGreaterThan(100);
     expect(engine.fallbackBlocks).toBe(0);
     expect(engine.json).toBe(reference.json);
+    // and in worker threads, the blocks spread over them and merged in file order
+    const small = await reblocked(file, 16 << 10);
+    const smallReference = await processed(small, { reference: true });
+    for (const workers of [0, 1, 3]) {
+      const pooled = await processed(small, { workers });
+      expect(pooled.blocks).toBeGreaterThan(8);
+      expect(pooled.fallbackBlocks).toBe(0);
+      expect(pooled.json).toBe(smallReference.json);
+    }
     // one thread's samples only: the filter is applied in the engine, too
     const first = JSON.parse(reference.json).profile.threads[0];
     const thread = BigInt(first.nativeThreadId ?? first.threadId);

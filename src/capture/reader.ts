@@ -28,7 +28,7 @@ import {
   type CaptureTrailer,
 } from './format.js';
 import { SampleDecoder } from './patch.js';
-import { CaptureError, type CaptureBlock, type CaptureHeader, type CaptureWarning } from './types.js';
+import { CaptureError, type CaptureBlock, type CaptureHeader, type CaptureWarning, type CodeRecord } from './types.js';
 
 /** Random access to a capture's bytes. */
 export interface CaptureSource {
@@ -74,6 +74,42 @@ export function unpack(raw: RawBlock): Uint8Array | string {
   } catch (e) {
     return `cannot be decompressed (${errorMessage(e)})`;
   }
+}
+
+/**
+ * The code records of a block payload, exactly those `decodeBlock` would give (a record that
+ * does not decode is skipped, a lost record boundary ends the scan), without decoding a sample.
+ * Their regions are copies: they outlive the payload.
+ */
+export function blockCodes(payload: Uint8Array): CodeRecord[] {
+  const r = new ByteReader(payload);
+  const codes: CodeRecord[] = [];
+  try {
+    r.uint('missed count');
+  } catch {
+    return codes;
+  }
+  while (r.pos < r.end) {
+    let type: number;
+    let length: number;
+    try {
+      type = r.u8('record type');
+      length = r.uint('record length');
+      if (length > r.remaining) return codes;
+    } catch {
+      return codes;
+    }
+    if (type === RECORD_TYPE.CODE) {
+      try {
+        const c = readCodeRecord(new ByteReader(payload, r.pos, r.pos + length));
+        codes.push({ address: c.address, regions: c.regions.map((g) => ({ address: g.address, bytes: g.bytes.slice() })) });
+      } catch (e) {
+        if (!(e instanceof DecodeError)) throw e;
+      }
+    }
+    r.pos += length;
+  }
+  return codes;
 }
 
 /**

@@ -21,6 +21,9 @@ Options:
   -o, --output OUT      write to OUT instead of standard output
   -t, --thread ID       only this thread (native thread id or thread_id)
   -n, --top N           functions listed per thread in text (default 15)
+  -j, --workers N       worker threads that process blocks (default: one per core for a
+                        capture of 4 MB or more, else 0: all in this thread); the profile
+                        is the same whatever N
   -q, --quiet           no progress line
   -h, --help            this help
 `;
@@ -36,6 +39,7 @@ export async function report(argv: string[], out: (s: string) => void, err: (s: 
       output: { type: 'string', short: 'o' },
       thread: { type: 'string', short: 't' },
       top: { type: 'string', short: 'n', default: '15' },
+      workers: { type: 'string', short: 'j' },
       quiet: { type: 'boolean', short: 'q' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -51,6 +55,7 @@ export async function report(argv: string[], out: (s: string) => void, err: (s: 
   const format = values.format as Format;
   if (!FORMATS.includes(format)) throw new UsageError(`unknown format "${values.format}" (${FORMATS.join(', ')})`);
   if (!/^\d+$/.test(values.top!)) throw new UsageError(`--top: "${values.top}" is not a number`);
+  if (values.workers !== undefined && !/^\d{1,3}$/.test(values.workers)) throw new UsageError(`--workers: "${values.workers}" is not a number of threads`);
   let thread: bigint | undefined;
   if (values.thread !== undefined) {
     if (!/^(\d+|0x[0-9a-f]+)$/i.test(values.thread)) throw new UsageError(`--thread: "${values.thread}" is not a thread id`);
@@ -60,6 +65,7 @@ export async function report(argv: string[], out: (s: string) => void, err: (s: 
   const tty = !values.quiet && process.stderr.isTTY === true;
   const result = await reportCapture(file, {
     ...(thread !== undefined ? { thread } : {}),
+    ...(values.workers !== undefined ? { workers: Number(values.workers) } : {}),
     ...(tty ? { onProgress: (n: number, b: number) => err(`\rreport: ${n} samples, ${b} blocks\x1b[K`) } : {}),
   });
   if (tty) err('\r\x1b[K');

@@ -7,8 +7,7 @@
 // malformed) is processed on the reference path instead (decodeBlock + a walker), so every
 // block gives the same profile either way: test/engine.test.ts checks it on real captures.
 
-import { ByteReader, readCodeRecord } from '../capture/format.js';
-import { unpack, type RawBlock } from '../capture/reader.js';
+import { ByteReader } from '../capture/format.js';
 import type { CaptureWarning } from '../capture/types.js';
 import type { Layout } from '../layout/layout.js';
 import { Profile } from '../profile/profile.js';
@@ -77,14 +76,15 @@ export class CopyStats {
   retried = 0;
   sum = 0;
   max = 0;
-  /** samples per copy time in µs (the last bucket: that or more) */
-  readonly hist = new Float64Array(COPY_BUCKETS);
+  /** samples per copy time in µs (COPY_BUCKETS - 1: that or more); sparse, a block has few */
+  readonly hist = new Map<number, number>();
 
   add(copyMicros: number, flags: number): void {
     this.samples++;
     this.sum += copyMicros;
     if (copyMicros > this.max) this.max = copyMicros;
-    this.hist[Math.min(copyMicros, COPY_BUCKETS - 1)]!++;
+    const b = Math.min(copyMicros, COPY_BUCKETS - 1);
+    this.hist.set(b, (this.hist.get(b) ?? 0) + 1);
     if (flags & 4) this.stopped++;
     if (flags & 8) this.retried++;
   }
@@ -95,7 +95,7 @@ export class CopyStats {
     this.retried += o.retried;
     this.sum += o.sum;
     this.max = Math.max(this.max, o.max);
-    for (let i = 0; i < COPY_BUCKETS; i++) this.hist[i]! += o.hist[i]!;
+    for (const [b, n] of o.hist) this.hist.set(b, (this.hist.get(b) ?? 0) + n);
   }
 
   /** The copy time below which a share `q` of the samples fall (index floor(q·n) of the sorted times). */
@@ -103,12 +103,37 @@ export class CopyStats {
     if (this.samples === 0) return 0;
     const rank = Math.min(this.samples - 1, Math.floor(q * this.samples));
     let seen = 0;
-    for (let i = 0; i < COPY_BUCKETS; i++) {
-      seen += this.hist[i]!;
-      if (seen > rank) return i === COPY_BUCKETS - 1 ? this.max : i;
+    for (const b of [...this.hist.keys()].sort((x, y) => x - y)) {
+      seen += this.hist.get(b)!;
+      if (seen > rank) return b === COPY_BUCKETS - 1 ? this.max : b;
     }
     return this.max;
   }
+
+  /** Plain data, to cross to another thread. */
+  toJSON(): CopyStatsJSON {
+    return { samples: this.samples, stopped: this.stopped, retried: this.retried, sum: this.sum, max: this.max, hist: [...this.hist] };
+  }
+
+  static fromJSON(j: CopyStatsJSON): CopyStats {
+    const c = new CopyStats();
+    c.samples = j.samples;
+    c.stopped = j.stopped;
+    c.retried = j.retried;
+    c.sum = j.sum;
+    c.max = j.max;
+    for (const [b, n] of j.hist) c.hist.set(b, n);
+    return c;
+  }
+}
+
+export interface CopyStatsJSON {
+  samples: number;
+  stopped: number;
+  retried: number;
+  sum: number;
+  max: number;
+  hist: [bucket: number, samples: number][];
 }
 
 /** What processing a block gave besides the profile. */
@@ -140,7 +165,16 @@ export interface EngineOptions {
  * The reference path for one block: decode it with the reference reader and add each sample to
  * the profile as report always did. `process` walks and symbolizes a batch of samples.
  */
-export type ReferencePath = (raw: RawBlock, profile: Profile, copies: CopyStats) => BlockResult;
+export type ReferencePath = (block: PayloadBlock, profile: Profile, copies: CopyStats) => BlockResult;
+
+/** A block's payload, inflated, with where it came from (for messages). */
+export interface PayloadBlock {
+  /** the writer's 0-based block number */
+  index: number;
+  /** byte offset of the block's frame in the file */
+  offset: number;
+  payload: Uint8Array;
+}
 
 export class BlockEngine {
   private readonly layout = new Map<string, number>();
@@ -257,13 +291,16 @@ export class BlockEngine {
   }
 
   /**
-   * Process one block into `profile` (and the copy statistics into `copies`). A block the engine
-   * will not take exactly is processed by `reference` instead.
+   * Process one block's payload into `profile` (and the copy statistics into `copies`). The
+   * block's code records must already be in `codes` (the reference path applies a block's code
+   * records before its samples, whatever their place: so does this). A block the engine will
+   * not take exactly is processed by `reference` instead.
    */
-  processBlock(raw: RawBlock, profile: Profile, copies: CopyStats, reference: ReferencePath): BlockResult {
-    const payload = unpack(raw);
-    if (typeof payload === 'string') return reference(raw, profile, copies);
+  processPayload(block: PayloadBlock, profile: Profile, copies: CopyStats, reference: ReferencePath): BlockResult {
+    const payload = block.payload;
     const e = this.exports;
+    // the code table first: a bigger one moves the payload area
+    this.syncCodes();
     if (this.payloadRoom() < payload.length) this.placeTail(this.layout.get('payload')! - this.layout.get('codes')!, payload.length * 2);
     const base = this.layout.get('payload')!;
     new Uint8Array(this.memory.buffer, base, payload.length).set(payload);
@@ -272,37 +309,28 @@ export class BlockEngine {
     try {
       missed = head.uint('missed count');
     } catch {
-      return reference(raw, profile, copies);
+      return reference(block, profile, copies);
     }
     // What this block adds is kept apart until the block is done: a block the engine gives up
-    // on goes to the reference path whole. (Code records it took meanwhile are taken again,
-    // in the same order, by the reference path: a record replaces the one at its address, so
-    // the table ends up the same.)
+    // on goes to the reference path whole.
     const local = new Profile();
     const localCopies = new CopyStats();
     e.engineBeginBlock();
-    this.syncCodes();
     let pos = base + head.pos;
     const end = base + payload.length;
     for (;;) {
       const stop = e.engineRun(pos, end);
       if (stop === STOP.END) break;
       if (stop === STOP.CODE) {
-        const at = e.engineStopAt();
-        const r = new ByteReader(new Uint8Array(this.memory.buffer, base, payload.length), at - base);
-        let record;
+        // applied before the block: step over it
+        const r = new ByteReader(payload, e.engineStopAt() - base);
         try {
           r.u8('record type');
           const length = r.uint('record length');
-          const body = new ByteReader(new Uint8Array(this.memory.buffer, base, payload.length), r.pos, r.pos + length);
-          record = readCodeRecord(body);
           pos = base + r.pos + length;
         } catch {
-          return reference(raw, profile, copies);
+          return reference(block, profile, copies);
         }
-        // the record's bytes are copied: the payload area is reused by the next block
-        this.codes.add({ address: record.address, regions: record.regions.map((g) => ({ address: g.address, bytes: g.bytes.slice() })) });
-        this.syncCodes();
         continue;
       }
       if (stop === STOP.FULL) {
@@ -313,12 +341,12 @@ export class BlockEngine {
           this.harvest(local, localCopies);
           e.engineClearOutputs();
         } else if (!this.growData()) {
-          return reference(raw, profile, copies);
+          return reference(block, profile, copies);
         }
         pos = at;
         continue;
       }
-      return reference(raw, profile, copies);
+      return reference(block, profile, copies);
     }
     this.harvest(local, localCopies);
     profile.merge(local);
@@ -402,7 +430,8 @@ export class BlockEngine {
     block.max = e.engineCopyMax();
     block.stopped = e.engineStopped();
     block.retried = e.engineRetried();
-    block.hist.set(new Uint32Array(this.memory.buffer, L.get('copyHist')!, COPY_BUCKETS));
+    const hist = new Uint32Array(this.memory.buffer, L.get('copyHist')!, COPY_BUCKETS);
+    for (let i = 0; i < COPY_BUCKETS; i++) if (hist[i]) block.hist.set(i, hist[i]!);
     copies.merge(block);
   }
 }

@@ -1,0 +1,115 @@
+// One capture block at a time, from its inflated payload to what it adds to a profile: in the
+// WebAssembly block engine by default, on the reference path (decode the block, walk each sample
+// with a walker, add each) on request or for a block the engine will not take exactly. Used by
+// `reportCapture` in the calling thread and by each processing worker (src/workers/), so that a
+// block gives the same profile wherever it is processed.
+//
+// Code records are the one thing a block shares with the blocks after it: the caller hands
+// every block's code records to `addCodes`, in file order, before processing that block (a
+// worker gets those of the blocks other workers process, too).
+
+import { decodeBlock } from './capture/reader.js';
+import { COMPRESSION } from './capture/format.js';
+import type { CodeRecord, SampleRecord } from './capture/types.js';
+import { SAMPLE_FLAG } from './capture/types.js';
+import type { Layout } from './layout/layout.js';
+import { SampleProcessor, type ProcessedSample } from './process.js';
+import { Profile } from './profile/index.js';
+import type { SampleInput } from './profile/types.js';
+import { CodeTable } from './symbols/code-table.js';
+import { BlockEngine, CopyStats, type BlockResult, type PayloadBlock } from './walk/engine.js';
+import type { Walker } from './walk/index.js';
+import { KernelWalker } from './walk/kernel-walker.js';
+
+export interface BlockProcessorOptions {
+  /** keep only samples of this thread (native thread id, or thread_id) */
+  thread?: bigint;
+  /** walk every sample with this walker, on the reference path */
+  walker?: Walker;
+  /** called with every processed sample; implies the reference path */
+  onSample?: (p: ProcessedSample) => void;
+  /** process every block on the reference path */
+  reference?: boolean;
+  /** the compiled kernel (a worker gets it from its parent instead of compiling it again) */
+  module?: WebAssembly.Module;
+}
+
+/** What one block adds: its own profile and copy statistics, to be merged in block order. */
+export interface ProcessedBlock {
+  result: BlockResult;
+  profile: Profile;
+  copies: CopyStats;
+}
+
+export function sampleInput(p: ProcessedSample): SampleInput {
+  const s = p.sample;
+  return {
+    time: s.time,
+    thread: {
+      interpreterId: s.interpreterId,
+      threadId: s.threadId,
+      nativeThreadId: s.nativeThreadId,
+      ...(s.flags & SAMPLE_FLAG.MAIN ? { name: 'MainThread' } : {}),
+    },
+    status: p.status,
+    frames: p.frames.map((f) => ({ qualname: f.qualname, filename: f.filename, line: f.line })),
+  };
+}
+
+const keep = (thread: bigint | undefined) => (s: SampleRecord) =>
+  thread === undefined || s.nativeThreadId === thread || s.threadId === thread;
+
+export class BlockProcessor {
+  private constructor(
+    readonly codes: CodeTable,
+    private readonly processor: SampleProcessor,
+    private readonly engine: BlockEngine | null,
+    private readonly options: BlockProcessorOptions,
+  ) {}
+
+  static async load(layout: Layout, options: BlockProcessorOptions = {}): Promise<BlockProcessor> {
+    const useEngine = !options.reference && !options.onSample && !options.walker;
+    const engine = useEngine
+      ? await BlockEngine.load(layout, { ...(options.thread === undefined ? {} : { thread: options.thread }), ...(options.module ? { module: options.module } : {}) })
+      : null;
+    const codes = engine?.codes ?? new CodeTable(layout);
+    const walker = options.walker ?? (await KernelWalker.load());
+    return new BlockProcessor(codes, new SampleProcessor(layout, walker, undefined, codes), engine, options);
+  }
+
+  /** Code records, in file order: each replaces any earlier one at its address. */
+  addCodes(records: Iterable<CodeRecord>): void {
+    for (const r of records) this.codes.add(r);
+  }
+
+  process(block: PayloadBlock): ProcessedBlock {
+    const profile = new Profile();
+    const copies = new CopyStats();
+    const result = this.engine ? this.engine.processPayload(block, profile, copies, this.reference) : this.reference(block, profile, copies);
+    return { result, profile, copies };
+  }
+
+  /** One block the reference way: decode it, walk each sample, add it. */
+  private readonly reference = (block: PayloadBlock, into: Profile, copied: CopyStats): BlockResult => {
+    const raw = { index: block.index, offset: block.offset, compression: COMPRESSION.NONE, rawLength: block.payload.length, stored: block.payload };
+    const { block: decoded, warnings } = decodeBlock(raw);
+    const result: BlockResult = { samples: 0, ticks: 0, firstTime: null, lastTime: null, missed: 0, warnings, fallback: this.engine !== null, decoded: decoded !== null };
+    if (!decoded) return result;
+    result.missed = decoded.missed;
+    let last = -1;
+    for (const s of decoded.samples) {
+      if (s.time !== last) result.ticks++;
+      last = s.time;
+      result.firstTime ??= s.time;
+      result.lastTime = s.time;
+      result.samples++;
+    }
+    const chosen = decoded.samples.filter(keep(this.options.thread));
+    for (const s of chosen) copied.add(s.copyMicros, s.flags);
+    for (const p of this.processor.process(chosen)) {
+      into.add(sampleInput(p));
+      this.options.onSample?.(p);
+    }
+    return result;
+  };
+}

@@ -1,0 +1,31 @@
+// A processing worker: a BlockProcessor of its own (block engine, reference path, a replica of
+// the code table) that processes the blocks the pool sends it and answers with what each adds.
+// Jobs are handled one after the other, in the order they came.
+
+import { parentPort, workerData } from 'node:worker_threads';
+import { BlockProcessor } from '../block-processor.js';
+import { layoutFromSource } from '../layout/index.js';
+import type { BlockJob, BlockReply, WorkerSetup } from './messages.js';
+
+const setup = workerData as WorkerSetup;
+const port = parentPort!;
+const ready = BlockProcessor.load(layoutFromSource(setup.layoutSource), {
+  ...(setup.thread === undefined ? {} : { thread: setup.thread }),
+  module: setup.module,
+});
+let chain: Promise<unknown> = Promise.resolve();
+
+port.on('message', (job: BlockJob) => {
+  chain = chain.then(async () => {
+    let reply: BlockReply;
+    try {
+      const processor = await ready;
+      processor.addCodes(job.codes);
+      const done = processor.process(job.block);
+      reply = { id: job.id, result: done.result, profile: done.profile.toJSON(), copies: done.copies.toJSON() };
+    } catch (e) {
+      reply = { id: job.id, error: e instanceof Error ? (e.stack ?? e.message) : String(e) };
+    }
+    port.postMessage(reply);
+  });
+});

@@ -36,6 +36,8 @@ export interface ReportOptions {
    * Default: this thread for a small capture (a few blocks), else one worker per core.
    */
   workers?: number;
+  /** stop after the block in which this many samples have been processed (a quick look, benchmarks) */
+  maxSamples?: number;
 }
 
 /** How the samples were copied: what the recorder measured, over the samples reported. */
@@ -124,9 +126,13 @@ export async function reportCapture(path: string, options: ReportOptions = {}): 
       if (r.lastTime !== null) lastTime = r.lastTime;
       if (r.missed) profile.addMissed(r.missed);
       samples += r.samples;
+      perBlock = samples / blocks;
       options.onProgress?.(samples, blocks);
     };
+    const enough = (): boolean => options.maxSamples !== undefined && samples + (pool ? pool.queued * perBlock : 0) >= options.maxSamples;
+    let perBlock = 0;
     for (const raw of reader.rawBlocks()) {
+      if (enough()) break;
       const payload = unpack(raw);
       if (typeof payload === 'string') {
         reader.report({ offset: raw.offset, message: `block ${raw.index} at byte ${raw.offset}: ${payload}; block skipped` });

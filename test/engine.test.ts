@@ -85,3 +85,22 @@ describe.each(nativeInterpreters())('block engine == reference path on real capt
     recordCoverage('engine', py.label, true);
   }, 180_000);
 });
+
+describe('pyunwind bench on a real capture', () => {
+  const py = [...nativeInterpreters()].reverse().find((p) => !p.missing);
+  if (!py) {
+    it('is skipped: no native interpreter available', () => recordCoverage('bench', 'native', false, 'no native interpreter'));
+    return;
+  }
+  it(`prints the walk and end-to-end tables (${py.label})`, () => {
+    const file = record(py.command, 'threadpool', ['workloads/threadpool.py', '1']);
+    const r = spawnSync(process.execPath, [BIN, 'bench', file, '--rounds', '1', '--workers', '0,2', '--walk-samples', '300', '--reference-samples', '500'], { encoding: 'utf8', timeout: 180_000 });
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/^Walk: 300 samples of the capture/m);
+    for (const row of ['kernel (WebAssembly), batch laid out once', 'kernel + host layout and result objects', 'reference (TypeScript)', 'reference path', 'engine, this thread', 'engine, 2 workers']) {
+      expect(r.stdout).toMatch(new RegExp(`^${row.replace(/[()+]/g, '\\$&')}\\s+[\\d,]+\\s`, 'm'));
+    }
+    recordCoverage('bench', py.label, true);
+  }, 240_000);
+});

@@ -1,5 +1,6 @@
 // The pyunwind command: one verb per job.
 
+import { bench, BENCH_HELP } from './bench.js';
 import { demo, DEMO_HELP } from './demo.js';
 import { dump, DUMP_HELP } from './dump.js';
 import { record, RECORD_HELP } from './record.js';
@@ -15,6 +16,7 @@ Usage: pyunwind COMMAND [OPTIONS]
 Commands:
   record    sample a running Python (--pid PID, or -- COMMAND) into a capture file
   report    turn a capture into a profile: text, json, collapsed stacks, speedscope
+  bench     measure how fast this machine processes a capture (kernel, reference, workers)
   dump      print the current stack of every thread of a running Python, once
   demo      record a bundled program in Pyodide (or --python PATH) and print its profile
   help      this help (also: pyunwind COMMAND --help)
@@ -30,6 +32,7 @@ const COMMANDS: Record<string, { run: Command; help: string }> = {
   record: { run: record, help: RECORD_HELP },
   report: { run: report, help: REPORT_HELP },
   dump: { run: dump, help: DUMP_HELP },
+  bench: { run: bench, help: BENCH_HELP },
   demo: { run: demo, help: DEMO_HELP },
 };
 

@@ -73,6 +73,41 @@ export class KernelWalker {
 
   /** Walk every sample; results in input order (same contract as ReferenceWalker.walk). */
   walk(params: WalkParams, codeRanges: Iterable<CodeRange>, samples: readonly WalkSample[]): WalkResult[] {
+    const batch = this.prepare(params, codeRanges, samples);
+    const results: WalkResult[] = [];
+    this.run(batch, (first, n) => {
+      const view = new DataView(this.memory.buffer);
+      for (let i = first; i < first + n; i++) {
+        const r = batch.pResults + i * RESULT_SIZE;
+        const start = view.getUint32(r + 4, true);
+        const count = view.getUint32(r + 8, true);
+        const frames: WalkFrame[] = new Array(count);
+        for (let k = 0; k < count; k++) {
+          const f = batch.pFrames + (start + k) * FRAME_SIZE;
+          frames[k] = {
+            frame: view.getBigUint64(f, true),
+            code: view.getBigUint64(f + 8, true),
+            instrPtr: view.getBigUint64(f + 16, true),
+          };
+        }
+        results.push({
+          status: statusName(view.getUint32(r, true)),
+          frames,
+          visited: view.getUint32(r + 12, true),
+          lastFrame: view.getBigUint64(r + 16, true),
+          failAddress: view.getBigUint64(r + 24, true),
+        });
+      }
+    });
+    return results;
+  }
+
+  /**
+   * Lay a batch out in the kernel's memory, ready to be walked by `walkPrepared` (benchmarks:
+   * the walk alone, without the host's layout and result objects). Valid until the next
+   * `walk` or `prepare`.
+   */
+  prepare(params: WalkParams, codeRanges: Iterable<CodeRange>, samples: readonly WalkSample[]): PreparedBatch {
     const bad = checkParams(params);
     if (bad) throw new RangeError(`walk parameters: ${bad}`);
     const codes = normalizeCodeRanges(codeRanges);
@@ -121,48 +156,51 @@ export class KernelWalker {
         data += align(r.bytes.length, 8);
       }
     });
+    return { samples: samples.length, codeCount: codes.length, frameCapacity, pParams, pCodes, pSamples, pResults, pFrames };
+  }
 
-    const results: WalkResult[] = [];
+  /** Walk a prepared batch again; the frames visited in all (the kernel's results stay in its memory). */
+  walkPrepared(batch: PreparedBatch): number {
+    let visited = 0;
+    this.run(batch, (first, n) => {
+      const u32 = new Uint32Array(this.memory.buffer);
+      for (let i = first; i < first + n; i++) visited += u32[(batch.pResults + i * RESULT_SIZE + 12) >>> 2]!;
+    });
+    return visited;
+  }
+
+  /** Call the kernel over the batch, as many times as its frame output needs; `take` reads each stretch of results. */
+  private run(batch: PreparedBatch, take: (first: number, n: number) => void): void {
     let first = 0;
-    while (first < samples.length) {
+    while (first < batch.samples) {
       const n = this.exports.walk(
-        pParams,
-        pSamples + first * SAMPLE_SIZE,
-        samples.length - first,
-        pCodes,
-        codes.length,
-        pResults + first * RESULT_SIZE,
-        pFrames,
-        frameCapacity,
+        batch.pParams,
+        batch.pSamples + first * SAMPLE_SIZE,
+        batch.samples - first,
+        batch.pCodes,
+        batch.codeCount,
+        batch.pResults + first * RESULT_SIZE,
+        batch.pFrames,
+        batch.frameCapacity,
       );
       if (n < 0) throw new Error('walk kernel rejected the batch layout (a bug in the host)');
-      const view = new DataView(this.memory.buffer);
-      for (let i = first; i < first + n; i++) {
-        const r = pResults + i * RESULT_SIZE;
-        const start = view.getUint32(r + 4, true);
-        const count = view.getUint32(r + 8, true);
-        const frames: WalkFrame[] = new Array(count);
-        for (let k = 0; k < count; k++) {
-          const f = pFrames + (start + k) * FRAME_SIZE;
-          frames[k] = {
-            frame: view.getBigUint64(f, true),
-            code: view.getBigUint64(f + 8, true),
-            instrPtr: view.getBigUint64(f + 16, true),
-          };
-        }
-        results.push({
-          status: statusName(view.getUint32(r, true)),
-          frames,
-          visited: view.getUint32(r + 12, true),
-          lastFrame: view.getBigUint64(r + 16, true),
-          failAddress: view.getBigUint64(r + 24, true),
-        });
-      }
       if (n === 0) throw new Error('walk kernel made no progress (frame output too small)');
+      take(first, n);
       first += n;
     }
-    return results;
   }
+}
+
+/** A batch laid out in a KernelWalker's memory (linear-memory offsets). */
+export interface PreparedBatch {
+  samples: number;
+  codeCount: number;
+  frameCapacity: number;
+  pParams: number;
+  pCodes: number;
+  pSamples: number;
+  pResults: number;
+  pFrames: number;
 }
 
 export async function readKernelBytes(shared: boolean): Promise<Uint8Array> {

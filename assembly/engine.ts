@@ -26,11 +26,21 @@ import {
   REGION_SIZE,
   inMemory,
   loadParams,
+  frSize,
   maxDepth,
+  outEnded,
   outFrames,
+  outLast,
+  outLastIsEntry,
+  outLastOwner,
+  outSpliced,
   outStatus,
+  outVisited,
   setCodes,
   setRegions,
+  setSplice,
+  setTrace,
+  TRACE_SIZE,
   walkOne,
 } from './walk';
 
@@ -61,7 +71,8 @@ const C_FILTER = 15;
 const C_FILTER_LO = 16;
 const C_FILTER_HI = 17;
 const C_COPY_HIST = 18; // COPY_BUCKETS u32: copy times of the counted samples, one bucket per µs
-const C_COUNT = 19;
+const C_TRACE = 19; // maxDepth TRACE_SIZE entries: the current walk's trace
+const C_COUNT = 20;
 const COPY_BUCKETS: u32 = 65536;
 const FLAG_STOPPED: u32 = 4;
 const FLAG_RETRIED: u32 = 8;
@@ -85,7 +96,7 @@ const STATUS_COUNT: u32 = 10;
 
 // ---- table entry layouts ----
 // thread image: tsa, ids, time, region list and its sorted table, last result
-const THREAD_SIZE: u32 = 88;
+const THREAD_SIZE: u32 = 112;
 const T_TSA = 0;
 const T_INTERP = 8;
 const T_TID = 16;
@@ -100,6 +111,20 @@ const T_SLOT = 60;
 const T_LAST_STATUS = 64; // the walk's status of the thread's previous sample (0xffffffff: none)
 const T_LAST_STACK = 68;
 const T_USED = 72; // region descriptors used by this sample (scratch)
+// the thread's last walk, kept for splicing (walk.ts): its trace and Python frames
+const T_TRACE = 76; // buffer in the data arena (0: none yet): SPLICE_MAX trace entries, then SPLICE_MAX frames
+const T_TRACE_N = 80; // frames in the trace (NONE: no usable last walk)
+const T_TRACE_PY = 84; // Python frames of it
+const T_TRACE_LAST = 88; // u64: its last frame
+const T_TRACE_OWNER = 96; // owner of its last frame
+const T_TRACE_ENTRY = 100; // is-entry flag of its last frame
+/** walks longer than this are not kept for splicing */
+const SPLICE_MAX: u32 = 1024;
+const TRACE_BYTES: u32 = SPLICE_MAX * (TRACE_SIZE + FRAME_SIZE);
+/** patched stretches of one sample's image, [lo, hi) linear offsets, one per patched region */
+const HULLS_MAX: u32 = 32;
+const hulls = memory.data(HULLS_MAX * 8, 8);
+let hullCount: u32 = 0;
 const NONE: u32 = 0xffffffff;
 // region descriptor: address, length, capacity of its bytes, where its bytes are
 const DESC_SIZE: u32 = 24;
@@ -145,6 +170,10 @@ let chainCount: u32 = 0;
 let hash: u32 = 0;
 let hashCap: u32 = 0;
 let frames: u32 = 0;
+let trace: u32 = 0;
+/** walks that were spliced, and walks in all (engineSpliced / engineWalks) */
+let spliced: u32 = 0;
+let walks: u32 = 0;
 let filterKind: u32 = 0;
 let filterValue: u64 = 0;
 let copyHist: u32 = 0;
@@ -237,7 +266,10 @@ export function engineInit(config: u32, params: u32): bool {
   filterKind = load<u32>(cfg + C_FILTER * 4);
   filterValue = (<u64>load<u32>(cfg + C_FILTER_LO * 4)) | ((<u64>load<u32>(cfg + C_FILTER_HI * 4)) << 32);
   copyHist = load<u32>(cfg + C_COPY_HIST * 4);
+  trace = load<u32>(cfg + C_TRACE * 4);
   if (!inMemory(<u64>copyHist, <u64>COPY_BUCKETS * 4)) return false;
+  if (!inMemory(<u64>trace, <u64>maxDepth * TRACE_SIZE)) return false;
+  if (!inMemory(<u64>frames, <u64>maxDepth * FRAME_SIZE)) return false;
   if ((hashCap & (hashCap - 1)) != 0) return false;
   if (!inMemory(<u64>threads, <u64>threadsCap * THREAD_SIZE)) return false;
   if (!inMemory(<u64>descs, <u64>(descsEnd - descs)) || descsEnd < descs) return false;
@@ -329,6 +361,13 @@ export function engineStopped(): u32 {
 export function engineRetried(): u32 {
   return retriedCount;
 }
+/** walks made since the module was instantiated, and how many of them were spliced */
+export function engineWalks(): u32 {
+  return walks;
+}
+export function engineSpliced(): u32 {
+  return spliced;
+}
 
 // ---- threads and slots ----
 
@@ -418,6 +457,15 @@ function internChain(slotIndex: u32): u32 {
 }
 
 // ---- samples ----
+
+/** Did this sample's patches write anywhere in [lo, hi) (linear offsets)? */
+function patched(lo: u32, hi: u32): bool {
+  for (let i: u32 = 0; i < hullCount; i++) {
+    const h = hulls + i * 8;
+    if (lo < load<u32>(h, 4) && load<u32>(h) < hi) return true;
+  }
+  return false;
+}
 
 /**
  * Decode one sample record body [pos, end), apply it to its thread's image and count it.
@@ -517,6 +565,8 @@ function sample(end: u32): i32 {
   }
   if (bad) return STOP_MALFORMED;
   // (bytes left in the body: fields of a later minor version, ignored)
+  // the thread's splice buffer, on its first sample in the block
+  if (th == 0 || load<u32>(th, T_TRACE) == 0) need += TRACE_BYTES;
 
   // Room: a new thread's entry and lists, new region bytes, a slot and a stack for the count.
   const listCap = th != 0 && regionCount <= load<u32>(th, T_CAP) ? 0 : (regionCount < 8 ? 8 : regionCount * 2);
@@ -539,7 +589,14 @@ function sample(end: u32): i32 {
     store<u32>(th, NONE, T_LAST_STATUS);
     store<u32>(th, NONE, T_LAST_STACK);
     store<u32>(th, 0, T_SORTED_OK);
+    store<u32>(th, 0, T_TRACE);
+    store<u32>(th, NONE, T_TRACE_N);
   }
+  if (load<u32>(th, T_TRACE) == 0) {
+    store<u32>(th, data + dataUsed, T_TRACE);
+    dataUsed += TRACE_BYTES;
+  }
+  hullCount = 0;
   const scratch = descs + descsUsed;
   pos = regionsAt;
   let addressesChanged = form == FORM_WHOLE || regionCount != baseCount;
@@ -575,12 +632,22 @@ function sample(end: u32): i32 {
         cap = (n + 7) & ~7;
       }
       let at: u32 = 0;
+      let first: u32 = NONE;
       for (let k: u32 = 0; k < runs; k++) {
         const start = at + <u32>number();
         const len = <u32>number();
         memory.copy(buf + start, pos, len);
         pos += len;
         at = start + len;
+        if (first == NONE) first = start;
+      }
+      // what changed in this region's bytes (a region that grows changes the addresses: no splice)
+      if (runs != 0) {
+        if (hullCount < HULLS_MAX) {
+          store<u32>(hulls + hullCount * 8, buf + first);
+          store<u32>(hulls + hullCount * 8, buf + at, 4);
+        }
+        hullCount++;
       }
       store<u64>(d, load<u64>(base, D_ADDR), D_ADDR);
       store<u32>(d, n, D_LEN);
@@ -606,6 +673,11 @@ function sample(end: u32): i32 {
   store<u64>(th, tid, T_TID);
   store<u64>(th, ntid, T_NTID);
   store<u64>(th, time, T_TIME);
+  // the thread's last walk can be spliced from if this sample changed bytes, not addresses;
+  // an image that changed without a walk leaves no last walk to splice from
+  const traceN = load<u32>(th, T_TRACE_N);
+  const spliceOk = traceN != NONE && !addressesChanged && listCap == 0 && hullCount <= HULLS_MAX;
+  if (changed) store<u32>(th, NONE, T_TRACE_N);
 
   // a tick samples every thread at one time: its samples share it, and follow each other
   if (samplesSeen == 0) firstBlockTime = time;
@@ -669,7 +741,32 @@ function sample(end: u32): i32 {
     }
     // (else the same regions at the same places with the same lengths: only bytes changed)
     setRegions(sorted, n);
+    if (spliceOk) {
+      const old = load<u32>(th, T_TRACE);
+      // the first frame from which every frame of the last walk is unchanged
+      let from = traceN;
+      while (from > 0) {
+        const d = load<u32>(old + (from - 1) * TRACE_SIZE, 8);
+        if (patched(d, d + frSize)) break;
+        from--;
+      }
+      setSplice(old, traceN, from, old + SPLICE_MAX * TRACE_SIZE, load<u32>(th, T_TRACE_PY), load<u64>(th, T_TRACE_LAST), load<u32>(th, T_TRACE_OWNER), load<u32>(th, T_TRACE_ENTRY));
+    }
+    setTrace(trace);
     walkOne(tsa, frames);
+    setSplice(0, 0, 0, 0, 0, 0, 0, 0);
+    walks++;
+    if (outSpliced) spliced++;
+    if (outEnded && outVisited <= SPLICE_MAX) {
+      const buf = load<u32>(th, T_TRACE);
+      memory.copy(buf, trace, outVisited * TRACE_SIZE);
+      memory.copy(buf + SPLICE_MAX * TRACE_SIZE, frames, outFrames * FRAME_SIZE);
+      store<u32>(th, outVisited, T_TRACE_N);
+      store<u32>(th, outFrames, T_TRACE_PY);
+      store<u64>(th, outLast, T_TRACE_LAST);
+      store<u32>(th, outLastOwner, T_TRACE_OWNER);
+      store<u32>(th, outLastIsEntry, T_TRACE_ENTRY);
+    }
     status = outStatus;
     if ((status == COMPLETE || status == COMPLETE_UNVERIFIABLE) && outFrames > 0) {
       // room was checked before the image changed: interning cannot fail here

@@ -52,7 +52,7 @@ let tsNeed: u32 = 0;
 let tsCurrentFrame: u32 = 0;
 let cframeCurrent: i32 = -1;
 let tsBaseFrame: i32 = -1;
-let frSize: u32 = 0;
+export let frSize: u32 = 0;
 let frPrevious: u32 = 0;
 let frExecutable: u32 = 0;
 let frInstrPtr: u32 = 0;
@@ -78,6 +78,8 @@ let locRegion: i32 = -1;
 const LOC_OK: i32 = 0;
 const LOC_MISSING: i32 = 1; // no region contains the address
 const LOC_CROSSES: i32 = 2; // a region starts at or before the address but ends inside [address, address+len)
+
+const NO_SPLICE: u32 = 0xffffffff;
 
 // result of the last pointer read
 let readOk: bool = false;
@@ -201,7 +203,55 @@ export function loadParams(p: u32): bool {
   return true;
 }
 
+// ---- splice (the block engine): a walk may end by reusing the previous walk of the same image ----
+// The previous walk's trace: per frame visited, TRACE_SIZE bytes (u64 frame address, u32 linear
+// offset of its bytes, u32 Python frames emitted up to and including it). When the new walk has
+// fully processed a frame that is the previous walk's frame j, and the bytes of frames j.. of
+// that walk did not change since (the engine checks, and the region table is the same), the
+// rest of the walk would visit exactly those frames again with the same outcome — so their
+// results are taken as they are. The combined chain cannot hold a cycle (the old one ended at
+// NULL and each frame's `previous` is its own unchanged bytes); a combined chain longer than
+// maxDepth is walked in full instead, so statuses are exactly those of a full walk.
+export const TRACE_SIZE: u32 = 16;
+/** how far past the first clean frame the new walk looks for the frame to splice at */
+const SPLICE_WINDOW: u32 = 4;
+let traceOut: u32 = 0;
+let spliceOld: u32 = 0;
+let spliceCount: u32 = 0;
+let spliceFrom: u32 = 0;
+let spliceOldPy: u32 = 0;
+let spliceOldPyCount: u32 = 0;
+let spliceLast: u64 = 0;
+let spliceLastOwner: u32 = 0;
+let spliceLastIsEntry: u32 = 0;
+
+/** Where walkOne writes each visited frame's trace entry (0: nowhere). Room for maxDepth entries. */
+export function setTrace(out: u32): void {
+  traceOut = out;
+}
+
+/**
+ * The previous walk of this image, to splice from (old = 0: none): its trace of `count`
+ * frames, of which frames `from`.. are unchanged, its Python frames, and how it ended.
+ */
+export function setSplice(old: u32, count: u32, from: u32, oldPy: u32, oldPyCount: u32, last: u64, lastOwner: u32, lastIsEntry: u32): void {
+  spliceOld = old;
+  spliceCount = count;
+  spliceFrom = from;
+  spliceOldPy = oldPy;
+  spliceOldPyCount = oldPyCount;
+  spliceLast = last;
+  spliceLastOwner = lastOwner;
+  spliceLastIsEntry = lastIsEntry;
+}
+
 // per-sample output of walkOne
+/** the walk followed the chain to its NULL end (its status then comes from the bottom check) */
+export let outEnded: bool = false;
+export let outLastOwner: u32 = 0;
+export let outLastIsEntry: u32 = 0;
+/** the walk was spliced (for the engine's statistics) */
+export let outSpliced: bool = false;
 export let outStatus: u32 = 0;
 export let outVisited: u32 = 0;
 export let outLast: u64 = 0;
@@ -210,6 +260,8 @@ export let outFrames: u32 = 0;
 
 /** Walk one sample, writing its Python frames at `frames` (room for maxDepth). */
 export function walkOne(tstate: u64, frames: u32): void {
+  outEnded = false;
+  outSpliced = false;
   outVisited = 0;
   outLast = 0;
   outFail = 0;
@@ -343,6 +395,51 @@ export function walkOne(tstate: u64, frames: u32): void {
     lastOwner = owner;
     lastIsEntry = frIsEntry >= 0 ? <u32>load<u8>(f + <u32>frIsEntry) : 0;
     visited++;
+    if (traceOut != 0) {
+      const t = traceOut + (visited - 1) * TRACE_SIZE;
+      store<u64>(t, frame);
+      store<u32>(t, f, 8);
+      store<u32>(t, pyCount, 12);
+    }
+    if (spliceOld != 0) {
+      const hi = spliceFrom + SPLICE_WINDOW < spliceCount ? spliceFrom + SPLICE_WINDOW : spliceCount;
+      let at: u32 = NO_SPLICE;
+      for (let j = spliceFrom; j < hi; j++) {
+        if (load<u64>(spliceOld + j * TRACE_SIZE) == frame) {
+          at = j;
+          break;
+        }
+      }
+      if (at != NO_SPLICE) {
+        const rest = spliceCount - at - 1;
+        if (<u64>visited + <u64>rest > <u64>maxDepth) {
+          // the full walk would be too deep: let it find that itself
+          spliceOld = 0;
+        } else {
+          const pyAt = load<u32>(spliceOld + at * TRACE_SIZE, 12);
+          const pyRest = spliceOldPyCount - pyAt;
+          memory.copy(frames + pyCount * FRAME_SIZE, spliceOldPy + pyAt * FRAME_SIZE, pyRest * FRAME_SIZE);
+          if (traceOut != 0) {
+            for (let k: u32 = 0; k < rest; k++) {
+              const from = spliceOld + (at + 1 + k) * TRACE_SIZE;
+              const to = traceOut + (visited + k) * TRACE_SIZE;
+              store<u64>(to, load<u64>(from));
+              store<u32>(to, load<u32>(from, 8), 8);
+              store<u32>(to, load<u32>(from, 12) - pyAt + pyCount, 12);
+            }
+          }
+          if (rest > 0) {
+            last = spliceLast;
+            lastOwner = spliceLastOwner;
+            lastIsEntry = spliceLastIsEntry;
+          }
+          visited += rest;
+          pyCount += pyRest;
+          outSpliced = true;
+          break;
+        }
+      }
+    }
     frame = prev;
     lam++;
     if (frame != 0 && frame == tortoise) {
@@ -360,6 +457,9 @@ export function walkOne(tstate: u64, frames: u32): void {
     }
   }
 
+  outEnded = true;
+  outLastOwner = lastOwner;
+  outLastIsEntry = lastIsEntry;
   outVisited = visited;
   outLast = last;
   outFrames = pyCount;

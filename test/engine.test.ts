@@ -70,7 +70,7 @@ describe.each(nativeInterpreters())('block engine == reference path on real capt
     expect(engine.fallbackBlocks).toBe(0);
     expect(engine.json).toBe(reference.json);
     // and in worker threads, the blocks spread over them and merged in file order
-    const small = await reblocked(file, 16 << 10);
+    const small = await reblocked(file, 4 << 10);
     const smallReference = await processed(small, { reference: true });
     for (const workers of [0, 1, 3]) {
       const pooled = await processed(small, { workers });

@@ -19,7 +19,8 @@ import { readKernelBytes } from './kernel-walker.js';
 import { U64_MASK } from './normalize.js';
 
 const PAGE = 65536;
-const THREAD_SIZE = 88;
+const THREAD_SIZE = 112;
+const TRACE_SIZE = 16;
 const DESC_SIZE = 24;
 const REGION_SIZE = 16;
 const SLOT_SIZE = 104;
@@ -28,7 +29,7 @@ const CHAIN_FRAME = 16;
 const CODE_SIZE = 32;
 const FRAME_SIZE = 24;
 const COPY_BUCKETS = 65536;
-const CONFIG_SLOTS = 19;
+const CONFIG_SLOTS = 20;
 
 const STOP = { END: 0, CODE: 1, MALFORMED: 2, FULL: 3 } as const;
 
@@ -66,6 +67,8 @@ interface EngineExports {
   engineCopyMax(): number;
   engineStopped(): number;
   engineRetried(): number;
+  engineWalks(): number;
+  engineSpliced(): number;
   heapBase(): number;
 }
 
@@ -205,6 +208,7 @@ export class BlockEngine {
       ['params', PARAM_COUNT * 4],
       ['config', CONFIG_SLOTS * 4],
       ['frames', this.params.maxDepth * FRAME_SIZE],
+      ['trace', this.params.maxDepth * TRACE_SIZE],
       ['threads', CAPACITY.threads * THREAD_SIZE],
       ['descs', CAPACITY.descBytes],
       ['slots', CAPACITY.slots * SLOT_SIZE],
@@ -259,6 +263,7 @@ export class BlockEngine {
       filter === undefined ? 0 : Number(filter & 0xffffffffn),
       filter === undefined ? 0 : Number((filter >> 32n) & 0xffffffffn),
       L.get('copyHist')!,
+      L.get('trace')!,
     ];
     slots.forEach((v, i) => dv.setUint32(cfg + i * 4, v >>> 0, true));
     new Int32Array(this.memory.buffer, L.get('params')!, PARAM_COUNT).set(encodeParams(this.params));
@@ -362,6 +367,11 @@ export class BlockEngine {
       fallback: false,
       decoded: true,
     };
+  }
+
+  /** Walks the engine made, and how many of them ended by splicing the thread's previous walk. */
+  walkStats(): { walks: number; spliced: number } {
+    return { walks: this.exports.engineWalks(), spliced: this.exports.engineSpliced() };
   }
 
   /** Give the image arena more room; false past what a block can need (then its tables are full). */

@@ -33,6 +33,9 @@ import {
   outLast,
   outLastIsEntry,
   outLastOwner,
+  outSpliceAt,
+  outSplicePy,
+  outSpliceVisited,
   outSpliced,
   outStatus,
   outVisited,
@@ -60,10 +63,10 @@ const C_DATA = 4;
 const C_DATA_SIZE = 5;
 const C_SLOTS = 6;
 const C_SLOTS_CAP = 7;
-const C_STACKS = 8;
-const C_STACKS_CAP = 9;
-const C_CHAINS = 10;
-const C_CHAINS_CAP = 11;
+const C_NODES = 8;
+const C_NODES_CAP = 9;
+const C_COPY_TOUCHED = 10; // COPY_BUCKETS u32: the copy-time buckets counted since the outputs were cleared
+const C_UNUSED = 11;
 const C_HASH = 12;
 const C_HASH_CAP = 13;
 const C_FRAMES = 14;
@@ -118,9 +121,14 @@ const T_TRACE_PY = 84; // Python frames of it
 const T_TRACE_LAST = 88; // u64: its last frame
 const T_TRACE_OWNER = 96; // owner of its last frame
 const T_TRACE_ENTRY = 100; // is-entry flag of its last frame
+const T_NODES_OK = 104; // the buffer's node of each Python frame is current (same slot, outputs not cleared)
 /** walks longer than this are not kept for splicing */
 const SPLICE_MAX: u32 = 1024;
-const TRACE_BYTES: u32 = SPLICE_MAX * (TRACE_SIZE + FRAME_SIZE);
+// the buffer: SPLICE_MAX trace entries, SPLICE_MAX Python frames, SPLICE_MAX u32 nodes (node k:
+// the stack of Python frames k.. of the walk, k = 0 the innermost)
+const BUF_PY: u32 = SPLICE_MAX * TRACE_SIZE;
+const BUF_NODES: u32 = BUF_PY + SPLICE_MAX * FRAME_SIZE;
+const TRACE_BYTES: u32 = BUF_NODES + SPLICE_MAX * 4;
 /** patched stretches of one sample's image, [lo, hi) linear offsets, one per patched region */
 const HULLS_MAX: u32 = 32;
 const hulls = memory.data(HULLS_MAX * 8, 8);
@@ -143,9 +151,15 @@ const S_FIRST = 32;
 const S_LAST = 40;
 const S_MAIN_TIME = 48; // latest time of a sample flagged as the main thread (-1: none)
 const S_COUNTS = 56; // STATUS_COUNT u32
-// stack: a distinct (slot, chain) and how many samples ended on it
-const STACK_SIZE: u32 = 16;
-const CHAIN_FRAME: u32 = 16; // code u64, instruction pointer u64
+// node: a stack as a tree node — its caller's node (NONE: a root of its slot), its slot, its
+// innermost (code, instruction), how many samples ended on it, and where the hash holds it
+const NODE_SIZE: u32 = 32;
+const N_PARENT = 0;
+const N_SLOT = 4;
+const N_CODE = 8;
+const N_IP = 16;
+const N_WEIGHT = 24;
+const N_HASH_AT = 28;
 
 // ---- engine state ----
 let cfg: u32 = 0;
@@ -161,12 +175,11 @@ let dataUsed: u32 = 0;
 let slots: u32 = 0;
 let slotsCap: u32 = 0;
 let slotCount: u32 = 0;
-let stacks: u32 = 0;
-let stacksCap: u32 = 0;
-let stackCount: u32 = 0;
-let chains: u32 = 0;
-let chainsCap: u32 = 0;
-let chainCount: u32 = 0;
+let nodes: u32 = 0;
+let nodesCap: u32 = 0;
+let nodeCount: u32 = 0;
+let copyTouched: u32 = 0;
+let touchedCount: u32 = 0;
 let hash: u32 = 0;
 let hashCap: u32 = 0;
 let frames: u32 = 0;
@@ -256,10 +269,9 @@ export function engineInit(config: u32, params: u32): bool {
   dataEnd = data + load<u32>(cfg + C_DATA_SIZE * 4);
   slots = load<u32>(cfg + C_SLOTS * 4);
   slotsCap = load<u32>(cfg + C_SLOTS_CAP * 4);
-  stacks = load<u32>(cfg + C_STACKS * 4);
-  stacksCap = load<u32>(cfg + C_STACKS_CAP * 4);
-  chains = load<u32>(cfg + C_CHAINS * 4);
-  chainsCap = load<u32>(cfg + C_CHAINS_CAP * 4);
+  nodes = load<u32>(cfg + C_NODES * 4);
+  nodesCap = load<u32>(cfg + C_NODES_CAP * 4);
+  copyTouched = load<u32>(cfg + C_COPY_TOUCHED * 4);
   hash = load<u32>(cfg + C_HASH * 4);
   hashCap = load<u32>(cfg + C_HASH_CAP * 4);
   frames = load<u32>(cfg + C_FRAMES * 4);
@@ -275,9 +287,11 @@ export function engineInit(config: u32, params: u32): bool {
   if (!inMemory(<u64>descs, <u64>(descsEnd - descs)) || descsEnd < descs) return false;
   if (!inMemory(<u64>data, <u64>(dataEnd - data)) || dataEnd < data) return false;
   if (!inMemory(<u64>slots, <u64>slotsCap * SLOT_SIZE)) return false;
-  if (!inMemory(<u64>stacks, <u64>stacksCap * STACK_SIZE)) return false;
-  if (!inMemory(<u64>chains, <u64>chainsCap * CHAIN_FRAME)) return false;
-  if (!inMemory(<u64>hash, <u64>hashCap * 8)) return false;
+  if (!inMemory(<u64>nodes, <u64>nodesCap * NODE_SIZE)) return false;
+  if (!inMemory(<u64>copyTouched, <u64>COPY_BUCKETS * 4)) return false;
+  if (!inMemory(<u64>hash, <u64>hashCap * 4)) return false;
+  // a sample may add a node per frame: the table must hold a whole walk, the hash twice that
+  if (nodesCap < maxDepth + 1 || hashCap < nodesCap * 2) return false;
   return true;
 }
 
@@ -307,18 +321,19 @@ export function engineBeginBlock(): void {
 /** Forget the counted slots and stacks (the host has harvested them); thread images stay. */
 export function engineClearOutputs(): void {
   slotCount = 0;
-  stackCount = 0;
-  chainCount = 0;
+  // the hash needs no clearing: an entry counts only if it names a node below nodeCount that says it is there
+  nodeCount = 0;
   counted = 0;
   copySum = 0;
   copyMax = 0;
   stoppedCount = 0;
   retriedCount = 0;
-  memory.fill(hash, 0xff, hashCap * 8);
-  memory.fill(copyHist, 0, COPY_BUCKETS * 4);
+  for (let i: u32 = 0; i < touchedCount; i++) store<u32>(copyHist + load<u32>(copyTouched + i * 4) * 4, 0);
+  touchedCount = 0;
   for (let t: u32 = 0; t < threadCount; t++) {
     const th = threads + t * THREAD_SIZE;
     store<u32>(th, NONE, T_SLOT);
+    store<u32>(th, 0, T_NODES_OK);
     store<u32>(th, NONE, T_LAST_STACK);
     store<u32>(th, NONE, T_LAST_STATUS);
   }
@@ -342,8 +357,11 @@ export function engineLastTime(): u64 {
 export function engineSlotCount(): u32 {
   return slotCount;
 }
-export function engineStackCount(): u32 {
-  return stackCount;
+export function engineNodeCount(): u32 {
+  return nodeCount;
+}
+export function engineTouchedCount(): u32 {
+  return touchedCount;
 }
 /** counted samples (those the filter keeps) since the outputs were cleared */
 export function engineCounted(): u32 {
@@ -401,59 +419,37 @@ function slotFor(tsa: u64, interp: u64, tid: u64, ntid: u64): u32 {
 
 // ---- stacks ----
 
-/** Intern the walk's chain (outFrames frames at `frames`) for a slot; its stack entry, or 0 when full. */
-function internChain(slotIndex: u32): u32 {
-  const n = outFrames;
-  // FNV-1a over the slot and each frame's (code, instruction)
-  let h: u64 = 0xcbf29ce484222325 ^ <u64>slotIndex;
+/**
+ * The node for (caller node, slot, code, instruction): found, or made (the caller checked there
+ * is room). Roots (parent NONE) are told apart by their slot; other nodes by their caller.
+ */
+function internNode(parent: u32, slot: u32, code: u64, ip: u64): u32 {
+  let h: u64 = 0xcbf29ce484222325 ^ ((<u64>parent << 32) | <u64>slot);
   h *= 0x100000001b3;
-  for (let i: u32 = 0; i < n; i++) {
-    const f = frames + i * FRAME_SIZE;
-    h = (h ^ load<u64>(f, 8)) * 0x100000001b3;
-    h = (h ^ load<u64>(f, 16)) * 0x100000001b3;
-  }
-  const h32 = <u32>(h ^ (h >>> 32));
+  h = (h ^ code) * 0x100000001b3;
+  h = (h ^ ip) * 0x100000001b3;
   const mask = hashCap - 1;
-  let i = h32 & mask;
+  let i = <u32>(h ^ (h >>> 29)) & mask;
   for (let probe: u32 = 0; probe < hashCap; probe++) {
-    const e = hash + i * 8;
-    const idx = load<u32>(e, 4);
-    if (idx == NONE) {
-      // a new stack
-      if (stackCount >= stacksCap || chainCount + n > chainsCap || stackCount * 2 >= hashCap) return 0;
-      const st = stacks + stackCount * STACK_SIZE;
-      store<u32>(st, slotIndex);
-      store<u32>(st, 0, 4);
-      store<u32>(st, chainCount, 8);
-      store<u32>(st, n, 12);
-      for (let k: u32 = 0; k < n; k++) {
-        const f = frames + k * FRAME_SIZE;
-        const c = chains + (chainCount + k) * CHAIN_FRAME;
-        store<u64>(c, load<u64>(f, 8));
-        store<u64>(c, load<u64>(f, 16), 8);
-      }
-      chainCount += n;
-      store<u32>(e, h32);
-      store<u32>(e, stackCount, 4);
-      stackCount++;
-      return st;
+    const e = hash + i * 4;
+    const idx = load<u32>(e);
+    const n = nodes + idx * NODE_SIZE;
+    if (idx >= nodeCount || load<u32>(n, N_HASH_AT) != i) {
+      // empty (or left from before the outputs were cleared): a new node
+      const m = nodes + nodeCount * NODE_SIZE;
+      store<u32>(m, parent, N_PARENT);
+      store<u32>(m, slot, N_SLOT);
+      store<u64>(m, code, N_CODE);
+      store<u64>(m, ip, N_IP);
+      store<u32>(m, 0, N_WEIGHT);
+      store<u32>(m, i, N_HASH_AT);
+      store<u32>(e, nodeCount);
+      return nodeCount++;
     }
-    if (load<u32>(e) == h32) {
-      const st = stacks + idx * STACK_SIZE;
-      if (load<u32>(st) == slotIndex && load<u32>(st, 12) == n) {
-        const start = load<u32>(st, 8);
-        let same = true;
-        for (let k: u32 = 0; k < n && same; k++) {
-          const f = frames + k * FRAME_SIZE;
-          const c = chains + (start + k) * CHAIN_FRAME;
-          same = load<u64>(c) == load<u64>(f, 8) && load<u64>(c, 8) == load<u64>(f, 16);
-        }
-        if (same) return st;
-      }
-    }
+    if (load<u32>(n, N_PARENT) == parent && load<u32>(n, N_SLOT) == slot && load<u64>(n, N_CODE) == code && load<u64>(n, N_IP) == ip) return idx;
     i = (i + 1) & mask;
   }
-  return 0;
+  return NONE; // unreachable: the hash is at most half full
 }
 
 // ---- samples ----
@@ -575,7 +571,7 @@ function sample(end: u32): i32 {
   if (<u64>dataUsed + need > <u64>(dataEnd - data)) return STOP_FULL;
   if (<u64>descsUsed + <u64>listBytes > <u64>(descsEnd - descs)) return STOP_FULL;
   // (so that interning this sample's stack cannot fail once its image has changed)
-  if (slotCount >= slotsCap || stackCount >= stacksCap || stackCount * 2 + 2 >= hashCap || <u64>chainCount + <u64>maxDepth > <u64>chainsCap) return STOP_FULL;
+  if (slotCount >= slotsCap || <u64>nodeCount + <u64>maxDepth >= <u64>nodesCap) return STOP_FULL;
 
   // Second pass: apply. New descriptors go to scratch first (a patch reads its base's).
   blockBytes = budget;
@@ -591,6 +587,7 @@ function sample(end: u32): i32 {
     store<u32>(th, 0, T_SORTED_OK);
     store<u32>(th, 0, T_TRACE);
     store<u32>(th, NONE, T_TRACE_N);
+    store<u32>(th, 0, T_NODES_OK);
   }
   if (load<u32>(th, T_TRACE) == 0) {
     store<u32>(th, data + dataUsed, T_TRACE);
@@ -690,7 +687,12 @@ function sample(end: u32): i32 {
   copySum += copyMicros;
   if (copyMicros > <u64>copyMax) copyMax = <u32>(copyMicros > 0xffffffff ? 0xffffffff : copyMicros);
   const bucket = copyHist + <u32>(copyMicros < <u64>COPY_BUCKETS ? copyMicros : <u64>(COPY_BUCKETS - 1)) * 4;
-  store<u32>(bucket, load<u32>(bucket) + 1);
+  const had = load<u32>(bucket);
+  if (had == 0) {
+    store<u32>(copyTouched + touchedCount * 4, (bucket - copyHist) / 4);
+    touchedCount++;
+  }
+  store<u32>(bucket, had + 1);
   if ((flags & FLAG_STOPPED) != 0) stoppedCount++;
   if ((flags & FLAG_RETRIED) != 0) retriedCount++;
 
@@ -703,6 +705,7 @@ function sample(end: u32): i32 {
   if (idsChanged || sl == NONE) {
     const s = slotFor(tsa, interp, tid, ntid);
     sl = (s - slots) / SLOT_SIZE;
+    if (sl != load<u32>(th, T_SLOT)) store<u32>(th, 0, T_NODES_OK);
     store<u32>(th, sl, T_SLOT);
   }
   const slot = slots + sl * SLOT_SIZE;
@@ -711,14 +714,13 @@ function sample(end: u32): i32 {
   if ((flags & FLAG_MAIN) != 0 && <i64>time > load<i64>(slot, S_MAIN_TIME)) store<i64>(slot, <i64>time, S_MAIN_TIME);
 
   let status: u32;
-  let stack: u32 = 0;
+  let stack: u32 = NONE;
   if (recorderStatus == 1) {
     status = STATUS_TORN;
   } else if (load<u32>(th, T_LAST_STATUS) != NONE) {
     // the memory the walk reads is as it was: so is the walk
     status = load<u32>(th, T_LAST_STATUS);
-    const last = load<u32>(th, T_LAST_STACK);
-    if (last != NONE) stack = stacks + last * STACK_SIZE;
+    stack = load<u32>(th, T_LAST_STACK);
   } else {
     const n = regionCount;
     const sorted = load<u32>(th, T_SORTED);
@@ -741,43 +743,85 @@ function sample(end: u32): i32 {
     }
     // (else the same regions at the same places with the same lengths: only bytes changed)
     setRegions(sorted, n);
+    const buf = load<u32>(th, T_TRACE);
+    const bufPy = buf + BUF_PY;
+    const bufNodes = buf + BUF_NODES;
     if (spliceOk) {
-      const old = load<u32>(th, T_TRACE);
       // the first frame from which every frame of the last walk is unchanged
       let from = traceN;
       while (from > 0) {
-        const d = load<u32>(old + (from - 1) * TRACE_SIZE, 8);
+        const d = load<u32>(buf + (from - 1) * TRACE_SIZE, 8);
         if (patched(d, d + frSize)) break;
         from--;
       }
-      setSplice(old, traceN, from, old + SPLICE_MAX * TRACE_SIZE, load<u32>(th, T_TRACE_PY), load<u64>(th, T_TRACE_LAST), load<u32>(th, T_TRACE_OWNER), load<u32>(th, T_TRACE_ENTRY));
+      setSplice(buf, traceN, from, load<u32>(th, T_TRACE_PY), load<u64>(th, T_TRACE_LAST), load<u32>(th, T_TRACE_OWNER), load<u32>(th, T_TRACE_ENTRY), SPLICE_MAX);
     }
     setTrace(trace);
     walkOne(tsa, frames);
     setSplice(0, 0, 0, 0, 0, 0, 0, 0);
     walks++;
-    if (outSpliced) spliced++;
-    if (outEnded && outVisited <= SPLICE_MAX) {
-      const buf = load<u32>(th, T_TRACE);
+    const pyCount = outFrames;
+    // where the walk's Python frames can be read whole, and how many of them, from the
+    // outermost, already have their node
+    let chain = frames;
+    let known: u32 = 0;
+    if (outSpliced) {
+      // the new frames are in the trace and frames areas, the rest in the buffer, where the last
+      // walk left them: move that part to follow the new frames, then put the new ones before it
+      spliced++;
+      const head = outSpliceVisited;
+      const at = outSpliceAt;
+      const headPy = outSplicePy;
+      const pyAt = load<u32>(buf + at * TRACE_SIZE, 12);
+      const rest = traceN - at - 1;
+      const pyRest = pyCount - headPy;
+      if (head != at + 1) memory.copy(buf + head * TRACE_SIZE, buf + (at + 1) * TRACE_SIZE, rest * TRACE_SIZE);
+      if (headPy != pyAt) {
+        memory.copy(bufPy + headPy * FRAME_SIZE, bufPy + pyAt * FRAME_SIZE, pyRest * FRAME_SIZE);
+        memory.copy(bufNodes + headPy * 4, bufNodes + pyAt * 4, pyRest * 4);
+        for (let k: u32 = 0; k < rest; k++) {
+          const e = buf + (head + k) * TRACE_SIZE;
+          store<u32>(e, load<u32>(e, 12) - pyAt + headPy, 12);
+        }
+      }
+      memory.copy(buf, trace, head * TRACE_SIZE);
+      memory.copy(bufPy, frames, headPy * FRAME_SIZE);
+      chain = bufPy;
+      known = load<u32>(th, T_NODES_OK) != 0 ? pyRest : 0;
+    } else if (outEnded && outVisited <= SPLICE_MAX) {
       memory.copy(buf, trace, outVisited * TRACE_SIZE);
-      memory.copy(buf + SPLICE_MAX * TRACE_SIZE, frames, outFrames * FRAME_SIZE);
+      memory.copy(bufPy, frames, pyCount * FRAME_SIZE);
+      chain = bufPy;
+    }
+    if (chain == bufPy) {
       store<u32>(th, outVisited, T_TRACE_N);
-      store<u32>(th, outFrames, T_TRACE_PY);
+      store<u32>(th, pyCount, T_TRACE_PY);
       store<u64>(th, outLast, T_TRACE_LAST);
       store<u32>(th, outLastOwner, T_TRACE_OWNER);
       store<u32>(th, outLastIsEntry, T_TRACE_ENTRY);
     }
+    store<u32>(th, 0, T_NODES_OK);
     status = outStatus;
-    if ((status == COMPLETE || status == COMPLETE_UNVERIFIABLE) && outFrames > 0) {
-      // room was checked before the image changed: interning cannot fail here
-      stack = internChain(sl);
+    if ((status == COMPLETE || status == COMPLETE_UNVERIFIABLE) && pyCount > 0) {
+      // the stack's node, from the outermost frame in (room was checked before the image changed)
+      let node = known > 0 ? load<u32>(bufNodes + (pyCount - known) * 4) : NONE;
+      for (let k = <i32>(pyCount - known) - 1; k >= 0; k--) {
+        const f = chain + <u32>k * FRAME_SIZE;
+        node = internNode(node, sl, load<u64>(f, 8), load<u64>(f, 16));
+        if (chain == bufPy) store<u32>(bufNodes + <u32>k * 4, node);
+      }
+      if (chain == bufPy) store<u32>(th, 1, T_NODES_OK);
+      stack = node;
     }
     store<u32>(th, status, T_LAST_STATUS);
-    store<u32>(th, stack == 0 ? NONE : (stack - stacks) / STACK_SIZE, T_LAST_STACK);
+    store<u32>(th, stack, T_LAST_STACK);
   }
   const counts = slot + S_COUNTS + status * 4;
   store<u32>(counts, load<u32>(counts) + 1);
-  if (stack != 0) store<u32>(stack, load<u32>(stack, 4) + 1, 4);
+  if (stack != NONE) {
+    const n = nodes + stack * NODE_SIZE;
+    store<u32>(n, load<u32>(n, N_WEIGHT) + 1, N_WEIGHT);
+  }
   return STOP_END;
 }
 

@@ -219,11 +219,11 @@ let traceOut: u32 = 0;
 let spliceOld: u32 = 0;
 let spliceCount: u32 = 0;
 let spliceFrom: u32 = 0;
-let spliceOldPy: u32 = 0;
 let spliceOldPyCount: u32 = 0;
 let spliceLast: u64 = 0;
 let spliceLastOwner: u32 = 0;
 let spliceLastIsEntry: u32 = 0;
+let spliceLimit: u32 = 0;
 
 /** Where walkOne writes each visited frame's trace entry (0: nowhere). Room for maxDepth entries. */
 export function setTrace(out: u32): void {
@@ -232,18 +232,26 @@ export function setTrace(out: u32): void {
 
 /**
  * The previous walk of this image, to splice from (old = 0: none): its trace of `count`
- * frames, of which frames `from`.. are unchanged, its Python frames, and how it ended.
+ * frames, of which frames `from`.. are unchanged, its number of Python frames, how it ended,
+ * and the longest walk a splice may make (the caller keeps spliced walks whole up to that).
  */
-export function setSplice(old: u32, count: u32, from: u32, oldPy: u32, oldPyCount: u32, last: u64, lastOwner: u32, lastIsEntry: u32): void {
+export function setSplice(old: u32, count: u32, from: u32, oldPyCount: u32, last: u64, lastOwner: u32, lastIsEntry: u32, limit: u32): void {
   spliceOld = old;
   spliceCount = count;
   spliceFrom = from;
-  spliceOldPy = oldPy;
   spliceOldPyCount = oldPyCount;
   spliceLast = last;
   spliceLastOwner = lastOwner;
   spliceLastIsEntry = lastIsEntry;
+  spliceLimit = limit < maxDepth ? limit : maxDepth;
 }
+
+// A spliced walk wrote only the frames it visited itself (outSpliceVisited trace entries,
+// outSplicePy Python frames); the rest are the previous walk's from its entry outSpliceAt + 1
+// (and its Python frame at that entry's count) on. The outputs below count them all.
+export let outSpliceAt: u32 = 0;
+export let outSpliceVisited: u32 = 0;
+export let outSplicePy: u32 = 0;
 
 // per-sample output of walkOne
 /** the walk followed the chain to its NULL end (its status then comes from the bottom check) */
@@ -412,29 +420,21 @@ export function walkOne(tstate: u64, frames: u32): void {
       }
       if (at != NO_SPLICE) {
         const rest = spliceCount - at - 1;
-        if (<u64>visited + <u64>rest > <u64>maxDepth) {
-          // the full walk would be too deep: let it find that itself
+        if (<u64>visited + <u64>rest > <u64>spliceLimit) {
+          // longer than a splice may be (or than maxDepth: then the full walk finds too-deep)
           spliceOld = 0;
         } else {
           const pyAt = load<u32>(spliceOld + at * TRACE_SIZE, 12);
-          const pyRest = spliceOldPyCount - pyAt;
-          memory.copy(frames + pyCount * FRAME_SIZE, spliceOldPy + pyAt * FRAME_SIZE, pyRest * FRAME_SIZE);
-          if (traceOut != 0) {
-            for (let k: u32 = 0; k < rest; k++) {
-              const from = spliceOld + (at + 1 + k) * TRACE_SIZE;
-              const to = traceOut + (visited + k) * TRACE_SIZE;
-              store<u64>(to, load<u64>(from));
-              store<u32>(to, load<u32>(from, 8), 8);
-              store<u32>(to, load<u32>(from, 12) - pyAt + pyCount, 12);
-            }
-          }
+          outSpliceAt = at;
+          outSpliceVisited = visited;
+          outSplicePy = pyCount;
           if (rest > 0) {
             last = spliceLast;
             lastOwner = spliceLastOwner;
             lastIsEntry = spliceLastIsEntry;
           }
           visited += rest;
-          pyCount += pyRest;
+          pyCount += spliceOldPyCount - pyAt;
           outSpliced = true;
           break;
         }

@@ -8,9 +8,9 @@
 // every block's code records to `addCodes`, in file order, before processing that block (a
 // worker gets those of the blocks other workers process, too).
 
-import { decodeBlock } from './capture/reader.js';
+import { blockCodes, decodeBlock, unpack, type RawBlock } from './capture/reader.js';
 import { COMPRESSION } from './capture/format.js';
-import type { CodeRecord, SampleRecord } from './capture/types.js';
+import type { CaptureWarning, CodeRecord, SampleRecord } from './capture/types.js';
 import { SAMPLE_FLAG } from './capture/types.js';
 import type { Layout } from './layout/layout.js';
 import { SampleProcessor, type ProcessedSample } from './process.js';
@@ -39,6 +39,22 @@ export interface ProcessedBlock {
   result: BlockResult;
   profile: Profile;
   copies: CopyStats;
+}
+
+/** A block inflated, with its code records; or why it has no payload (the warning that says so). */
+export function openBlock(raw: RawBlock): { block: PayloadBlock; codes: CodeRecord[] } | { warning: CaptureWarning } {
+  const payload = unpack(raw);
+  if (typeof payload === 'string') return { warning: { offset: raw.offset, message: `block ${raw.index} at byte ${raw.offset}: ${payload}; block skipped` } };
+  return { block: { index: raw.index, offset: raw.offset, payload }, codes: blockCodes(payload) };
+}
+
+/** What a block that could not be inflated adds: its warning. */
+export function skipped(warning: CaptureWarning): ProcessedBlock {
+  return {
+    result: { samples: 0, ticks: 0, firstTime: null, lastTime: null, missed: 0, warnings: [warning], fallback: false, decoded: false },
+    profile: new Profile(),
+    copies: new CopyStats(),
+  };
 }
 
 export function sampleInput(p: ProcessedSample): SampleInput {

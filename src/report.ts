@@ -8,13 +8,13 @@
 // file order: the profile is the same whatever the worker count. The recorder's `torn` verdict
 // stands. Rejected samples are only counted.
 
-import { blockCodes, openCapture, unpack } from './capture/reader.js';
+import { leadingCodes, openCapture } from './capture/reader.js';
 import type { CaptureHeader, CaptureWarning } from './capture/types.js';
 import { layoutFromSource } from './layout/index.js';
-import { BlockProcessor, sampleInput, type ProcessedBlock } from './block-processor.js';
+import { BlockProcessor, openBlock, sampleInput, skipped, type ProcessedBlock } from './block-processor.js';
 import type { ProcessedSample } from './process.js';
 import { Profile } from './profile/index.js';
-import { CopyStats, type PayloadBlock } from './walk/engine.js';
+import { CopyStats } from './walk/engine.js';
 import type { Walker } from './walk/index.js';
 import { readKernelBytes } from './walk/kernel-walker.js';
 
@@ -80,6 +80,17 @@ export function recordingStats(copies: CopyStats): RecordingStats {
 const WORKERS_FROM_BYTES = 4 << 20;
 
 export async function reportCapture(path: string, options: ReportOptions = {}): Promise<CaptureReport> {
+  try {
+    return await processCapture(path, options);
+  } catch (e) {
+    // a block whose code records are not all at its start cannot be spread over workers
+    // (blocks processed meanwhile may have needed them): one thread then, exactly
+    if (e instanceof Error && e.name === 'LateCodes') return processCapture(path, { ...options, workers: 0 });
+    throw e;
+  }
+}
+
+async function processCapture(path: string, options: ReportOptions): Promise<CaptureReport> {
   const reader = await openCapture(path);
   let pool: import('./workers/pool.js').WorkerPool | null = null;
   try {
@@ -133,22 +144,27 @@ export async function reportCapture(path: string, options: ReportOptions = {}): 
     let perBlock = 0;
     for (const raw of reader.rawBlocks()) {
       if (enough()) break;
-      const payload = unpack(raw);
-      if (typeof payload === 'string') {
-        reader.report({ offset: raw.offset, message: `block ${raw.index} at byte ${raw.offset}: ${payload}; block skipped` });
+      if (pool) {
+        while (!pool.hasRoom) {
+          await pool.answered();
+          for (const done of pool.takeReady()) take(done);
+        }
+        pool.submit(raw, leadingCodes(raw));
+        for (const done of pool.takeReady()) take(done);
         continue;
       }
-      const block: PayloadBlock = { index: raw.index, offset: raw.offset, payload };
-      const codes = blockCodes(payload);
-      if (pool) {
-        if (pool.full) take(await pool.next());
-        pool.submit(block, codes);
-      } else {
-        local!.addCodes(codes);
-        take(local!.process(block));
+      const opened = openBlock(raw);
+      if ('warning' in opened) {
+        take(skipped(opened.warning));
+        continue;
       }
+      local!.addCodes(opened.codes);
+      take(local!.process(opened.block));
     }
-    while (pool && pool.queued > 0) take(await pool.next());
+    while (pool && pool.queued > 0) {
+      await pool.answered();
+      for (const done of pool.takeReady()) take(done);
+    }
     // in file order, whichever thread found them when
     const warnings = [...reader.warnings].sort((a, b) => a.offset - b.offset);
     return { header, profile, recording: recordingStats(copies), warnings, closedCleanly: reader.closedCleanly, blocks, fallbackBlocks };

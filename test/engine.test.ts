@@ -10,7 +10,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { BLOCK_TYPE, ByteReader, ByteWriter, RECORD_TYPE, encodeBlock, encodeHeader, encodeTrailer } from '../src/capture/format.js';
 import { CaptureWriter, fileSink, openCapture } from '../src/capture/index.js';
+import { unpack } from '../src/capture/reader.js';
 import { reportCapture, type ReportOptions } from '../src/report.js';
 import { recordCoverage } from './helpers/coverage.js';
 import { nativeInterpreters } from './helpers/interpreters.js';
@@ -49,6 +51,41 @@ async function reblocked(file: string, bytes: number): Promise<string> {
   return out;
 }
 
+/**
+ * The same capture with each block's code records moved after its samples: a block the writer
+ * would not make, which the reference path reads the same (a block's code records apply before
+ * its samples) and which workers must not split (they would see the codes too late).
+ */
+async function codesLast(file: string): Promise<{ file: string; moved: number }> {
+  const out = file.replace(/\.pyuw$/, '-codes-last.pyuw');
+  const reader = await openCapture(file);
+  const parts: Uint8Array[] = [encodeHeader(reader.header)];
+  let blocks = 0;
+  let moved = 0;
+  for (const raw of reader.rawBlocks()) {
+    const payload = unpack(raw) as Uint8Array;
+    const r = new ByteReader(payload);
+    const w = new ByteWriter(payload.length);
+    w.uint(r.uint('missed'));
+    const codes: Uint8Array[] = [];
+    while (r.pos < r.end) {
+      const start = r.pos;
+      const type = r.u8('type');
+      const length = r.uint('length');
+      r.pos += length;
+      if (type === RECORD_TYPE.CODE) codes.push(payload.subarray(start, r.pos));
+      else w.bytes(payload.subarray(start, r.pos));
+    }
+    for (const c of codes) w.bytes(c);
+    moved += codes.length;
+    parts.push(encodeBlock(BLOCK_TYPE.RECORDS, blocks++, w.view().slice(), 6));
+  }
+  parts.push(encodeBlock(BLOCK_TYPE.END, blocks, encodeTrailer(reader.trailer ?? { blocks, samples: 0, codes: 0, missed: 0 }), 0));
+  reader.close();
+  fs.writeFileSync(out, Buffer.concat(parts));
+  return { file: out, moved };
+}
+
 async function processed(file: string, options: ReportOptions): Promise<{ json: string; fallbackBlocks: number; blocks: number; attempted: number }> {
   const r = await reportCapture(file, options);
   const json = JSON.stringify({ profile: r.profile.toJSON(), recording: r.recording, warnings: r.warnings, clean: r.closedCleanly, blocks: r.blocks }, (_, v) =>
@@ -78,6 +115,12 @@ describe.each(nativeInterpreters())('block engine == reference path on real capt
       expect(pooled.fallbackBlocks).toBe(0);
       expect(pooled.json).toBe(smallReference.json);
     }
+    // code records after the samples: workers give way to one thread, with the same result
+    const late = await codesLast(small);
+    expect(late.moved).toBeGreaterThan(0);
+    const lateReference = await processed(late.file, { reference: true });
+    expect((await processed(late.file, { workers: 0 })).json).toBe(lateReference.json);
+    expect((await processed(late.file, { workers: 2 })).json).toBe(lateReference.json);
     // one thread's samples only: the filter is applied in the engine, too
     const first = JSON.parse(reference.json).profile.threads[0];
     const thread = BigInt(first.nativeThreadId ?? first.threadId);

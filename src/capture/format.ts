@@ -656,7 +656,7 @@ const ONE_SHOT_MAX = 64 << 10;
 /** Larger payloads are fed in steps of this size, each of which can make ~1032× as much. */
 const INFLATE_STEP = 64 << 10;
 
-type InflateRawSync = (data: Uint8Array, options: { maxOutputLength: number }) => Uint8Array;
+type InflateRawSync = (data: Uint8Array, options: { maxOutputLength: number; finishFlush?: number }) => Uint8Array;
 /** Node's zlib (native, ~2.5× fflate here) where the runtime has it; elsewhere fflate alone. */
 const zlibInflateRaw: InflateRawSync | null = (() => {
   try {
@@ -681,6 +681,49 @@ function nativeInflate(stored: Uint8Array, rawLength: number): Uint8Array | null
     return null;
   }
 }
+
+/**
+ * What the first `n` stored bytes of a raw-DEFLATE payload inflate to (at most `maxOut + 1`
+ * bytes), the stream cut there: for reading the start of a block without inflating all of it.
+ * null when that much of the stream is already bad.
+ */
+export function inflatePrefix(stored: Uint8Array, n: number, maxOut: number): Uint8Array | null {
+  const part = stored.subarray(0, n);
+  const whole = n >= stored.length;
+  if (zlibInflateRaw) {
+    try {
+      const out = zlibInflateRaw(part, { maxOutputLength: maxOut + 1, ...(whole ? {} : { finishFlush: Z_SYNC_FLUSH }) });
+      return new Uint8Array(out.buffer, out.byteOffset, out.length);
+    } catch {
+      return null;
+    }
+  }
+  const parts: Uint8Array[] = [];
+  let length = 0;
+  const inflater = new Inflate((chunk) => {
+    if (length <= maxOut) parts.push(chunk);
+    length += chunk.length;
+  });
+  try {
+    for (let p = 0; p < part.length && length <= maxOut; p += INFLATE_STEP) {
+      const end = Math.min(part.length, p + INFLATE_STEP);
+      inflater.push(part.subarray(p, end), whole && end === part.length);
+    }
+  } catch {
+    return null;
+  }
+  const out = new Uint8Array(Math.min(length, maxOut + 1));
+  let at = 0;
+  for (const c of parts) {
+    const take = Math.min(c.length, out.length - at);
+    out.set(c.subarray(0, take), at);
+    at += take;
+  }
+  return out;
+}
+
+/** zlib's Z_SYNC_FLUSH: inflate what there is, without asking for the stream's end. */
+const Z_SYNC_FLUSH = 2;
 
 function tooLong(rawLength: number): Error {
   return new Error(`inflates to more than the ${rawLength} bytes the frame announces`);

@@ -23,6 +23,7 @@ import {
   findMagic,
   hex32,
   inflateExact,
+  inflatePrefix,
   parseFrame,
   readCodeRecord,
   type CaptureTrailer,
@@ -73,6 +74,64 @@ export function unpack(raw: RawBlock): Uint8Array | string {
     return `unknown compression ${raw.compression} (written by a newer pyunwind?)`;
   } catch (e) {
     return `cannot be decompressed (${errorMessage(e)})`;
+  }
+}
+
+/** Stored bytes first inflated while looking for a block's leading code records (then 8×, 64×, …). */
+const LEADING_STEP_FIRST = 256;
+
+/**
+ * The code records at the start of a block, before its first record of another type, found by
+ * inflating only as much of the block as they take (a block without code records costs a few
+ * hundred bytes of inflating). A writer puts every code record of a block first, so these are
+ * normally all of them: `blockCodes` on the whole payload tells (a processing worker checks).
+ * A record that does not decode is skipped, as `blockCodes` skips it; anything that stops the
+ * reading (a bad stream, a lost record boundary) ends the list.
+ */
+export function leadingCodes(raw: RawBlock): CodeRecord[] {
+  const codes: CodeRecord[] = [];
+  let out: Uint8Array = new Uint8Array(0);
+  /** parse what has been inflated so far: true when the leading code records are all known */
+  const scan = (final: boolean): boolean => {
+    codes.length = 0;
+    const r = new ByteReader(out);
+    try {
+      r.uint('missed count');
+      for (;;) {
+        if (r.pos >= r.end) return final;
+        const type = r.u8('record type');
+        if (type !== RECORD_TYPE.CODE) return true;
+        const length = r.uint('record length');
+        if (length > r.remaining) {
+          if (final || r.pos + length > raw.rawLength) return true;
+          return false;
+        }
+        try {
+          const c = readCodeRecord(new ByteReader(out, r.pos, r.pos + length));
+          codes.push({ address: c.address, regions: c.regions.map((g) => ({ address: g.address, bytes: g.bytes.slice() })) });
+        } catch (e) {
+          if (!(e instanceof DecodeError)) throw e;
+        }
+        r.pos += length;
+      }
+    } catch (e) {
+      if (!(e instanceof DecodeError)) throw e;
+      // a varint cut by the end of what is inflated so far: more is needed
+      return final || out.length >= raw.rawLength;
+    }
+  };
+  if (raw.compression === COMPRESSION.NONE) {
+    out = raw.stored;
+    scan(true);
+    return codes;
+  }
+  if (raw.compression !== COMPRESSION.DEFLATE) return codes;
+  // a few bytes first: a block without code records is done then; more (from the start again) while needed
+  for (let n = LEADING_STEP_FIRST; ; n *= 8) {
+    const part = inflatePrefix(raw.stored, n, raw.rawLength);
+    const final = part === null || n >= raw.stored.length || part.length > raw.rawLength;
+    out = part ?? new Uint8Array(0);
+    if (scan(final) || final) return codes;
   }
 }
 

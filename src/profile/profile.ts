@@ -12,7 +12,7 @@
 
 import { STATUS_NAMES, TRUSTED, type Status } from '../walk/status.js';
 import { ThreadProfile, compareFrames, compareThreads, threadKey, type ThreadIds } from './thread.js';
-import { emptyStatusCounts, type ProfileStats, type SampleFrame, type SampleInput, type SampleThread, type StatusCounts } from './types.js';
+import { emptyStatusCounts, type CountedNode, type ProfileStats, type SampleFrame, type SampleInput, type SampleThread, type StatusCounts } from './types.js';
 
 export const PROFILE_FORMAT = 'pyunwind-profile';
 export const PROFILE_VERSION = 2;
@@ -96,7 +96,9 @@ export class Profile {
    * Adds many samples of one thread at once — what the block engine counted (src/walk/engine.ts):
    * the time span of the samples, the time of the latest one that carried the thread's name,
    * the number of samples per status (in STATUS_NAMES order; idle samples weigh 1 each), and
-   * the distinct stacks of the trusted ones with their weights. The same as adding each sample.
+   * the stacks of the trusted ones as a tree: each node a frame under its caller's node (−1: an
+   * outermost frame), callers listed before callees, with the weight of the samples that ended
+   * there. The same as adding each sample.
    */
   addCounted(c: {
     thread: SampleThread;
@@ -105,7 +107,7 @@ export class Profile {
     name?: string;
     nameTime?: number;
     statuses: readonly number[];
-    stacks: readonly { frames: readonly SampleFrame[]; weight: number }[];
+    tree: readonly CountedNode[];
   }): void {
     if (!(Number.isFinite(c.firstTime) && Number.isFinite(c.lastTime))) throw new RangeError('sample times must be finite');
     const t = this.threadFor(c.thread);
@@ -117,12 +119,15 @@ export class Profile {
     });
     const idle = c.statuses[STATUS_NAMES.indexOf('idle')] ?? 0;
     if (idle > 0) t.addIdle(idle);
-    for (const s of c.stacks) {
-      if (s.frames.length === 0) throw new RangeError('a counted stack needs at least one frame (no frames is idle)');
-      if (!(Number.isFinite(s.weight) && s.weight > 0)) throw new RangeError(`stack weight must be finite and > 0, got ${s.weight}`);
-      for (const f of s.frames) checkFrame(f);
-      t.addFrames(s.frames, s.weight);
-    }
+    const stackOf = new Int32Array(c.tree.length);
+    c.tree.forEach((n, i) => {
+      if (!(Number.isInteger(n.parent) && n.parent >= -1 && n.parent < i)) throw new RangeError(`counted node ${i}: its caller ${n.parent} is not listed before it`);
+      if (!(Number.isFinite(n.weight) && n.weight >= 0)) throw new RangeError(`stack weight must be finite and >= 0, got ${n.weight}`);
+      checkFrame(n.frame);
+      const stack = t.internStack(n.parent < 0 ? -1 : stackOf[n.parent]!, t.internFrame(n.frame.qualname, n.frame.filename, n.frame.line));
+      stackOf[i] = stack;
+      if (n.weight > 0) t.addStackWeight(stack, n.weight);
+    });
   }
 
   /**

@@ -74,3 +74,10 @@ export interface FunctionStat {
   self: number;
   total: number;
 }
+
+/** A stack counted by the block engine: a frame under its caller's node (−1: outermost), and the weight of the samples that ended on it. */
+export interface CountedNode {
+  parent: number;
+  frame: SampleFrame;
+  weight: number;
+}

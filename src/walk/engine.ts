@@ -11,7 +11,7 @@ import { ByteReader } from '../capture/format.js';
 import type { CaptureWarning } from '../capture/types.js';
 import type { Layout } from '../layout/layout.js';
 import { Profile } from '../profile/profile.js';
-import type { SampleFrame } from '../profile/types.js';
+import type { CountedNode, SampleFrame } from '../profile/types.js';
 import { CodeTable } from '../symbols/code-table.js';
 import { STATUS_NAMES } from './status.js';
 import { encodeParams, PARAM_COUNT, walkParams, type WalkParams } from './params.js';
@@ -24,8 +24,7 @@ const TRACE_SIZE = 16;
 const DESC_SIZE = 24;
 const REGION_SIZE = 16;
 const SLOT_SIZE = 104;
-const STACK_SIZE = 16;
-const CHAIN_FRAME = 16;
+const NODE_SIZE = 32;
 const CODE_SIZE = 32;
 const FRAME_SIZE = 24;
 const COPY_BUCKETS = 65536;
@@ -41,9 +40,8 @@ const CAPACITY = {
   threads: 8192,
   descBytes: 4 << 20,
   slots: 8192,
-  stacks: 1 << 16,
-  chainFrames: 1 << 20,
-  hash: 1 << 17,
+  /** stack nodes (at least a whole walk more than maxDepth: see nodeCapacity) */
+  nodes: 1 << 16,
   /** the data arena's first size; it grows (with memory) when a block needs more */
   dataBytes: 8 << 20,
 };
@@ -61,7 +59,8 @@ interface EngineExports {
   engineFirstTime(): bigint;
   engineLastTime(): bigint;
   engineSlotCount(): number;
-  engineStackCount(): number;
+  engineNodeCount(): number;
+  engineTouchedCount(): number;
   engineCounted(): number;
   engineCopySum(): bigint;
   engineCopyMax(): number;
@@ -201,6 +200,13 @@ export class BlockEngine {
     return engine;
   }
 
+  /** Node table size: a power of two with room for a few whole walks (the hash is twice as big). */
+  private get nodeCapacity(): number {
+    let n = CAPACITY.nodes;
+    while (n < this.params.maxDepth * 4) n *= 2;
+    return n;
+  }
+
   /** Place every area, the growable data arena last. */
   private lay(): void {
     const e = this.exports;
@@ -212,9 +218,9 @@ export class BlockEngine {
       ['threads', CAPACITY.threads * THREAD_SIZE],
       ['descs', CAPACITY.descBytes],
       ['slots', CAPACITY.slots * SLOT_SIZE],
-      ['stacks', CAPACITY.stacks * STACK_SIZE],
-      ['chains', CAPACITY.chainFrames * CHAIN_FRAME],
-      ['hash', CAPACITY.hash * 8],
+      ['nodes', this.nodeCapacity * NODE_SIZE],
+      ['copyTouched', COPY_BUCKETS * 4],
+      ['hash', this.nodeCapacity * 2 * 4],
       ['copyHist', COPY_BUCKETS * 4],
     ];
     let at = align(e.heapBase(), 16);
@@ -255,9 +261,9 @@ export class BlockEngine {
       L.get('descs')!, CAPACITY.descBytes,
       L.get('data')!, this.dataSize,
       L.get('slots')!, CAPACITY.slots,
-      L.get('stacks')!, CAPACITY.stacks,
-      L.get('chains')!, CAPACITY.chainFrames,
-      L.get('hash')!, CAPACITY.hash,
+      L.get('nodes')!, this.nodeCapacity,
+      L.get('copyTouched')!, 0,
+      L.get('hash')!, this.nodeCapacity * 2,
       L.get('frames')!,
       filter === undefined ? 0 : 1,
       filter === undefined ? 0 : Number(filter & 0xffffffffn),
@@ -383,39 +389,52 @@ export class BlockEngine {
     return true;
   }
 
+  /** Frame names by code address, then instruction address (numbers: exact below 2^53), for codes.version. */
+  private names = new Map<number, Map<number, SampleFrame>>();
+  private namesVersion = -1;
+
+  /** The name of (code, instruction), from the code table as it is now; each named once while the table stays. */
+  private frameName(codeLo: number, codeHi: number, ipLo: number, ipHi: number): SampleFrame {
+    if (this.namesVersion !== this.codes.version) {
+      this.names.clear();
+      this.namesVersion = this.codes.version;
+    }
+    if (codeHi >= 1 << 21 || ipHi >= 1 << 21) return this.nameOf(codeLo, codeHi, ipLo, ipHi); // past 2^53: not cached
+    const code = codeHi * 2 ** 32 + codeLo;
+    const ip = ipHi * 2 ** 32 + ipLo;
+    let byIp = this.names.get(code);
+    if (!byIp) this.names.set(code, (byIp = new Map()));
+    let f = byIp.get(ip);
+    if (!f) byIp.set(ip, (f = this.nameOf(codeLo, codeHi, ipLo, ipHi)));
+    return f;
+  }
+
+  private nameOf(codeLo: number, codeHi: number, ipLo: number, ipHi: number): SampleFrame {
+    const sf = this.codes.frame((BigInt(codeHi) << 32n) | BigInt(codeLo), (BigInt(ipHi) << 32n) | BigInt(ipLo));
+    return { qualname: sf.qualname, filename: sf.filename, line: sf.line };
+  }
+
   /** Add what the engine counted since its outputs were last cleared to `profile`. */
   private harvest(profile: Profile, copies: CopyStats): void {
     const e = this.exports;
     const L = this.layout;
-    const dv = new DataView(this.memory.buffer);
+    const buf = this.memory.buffer;
+    const u32 = new Uint32Array(buf);
+    const dv = new DataView(buf);
     const slotCount = e.engineSlotCount();
-    const stackCount = e.engineStackCount();
+    const nodeCount = e.engineNodeCount();
     const slotsAt = L.get('slots')!;
-    const stacksAt = L.get('stacks')!;
-    const chainsAt = L.get('chains')!;
-    const byStackSlot: { frames: SampleFrame[]; weight: number }[][] = Array.from({ length: slotCount }, () => []);
-    const named = new Map<string, SampleFrame>();
-    for (let i = 0; i < stackCount; i++) {
-      const st = stacksAt + i * STACK_SIZE;
-      const slot = dv.getUint32(st, true);
-      const weight = dv.getUint32(st + 4, true);
-      const start = dv.getUint32(st + 8, true);
-      const n = dv.getUint32(st + 12, true);
-      const frames: SampleFrame[] = new Array(n);
-      for (let k = 0; k < n; k++) {
-        const c = chainsAt + (start + k) * CHAIN_FRAME;
-        const code = dv.getBigUint64(c, true);
-        const ip = dv.getBigUint64(c + 8, true);
-        const key = `${code}:${ip}`;
-        let f = named.get(key);
-        if (!f) {
-          const sf = this.codes.frame(code, ip);
-          f = { qualname: sf.qualname, filename: sf.filename, line: sf.line };
-          named.set(key, f);
-        }
-        frames[k] = f;
-      }
-      if (weight > 0) byStackSlot[slot]!.push({ frames, weight });
+    const nodesAt = L.get('nodes')! >>> 2;
+    // each node in its slot's list: parents come before children (a node is made after its caller's)
+    const trees: CountedNode[][] = Array.from({ length: slotCount }, () => []);
+    const local = new Int32Array(nodeCount);
+    for (let i = 0; i < nodeCount; i++) {
+      const n = nodesAt + i * (NODE_SIZE >>> 2);
+      const parent = u32[n]!;
+      const slot = u32[n + 1]!;
+      const tree = trees[slot]!;
+      local[i] = tree.length;
+      tree.push({ parent: parent === 0xffffffff ? -1 : local[parent]!, frame: this.frameName(u32[n + 2]!, u32[n + 3]!, u32[n + 4]!, u32[n + 5]!), weight: u32[n + 6]! });
     }
     for (let s = 0; s < slotCount; s++) {
       const sl = slotsAt + s * SLOT_SIZE;
@@ -431,7 +450,7 @@ export class BlockEngine {
         lastTime: Number(dv.getBigUint64(sl + 40, true)),
         ...(mainTime >= 0 ? { name: 'MainThread', nameTime: mainTime } : {}),
         statuses: counts,
-        stacks: byStackSlot[s]!,
+        tree: trees[s]!,
       });
     }
     const block = new CopyStats();
@@ -440,8 +459,12 @@ export class BlockEngine {
     block.max = e.engineCopyMax();
     block.stopped = e.engineStopped();
     block.retried = e.engineRetried();
-    const hist = new Uint32Array(this.memory.buffer, L.get('copyHist')!, COPY_BUCKETS);
-    for (let i = 0; i < COPY_BUCKETS; i++) if (hist[i]) block.hist.set(i, hist[i]!);
+    const hist = L.get('copyHist')! >>> 2;
+    const touched = L.get('copyTouched')! >>> 2;
+    for (let i = 0, n = e.engineTouchedCount(); i < n; i++) {
+      const b = u32[touched + i]!;
+      block.hist.set(b, u32[hist + b]!);
+    }
     copies.merge(block);
   }
 }

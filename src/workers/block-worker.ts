@@ -1,9 +1,11 @@
 // A processing worker: a BlockProcessor of its own (block engine, reference path, a replica of
-// the code table) that processes the blocks the pool sends it and answers with what each adds.
-// Jobs are handled one after the other, in the order they came.
+// the code table) that inflates and processes the blocks the pool sends it and answers with
+// what each adds. Jobs are handled one after the other, in the order they came. A block whose
+// code records are not all at its start (the parent sent the other workers only those) is not
+// processed: the answer says so, and the parent processes the capture in one thread instead.
 
 import { parentPort, workerData } from 'node:worker_threads';
-import { BlockProcessor } from '../block-processor.js';
+import { BlockProcessor, openBlock, skipped } from '../block-processor.js';
 import { layoutFromSource } from '../layout/index.js';
 import type { BlockJob, BlockReply, WorkerSetup } from './messages.js';
 
@@ -21,8 +23,15 @@ port.on('message', (job: BlockJob) => {
     try {
       const processor = await ready;
       processor.addCodes(job.codes);
-      const done = processor.process(job.block);
-      reply = { id: job.id, result: done.result, profile: done.profile.toJSON(), copies: done.copies.toJSON() };
+      const opened = openBlock(job.raw);
+      const codes = 'block' in opened ? opened.codes : [];
+      if (codes.length !== job.leading.length || codes.some((c, i) => c.address !== job.leading[i])) {
+        reply = { id: job.id, lateCodes: true };
+      } else {
+        processor.addCodes(codes);
+        const done = 'block' in opened ? processor.process(opened.block) : skipped(opened.warning);
+        reply = { id: job.id, result: done.result, profile: done.profile.toJSON(), copies: done.copies.toJSON() };
+      }
     } catch (e) {
       reply = { id: job.id, error: e instanceof Error ? (e.stack ?? e.message) : String(e) };
     }

@@ -4,7 +4,8 @@
 import type { LayoutSource } from '../layout/layout.js';
 import type { CodeRecord } from '../capture/types.js';
 import type { ProfileJSON } from '../profile/profile.js';
-import type { BlockResult, CopyStatsJSON, PayloadBlock } from '../walk/engine.js';
+import type { RawBlock } from '../capture/reader.js';
+import type { BlockResult, CopyStatsJSON } from '../walk/engine.js';
 
 export interface WorkerSetup {
   layoutSource: LayoutSource;
@@ -15,11 +16,16 @@ export interface WorkerSetup {
 
 export interface BlockJob {
   id: number;
-  /** code records of the blocks before this one that this worker has not seen, then this block's, in file order */
+  /** code records of the blocks before this one that this worker has not been sent, in file order */
   codes: CodeRecord[];
-  block: PayloadBlock;
+  /** the block as stored in the file: the worker inflates it */
+  raw: RawBlock;
+  /** addresses of the code records the parent found at the block's start (leadingCodes) */
+  leading: bigint[];
 }
 
 export type BlockReply =
   | { id: number; result: BlockResult; profile: ProfileJSON; copies: CopyStatsJSON }
+  /** the block holds code records after other records: blocks processed meanwhile may have missed them */
+  | { id: number; lateCodes: true }
   | { id: number; error: string };

@@ -1,6 +1,7 @@
 // A pool of processing workers (worker_threads), one BlockProcessor each. The caller submits
-// blocks in file order and takes their results back in that same order (`next`), so merging
-// them gives what processing the blocks one after the other in one thread gives.
+// blocks in file order and takes their results back in that same order (`takeReady`), so
+// merging them gives what processing the blocks one after the other in one thread gives. A
+// block goes to the least busy worker; a slow one holds back only the taking, not the others.
 //
 // Code records are shared state: every worker must have applied the code records of every
 // block before the one it processes. Each block's records go to every worker, with the next
@@ -12,7 +13,8 @@ import type { CodeRecord } from '../capture/types.js';
 import type { LayoutSource } from '../layout/layout.js';
 import { Profile } from '../profile/profile.js';
 import type { ProcessedBlock } from '../block-processor.js';
-import { CopyStats, type PayloadBlock } from '../walk/engine.js';
+import { CopyStats } from '../walk/engine.js';
+import type { RawBlock } from '../capture/reader.js';
 import type { BlockJob, BlockReply, WorkerSetup } from './messages.js';
 
 /** Jobs in flight per worker: enough to keep each busy while the parent reads the file. */
@@ -31,10 +33,9 @@ interface Slot {
 }
 
 interface Pending {
-  promise: Promise<ProcessedBlock>;
-  resolve: (b: ProcessedBlock) => void;
-  reject: (e: Error) => void;
   slot: Slot;
+  /** the answer, once there */
+  done?: ProcessedBlock | Error;
 }
 
 /**
@@ -48,13 +49,22 @@ function workerScript(): { script: URL | string; eval: boolean } {
   return { script: `import('tsx/esm/api').then((t) => { t.register(); return import(${JSON.stringify(source)}); });`, eval: true };
 }
 
+/** A block held code records after other records: process the capture in one thread instead. */
+export class LateCodes extends Error {
+  constructor() {
+    super('a block holds code records after its samples');
+    this.name = 'LateCodes';
+  }
+}
+
 export class WorkerPool {
   private readonly slots: Slot[] = [];
   private readonly pending = new Map<number, Pending>();
-  /** ids in submission order, not yet taken by `next` */
+  /** ids in submission order, not yet taken */
   private readonly order: number[] = [];
   private nextId = 0;
   private failure: Error | null = null;
+  private waiters: (() => void)[] = [];
 
   constructor(size: number, setup: WorkerSetup) {
     const { script, eval: isEval } = workerScript();
@@ -64,7 +74,7 @@ export class WorkerPool {
       worker.on('message', (m: BlockReply) => this.answer(m));
       worker.on('error', (e) => this.fail(new Error(`processing worker ${i} failed: ${e.message}`)));
       worker.on('exit', (code) => {
-        if (this.pending.size > 0) this.fail(new Error(`processing worker ${i} exited (code ${code}) with blocks in flight`));
+        if (slot.inFlight > 0) this.fail(new Error(`processing worker ${i} exited (code ${code}) with blocks in flight`));
       });
       this.slots.push(slot);
     }
@@ -79,41 +89,51 @@ export class WorkerPool {
     return this.order.length;
   }
 
-  /** True when every worker has as many jobs as it should hold: take a result first. */
-  get full(): boolean {
-    return this.order.length >= this.slots.length * DEPTH;
+  /**
+   * A block can be submitted: a worker has fewer than DEPTH jobs, and the answers kept for
+   * order's sake (a slow block holds back those after it) stay bounded.
+   */
+  get hasRoom(): boolean {
+    return this.order.length < this.slots.length * DEPTH * 4 && this.slots.some((s) => s.inFlight < DEPTH);
   }
 
-  /** Send a block (with its own code records) to the least busy worker. */
-  submit(block: PayloadBlock, codes: CodeRecord[]): void {
+  /**
+   * Send a block as stored (the worker inflates it) to the least busy worker; `leading` are the
+   * code records at its start (leadingCodes), which every other worker gets with its next job.
+   */
+  submit(raw: RawBlock, leading: CodeRecord[]): void {
     if (this.failure) throw this.failure;
     let slot = this.slots[0]!;
     for (const s of this.slots) if (s.inFlight < slot.inFlight) slot = s;
-    for (const s of this.slots) if (s !== slot) for (const c of codes) s.codes.push(c);
-    const job: BlockJob = { id: this.nextId++, codes: slot.codes.length ? [...slot.codes, ...codes] : codes, block };
+    for (const s of this.slots) if (s !== slot) for (const c of leading) s.codes.push(c);
+    const job: BlockJob = { id: this.nextId++, codes: slot.codes, raw, leading: leading.map((c) => c.address) };
     slot.codes = [];
-    let resolve!: (b: ProcessedBlock) => void;
-    let reject!: (e: Error) => void;
-    const promise = new Promise<ProcessedBlock>((res, rej) => {
-      resolve = res;
-      reject = rej;
-    });
-    promise.catch(() => {}); // taken (and rethrown) by next()
-    this.pending.set(job.id, { promise, resolve, reject, slot });
+    this.pending.set(job.id, { slot });
     this.order.push(job.id);
     slot.inFlight++;
-    slot.worker.postMessage(job);
+    // the stored bytes move to the worker (a reader's buffer of its own: nothing else holds it)
+    const stored = raw.stored;
+    const whole = stored.byteOffset === 0 && stored.buffer instanceof ArrayBuffer && stored.byteLength === stored.buffer.byteLength;
+    slot.worker.postMessage(job, whole ? [stored.buffer as ArrayBuffer] : []);
   }
 
-  /** The result of the oldest block not yet taken. */
-  async next(): Promise<ProcessedBlock> {
-    const id = this.order.shift();
-    if (id === undefined) throw new Error('WorkerPool.next: nothing submitted');
-    const p = this.pending.get(id)!;
-    try {
-      return await p.promise;
-    } finally {
+  /** Resolves at the next answer from any worker (at once after a failure). */
+  answered(): Promise<void> {
+    if (this.failure) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  /** The answers of the oldest blocks not yet taken, in submission order, as far as they are there. Throws a failed block's error. */
+  *takeReady(): Generator<ProcessedBlock> {
+    if (this.failure) throw this.failure;
+    while (this.order.length > 0) {
+      const id = this.order[0]!;
+      const p = this.pending.get(id)!;
+      if (p.done === undefined) return;
+      this.order.shift();
       this.pending.delete(id);
+      if (p.done instanceof Error) throw p.done;
+      yield p.done;
     }
   }
 
@@ -125,15 +145,20 @@ export class WorkerPool {
     const p = this.pending.get(m.id);
     if (!p) return;
     p.slot.inFlight--;
-    if ('error' in m) {
-      p.reject(new Error(`processing worker: ${m.error}`));
-      return;
-    }
-    p.resolve({ result: m.result, profile: Profile.fromJSON(m.profile), copies: CopyStats.fromJSON(m.copies) });
+    if ('error' in m) p.done = new Error(`processing worker: ${m.error}`);
+    else if ('lateCodes' in m) p.done = new LateCodes();
+    else p.done = { result: m.result, profile: Profile.fromJSON(m.profile), copies: CopyStats.fromJSON(m.copies) };
+    this.wake();
   }
 
   private fail(e: Error): void {
     this.failure ??= e;
-    for (const p of this.pending.values()) p.reject(e);
+    this.wake();
+  }
+
+  private wake(): void {
+    const w = this.waiters;
+    this.waiters = [];
+    for (const r of w) r();
   }
 }

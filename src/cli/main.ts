@@ -1,10 +1,5 @@
 // The pyunwind command: one verb per job.
 
-import { bench, BENCH_HELP } from './bench.js';
-import { demo, DEMO_HELP } from './demo.js';
-import { dump, DUMP_HELP } from './dump.js';
-import { record, RECORD_HELP } from './record.js';
-import { report, REPORT_HELP } from './report.js';
 import { EXIT, oneLine, UsageError } from './errors.js';
 
 import { VERSION } from './version.js';
@@ -28,12 +23,14 @@ corrupt, no-thread-state, torn. See docs/how-it-works.md.
 
 type Command = (argv: string[], out: (s: string) => void, err: (s: string) => void) => Promise<number>;
 
-const COMMANDS: Record<string, { run: Command; help: string }> = {
-  record: { run: record, help: RECORD_HELP },
-  report: { run: report, help: REPORT_HELP },
-  dump: { run: dump, help: DUMP_HELP },
-  bench: { run: bench, help: BENCH_HELP },
-  demo: { run: demo, help: DEMO_HELP },
+// Each command's module is loaded when it runs: `report` need not load the recorder's native
+// calls, nor `record` the exporters (start-up is part of every command's time).
+const COMMANDS: Record<string, () => Promise<Command>> = {
+  record: async () => (await import('./record.js')).record,
+  report: async () => (await import('./report.js')).report,
+  dump: async () => (await import('./dump.js')).dump,
+  bench: async () => (await import('./bench.js')).bench,
+  demo: async () => (await import('./demo.js')).demo,
 };
 
 export async function main(argv: string[], out = (s: string) => void process.stdout.write(s), err = (s: string) => void process.stderr.write(s)): Promise<number> {
@@ -46,13 +43,13 @@ export async function main(argv: string[], out = (s: string) => void process.std
     out(`pyunwind ${VERSION}\n`);
     return EXIT.ok;
   }
-  const command = COMMANDS[verb];
-  if (!command) {
+  const load = COMMANDS[verb];
+  if (!load) {
     err(`pyunwind: unknown command "${verb}" (try: pyunwind --help)\n`);
     return EXIT.usage;
   }
   try {
-    return await command.run(rest, out, err);
+    return await (await load())(rest, out, err);
   } catch (e) {
     const usage = e instanceof UsageError || (e as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
     err(`pyunwind ${verb}: ${oneLine(e)}${usage ? ` (try: pyunwind ${verb} --help)` : ''}\n`);

@@ -1,11 +1,14 @@
 // The block engine: turns a capture block's records into counted stacks without the host
 // touching a sample. The host inflates a block into this module's memory and calls
 // `engineRun`; the engine decodes each sample record (docs/capture-format.md), keeps each
-// thread's memory image and patches it in place (a sample costs what changed in it), walks it
-// (walk.ts), and interns the walk's (code, instruction) chain per thread — a sample whose
-// memory did not change since its thread's previous one is a counter bump. Out come, per
-// block: one slot per thread (ids, time span, name time, counts per status) and the distinct
-// stacks with their counts. The host names each distinct (code, instruction) once.
+// thread's memory image and patches it in place (a sample costs what changed in it), and walks
+// it (walk.ts): a sample whose memory did not change since its thread's previous one is a
+// counter bump, and a walk that reaches a frame of the thread's previous walk from which
+// nothing was patched takes the rest of that walk (splicing, walk.ts). Stacks are interned as
+// tree nodes — (caller's node, code, instruction) per thread — so a spliced walk interns only
+// its new frames. Out come, per block: one slot per thread (ids, time span, name time, counts
+// per status) and the nodes with the samples that ended on each. The host names each distinct
+// (code, instruction).
 //
 // The engine takes only blocks it decodes exactly as the reference reader does
 // (src/capture/patch.ts); at anything else — a malformed record, an unknown record type, a

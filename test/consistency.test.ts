@@ -177,8 +177,10 @@ describe('the profiler anchor after recording', () => {
       run: async (pid: number, file: string) => {
         const r = spawn(process.execPath, [BIN, 'record', '--pid', String(pid), '-o', file, '-q'], { stdio: 'ignore' });
         children.push(r);
-        await new Promise((res) => setTimeout(res, 1000));
-        // while it records, the anchor is in use (so "back to 0" below means something)
+        // while it records, the anchor is in use (so "back to 0" below means something): wait
+        // for it, however long the recorder takes to start on a busy machine
+        const until = performance.now() + 30_000;
+        while (!anchors(pid).some((a) => a !== 0n) && performance.now() < until) await new Promise((res) => setTimeout(res, 20));
         expect(anchors(pid).some((a) => a !== 0n)).toBe(true);
         r.kill(signal);
         return new Promise<number | null>((res) => r.once('exit', (c) => res(c)));

@@ -7,11 +7,13 @@
 // set — so the handler added no frame on top); and the program's own hot/cold split.
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
+import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { memorySink, readCaptureBytes } from '../src/capture/index.js';
 import { layoutFromSource } from '../src/layout/index.js';
 import { SampleProcessor } from '../src/process.js';
+import { reportCapture, type ReportOptions } from '../src/report.js';
 import { PYODIDE_PACKAGES, PyodideProgramError, recordPyodide, type PyodideVersion } from '../src/record/pyodide-recorder.js';
 import { KernelWalker } from '../src/walk/kernel-walker.js';
 import { TRUSTED, type Status } from '../src/walk/status.js';
@@ -146,6 +148,19 @@ describe.each(['3.15', '3.14'] as PyodideVersion[])('Pyodide %s, sampled by sign
     const possible = documentedStacks(SOURCE);
     expect([...stacks.keys()].filter((s) => !possible.has(s))).toEqual([]);
     expect([...filenames]).toEqual([WORKLOAD]);
+
+    // the block engine (also in workers) gives the reference path's profile on a wasm32 capture
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'pyunwind-pyodide-')), `pyodide-${version}.pyuw`);
+    fs.writeFileSync(file, sink.bytes());
+    const profileOf = async (options: ReportOptions): Promise<string> => {
+      const r = await reportCapture(file, options);
+      if (!options.reference) expect(r.fallbackBlocks).toBe(0);
+      return JSON.stringify({ p: r.profile.toJSON(), rec: r.recording, w: r.warnings });
+    };
+    const referenceProfile = await profileOf({ reference: true });
+    expect(await profileOf({ workers: 0 })).toBe(referenceProfile);
+    expect(await profileOf({ workers: 2 })).toBe(referenceProfile);
+    fs.rmSync(path.dirname(file), { recursive: true, force: true });
 
     // the split of samples is the program's own
     expect(Math.abs(hotPct - hotTruth)).toBeLessThanOrEqual(5);

@@ -1,4 +1,4 @@
-// A C port of the walk kernel (assembly/kernel.ts), for one purpose: to measure how fast the
+// A C port of the walk kernel (assembly/walk.ts, batch entry assembly/kernel.ts), for one purpose: to measure how fast the
 // WebAssembly kernel is against native code running the same algorithm over the same bytes
 // (bench/c-walker.bench.ts). It is not part of pyunwind.
 //
@@ -6,7 +6,8 @@
 // readPtr, findCode, walkOne, walk), the same checks in the same order, and every load
 // bounds-checked against the same memory size, addressed with the same u32 arithmetic. Only
 // then does "the kernel runs at X x C" say something about WebAssembly rather than about two
-// different algorithms. Keep it in step with assembly/kernel.ts.
+// different algorithms. Keep it in step with assembly/walk.ts (whose splice path, used only by
+// the block engine, is off in the batch walk this port mirrors).
 //
 // Usage:
 //   walk <batch file> [seconds per round] [rounds]

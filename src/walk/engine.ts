@@ -1,11 +1,13 @@
-// Host side of the block engine (assembly/engine.ts): lays out its memory, feeds it a capture
-// block at a time, hands it the code records it stops at, and turns what it counted — per
-// thread, the distinct (code, instruction) chains and how many samples ended on each — into a
-// profile. The host names each distinct frame once per block; it never touches a sample.
+// Host side of the block engine (assembly/engine.ts): lays out its memory, feeds it a block's
+// payload, and turns what it counted — per thread, the tree of stacks with how many samples
+// ended on each node, and the counts per status — into a profile. The host names each
+// distinct (code, instruction) once while the code table stays the same; it never touches a
+// sample.
 //
 // A block the engine does not decode exactly as the reference reader would (anything
 // malformed) is processed on the reference path instead (decodeBlock + a walker), so every
-// block gives the same profile either way: test/engine.test.ts checks it on real captures.
+// block gives the same profile either way: test/engine.test.ts checks it on real captures,
+// test/engine-property.test.ts on edited ones.
 
 import { ByteReader } from '../capture/format.js';
 import type { CaptureWarning } from '../capture/types.js';

@@ -17,7 +17,12 @@ const ready = BlockProcessor.load(layoutFromSource(setup.layoutSource), {
 });
 let chain: Promise<unknown> = Promise.resolve();
 
-port.on('message', (job: BlockJob) => {
+port.on('message', (job: BlockJob | { close: true }) => {
+  if ('close' in job) {
+    // after the jobs before it: the thread then ends on its own, not in the middle of anything
+    chain = chain.then(() => port.close());
+    return;
+  }
   chain = chain.then(async () => {
     let reply: BlockReply;
     try {

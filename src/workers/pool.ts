@@ -17,6 +17,9 @@ import { CopyStats } from '../walk/engine.js';
 import type { RawBlock } from '../capture/reader.js';
 import type { BlockJob, BlockReply, WorkerSetup } from './messages.js';
 
+/** How long a worker may take to finish its jobs and exit when the pool closes. */
+const CLOSE_MS = 30_000;
+
 /** Jobs in flight per worker: enough to keep each busy while the parent reads the file. */
 const DEPTH = 4;
 
@@ -137,8 +140,25 @@ export class WorkerPool {
     }
   }
 
+  /**
+   * End the workers. Each is asked to finish and exits on its own (a worker stopped in the
+   * middle of loading its modules can take the process down with it); one that does not within
+   * CLOSE_MS is terminated.
+   */
   async close(): Promise<void> {
-    await Promise.all(this.slots.map((s) => s.worker.terminate()));
+    await Promise.all(
+      this.slots.map(
+        (s) =>
+          new Promise<void>((resolve) => {
+            const timer = setTimeout(() => void s.worker.terminate().then(() => resolve()), CLOSE_MS);
+            s.worker.once('exit', () => {
+              clearTimeout(timer);
+              resolve();
+            });
+            s.worker.postMessage({ close: true });
+          }),
+      ),
+    );
   }
 
   private answer(m: BlockReply): void {

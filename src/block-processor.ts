@@ -15,6 +15,7 @@ import { SAMPLE_FLAG } from './capture/types.js';
 import type { Layout } from './layout/layout.js';
 import { SampleProcessor, type ProcessedSample } from './process.js';
 import { Profile } from './profile/index.js';
+import type { ProfileTransfer } from './profile/profile.js';
 import type { SampleInput } from './profile/types.js';
 import { CodeTable } from './symbols/code-table.js';
 import { BlockEngine, CopyStats, type BlockResult, type PayloadBlock } from './walk/engine.js';
@@ -37,9 +38,13 @@ export interface BlockProcessorOptions {
 /** What one block adds: its own profile and copy statistics, to be merged in block order. */
 export interface ProcessedBlock {
   result: BlockResult;
-  profile: Profile;
+  /** a Profile, or (from a worker) its transfer form */
+  profile: Profile | ProfileTransfer;
   copies: CopyStats;
 }
+
+/** A block processed in this thread: its profile is a Profile. */
+export type LocalBlock = ProcessedBlock & { profile: Profile };
 
 /** A block inflated, with its code records; or why it has no payload (the warning that says so). */
 export function openBlock(raw: RawBlock): { block: PayloadBlock; codes: CodeRecord[] } | { warning: CaptureWarning } {
@@ -49,7 +54,7 @@ export function openBlock(raw: RawBlock): { block: PayloadBlock; codes: CodeReco
 }
 
 /** What a block that could not be inflated adds: its warning. */
-export function skipped(warning: CaptureWarning): ProcessedBlock {
+export function skipped(warning: CaptureWarning): LocalBlock {
   return {
     result: { samples: 0, ticks: 0, firstTime: null, lastTime: null, missed: 0, warnings: [warning], fallback: false, decoded: false },
     profile: new Profile(),
@@ -98,7 +103,7 @@ export class BlockProcessor {
     for (const r of records) this.codes.add(r);
   }
 
-  process(block: PayloadBlock): ProcessedBlock {
+  process(block: PayloadBlock): LocalBlock {
     const profile = new Profile();
     const copies = new CopyStats();
     const result = this.engine ? this.engine.processPayload(block, profile, copies, this.reference) : this.reference(block, profile, copies);

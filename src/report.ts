@@ -130,7 +130,8 @@ async function processCapture(path: string, options: ReportOptions): Promise<Cap
       for (const w of r.warnings) reader.report(w);
       if (engineOnly && r.fallback) fallbackBlocks++;
       if (!r.decoded) return;
-      profile.merge(done.profile);
+      if (done.profile instanceof Profile) profile.merge(done.profile);
+      else profile.mergeTransfer(done.profile);
       copies.merge(done.copies);
       blocks++;
       profile.addTicks(r.ticks - (r.firstTime !== null && r.firstTime === lastTime ? 1 : 0));

@@ -11,7 +11,7 @@
 // The format is documented in docs/json-format.md (the export adds derived fields to it).
 
 import { STATUS_NAMES, TRUSTED, type Status } from '../walk/status.js';
-import { ThreadProfile, compareFrames, compareThreads, threadKey, type ThreadIds } from './thread.js';
+import { ThreadProfile, compareFrames, compareThreads, threadKey, type ThreadIds, type ThreadTransfer } from './thread.js';
 import { emptyStatusCounts, type CountedNode, type ProfileStats, type SampleFrame, type SampleInput, type SampleThread, type StatusCounts } from './types.js';
 
 export const PROFILE_FORMAT = 'pyunwind-profile';
@@ -40,6 +40,13 @@ export interface ThreadJSON {
   idleWeight: number;
   frames: FrameJSON[];
   stacks: StackJSON[];
+}
+
+/** A profile as plain data and typed arrays (Profile.toTransfer). */
+export interface ProfileTransfer {
+  ticks: number;
+  missed: number;
+  threads: ThreadTransfer[];
 }
 
 export interface ProfileJSON {
@@ -159,6 +166,22 @@ export class Profile {
     for (const t of other.byKey.values()) this.threadFor(t).mergeFrom(t);
     this._missed += other._missed;
     this._ticks += other._ticks;
+    return this;
+  }
+
+  /**
+   * The profile as plain data and typed arrays, in its own order (not canonical like toJSON):
+   * cheap to make and to send to another thread, where mergeTransfer adds it.
+   */
+  toTransfer(): ProfileTransfer {
+    return { ticks: this._ticks, missed: this._missed, threads: [...this.byKey.values()].map((t) => t.toTransfer()) };
+  }
+
+  /** Adds what another profile's toTransfer() gave: the same as merge(). (Trusted input: made by this code.) */
+  mergeTransfer(t: ProfileTransfer): this {
+    for (const tt of t.threads) this.threadFor(tt.ids).mergeTransfer(tt);
+    this._missed += t.missed;
+    this._ticks += t.ticks;
     return this;
   }
 

@@ -21,6 +21,22 @@ export interface ThreadIds {
   nativeThreadId: bigint;
 }
 
+/** A thread's part of a profile as plain data and typed arrays (ThreadProfile.toTransfer). */
+export interface ThreadTransfer {
+  ids: ThreadIds;
+  name?: string;
+  nameTime: number;
+  firstTime: number;
+  lastTime: number;
+  /** in STATUS_NAMES order */
+  statuses: number[];
+  idleWeight: number;
+  frames: readonly SampleFrame[];
+  stackParent: Int32Array;
+  stackFrame: Int32Array;
+  stackWeight: Float64Array;
+}
+
 export function threadKey(t: ThreadIds): string {
   return `${t.interpreterId}:${t.nativeThreadId}:${t.threadId}`;
 }
@@ -199,17 +215,54 @@ export class ThreadProfile {
   /** @internal Adds everything `other` holds (another thread with the same ids). */
   mergeFrom(other: ThreadProfile): void {
     if (other.key !== this.key) throw new Error(`cannot merge thread ${other.key} into ${this.key}`);
-    if (other._firstTime <= other._lastTime) this.observeSpan(other._firstTime, other._lastTime);
-    if (other._name !== undefined) this.offerName(other._name, other._nameTime);
-    for (const s of STATUS_NAMES) this._statuses[s] += other._statuses[s];
-    this._idleWeight += other._idleWeight;
-    const frameMap = other._frames.map((f) => this.internFrame(f.qualname, f.filename, f.line));
-    const stackMap: number[] = new Array(other._stackParent.length);
-    for (let i = 0; i < other._stackParent.length; i++) {
-      const p = other._stackParent[i]!;
-      const s = this.internStack(p < 0 ? -1 : stackMap[p]!, frameMap[other._stackFrame[i]!]!);
+    this.mergeParts(other._firstTime, other._lastTime, other._name, other._nameTime, STATUS_NAMES.map((s) => other._statuses[s]), other._idleWeight, other._frames, other._stackParent, other._stackFrame, other._stackWeight);
+  }
+
+  /** @internal This thread's part as plain data and typed arrays (to cross to another thread: see mergeTransfer). */
+  toTransfer(): ThreadTransfer {
+    return {
+      ids: { interpreterId: this.interpreterId, threadId: this.threadId, nativeThreadId: this.nativeThreadId },
+      ...(this._name !== undefined ? { name: this._name } : {}),
+      nameTime: this._nameTime,
+      firstTime: this._firstTime,
+      lastTime: this._lastTime,
+      statuses: STATUS_NAMES.map((s) => this._statuses[s]),
+      idleWeight: this._idleWeight,
+      frames: this._frames,
+      stackParent: Int32Array.from(this._stackParent),
+      stackFrame: Int32Array.from(this._stackFrame),
+      stackWeight: Float64Array.from(this._stackWeight),
+    };
+  }
+
+  /** @internal Adds what toTransfer() gave of a thread with the same ids: the same as mergeFrom. */
+  mergeTransfer(t: ThreadTransfer): void {
+    this.mergeParts(t.firstTime, t.lastTime, t.name, t.nameTime, t.statuses, t.idleWeight, t.frames, t.stackParent, t.stackFrame, t.stackWeight);
+  }
+
+  private mergeParts(
+    firstTime: number,
+    lastTime: number,
+    name: string | undefined,
+    nameTime: number,
+    statuses: ArrayLike<number>,
+    idleWeight: number,
+    frames: readonly SampleFrame[],
+    stackParent: ArrayLike<number>,
+    stackFrame: ArrayLike<number>,
+    stackWeight: ArrayLike<number>,
+  ): void {
+    if (firstTime <= lastTime) this.observeSpan(firstTime, lastTime);
+    if (name !== undefined) this.offerName(name, nameTime);
+    STATUS_NAMES.forEach((s, k) => (this._statuses[s] += statuses[k]!));
+    this._idleWeight += idleWeight;
+    const frameMap = frames.map((f) => this.internFrame(f.qualname, f.filename, f.line));
+    const stackMap: number[] = new Array(stackParent.length);
+    for (let i = 0; i < stackParent.length; i++) {
+      const p = stackParent[i]!;
+      const s = this.internStack(p < 0 ? -1 : stackMap[p]!, frameMap[stackFrame[i]!]!);
       stackMap[i] = s;
-      this._stackWeight[s]! += other._stackWeight[i]!;
+      this._stackWeight[s]! += stackWeight[i]!;
     }
   }
 

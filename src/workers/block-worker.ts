@@ -25,6 +25,7 @@ port.on('message', (job: BlockJob | { close: true }) => {
   }
   chain = chain.then(async () => {
     let reply: BlockReply;
+    let transfer: ArrayBuffer[] = [];
     try {
       const processor = await ready;
       processor.addCodes(job.codes);
@@ -35,11 +36,14 @@ port.on('message', (job: BlockJob | { close: true }) => {
       } else {
         processor.addCodes(codes);
         const done = 'block' in opened ? processor.process(opened.block) : skipped(opened.warning);
-        reply = { id: job.id, result: done.result, profile: done.profile.toJSON(), copies: done.copies.toJSON() };
+        const profile = done.profile.toTransfer();
+        reply = { id: job.id, result: done.result, profile, copies: done.copies.toJSON() };
+        // the stack tables move rather than being copied
+        transfer = profile.threads.flatMap((t) => [t.stackParent.buffer, t.stackFrame.buffer, t.stackWeight.buffer] as ArrayBuffer[]);
       }
     } catch (e) {
       reply = { id: job.id, error: e instanceof Error ? (e.stack ?? e.message) : String(e) };
     }
-    port.postMessage(reply);
+    port.postMessage(reply, transfer);
   });
 });

@@ -3,7 +3,7 @@
 
 import type { LayoutSource } from '../layout/layout.js';
 import type { CodeRecord } from '../capture/types.js';
-import type { ProfileJSON } from '../profile/profile.js';
+import type { ProfileTransfer } from '../profile/profile.js';
 import type { RawBlock } from '../capture/reader.js';
 import type { BlockResult, CopyStatsJSON } from '../walk/engine.js';
 
@@ -25,7 +25,7 @@ export interface BlockJob {
 }
 
 export type BlockReply =
-  | { id: number; result: BlockResult; profile: ProfileJSON; copies: CopyStatsJSON }
+  | { id: number; result: BlockResult; profile: ProfileTransfer; copies: CopyStatsJSON }
   /** the block holds code records after other records: blocks processed meanwhile may have missed them */
   | { id: number; lateCodes: true }
   | { id: number; error: string };

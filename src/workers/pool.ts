@@ -11,7 +11,6 @@ import os from 'node:os';
 import { Worker } from 'node:worker_threads';
 import type { CodeRecord } from '../capture/types.js';
 import type { LayoutSource } from '../layout/layout.js';
-import { Profile } from '../profile/profile.js';
 import type { ProcessedBlock } from '../block-processor.js';
 import { CopyStats } from '../walk/engine.js';
 import type { RawBlock } from '../capture/reader.js';
@@ -167,7 +166,7 @@ export class WorkerPool {
     p.slot.inFlight--;
     if ('error' in m) p.done = new Error(`processing worker: ${m.error}`);
     else if ('lateCodes' in m) p.done = new LateCodes();
-    else p.done = { result: m.result, profile: Profile.fromJSON(m.profile), copies: CopyStats.fromJSON(m.copies) };
+    else p.done = { result: m.result, profile: m.profile, copies: CopyStats.fromJSON(m.copies) };
     this.wake();
   }
 

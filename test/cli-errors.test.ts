@@ -8,6 +8,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { recordCoverage } from './helpers/coverage.js';
 import { nativeInterpreters } from './helpers/interpreters.js';
+import { untilReadable, untilRunning } from './helpers/wait.js';
 
 const BIN = path.resolve('bin/pyunwind.js');
 const children: import('node:child_process').ChildProcess[] = [];
@@ -59,7 +60,7 @@ describe('the pyunwind command on bad input', () => {
   it('a pid that is not Python', async () => {
     const sleeper = spawn('sleep', ['60']);
     children.push(sleeper);
-    await new Promise((r) => setTimeout(r, 100));
+    await untilRunning(sleeper.pid!, 'sleep');
     expectOneLineError(run(['dump', '--pid', String(sleeper.pid)]), /does not look like CPython/);
   });
 
@@ -74,7 +75,8 @@ describe('the pyunwind command on bad input', () => {
     // a Python owned by root, read by a command running as nobody
     const target = spawn(py.command, ['-c', 'import time; time.sleep(60)']);
     children.push(target);
-    await new Promise((r) => setTimeout(r, 300));
+    await untilReadable(target.pid!); // by this test's user: the one below may not
+
     const r = run(['dump', '--pid', String(target.pid)], 'nobody');
     expectOneLineError(r, /permission denied/);
     recordCoverage('cli-errors', 'permission denied', true);

@@ -13,6 +13,7 @@ import { readPointer } from '../src/walk/region-memory.js';
 import { recordCoverage } from './helpers/coverage.js';
 import { CHURN_STACKS } from './helpers/churn.js';
 import { nativeInterpreters, type Interpreter } from './helpers/interpreters.js';
+import { untilReadable, waitUntil } from './helpers/wait.js';
 
 const BIN = path.resolve('bin/pyunwind.js');
 const CHURN = path.resolve('workloads/churn.py');
@@ -50,7 +51,7 @@ function startChurn(py: Interpreter, seconds: number): { child: ChildProcess; do
 /** Record churn.py in `mode` at `rate` Hz until it exits, and judge every accepted stack. */
 async function recordChurn(py: Interpreter, mode: string, rate: number, seconds: number, extra: string[] = []): Promise<Outcome> {
   const { child, done } = startChurn(py, seconds);
-  await new Promise((r) => setTimeout(r, 150));
+  await untilReadable(child.pid!);
   const file = path.join(dir, `${py.label}-${mode}.pyuw`);
   const rec = spawnSync(process.execPath, [BIN, 'record', '--pid', String(child.pid), '-o', file, '-r', String(rate), '-m', mode, '-q', ...extra], {
     encoding: 'utf8',
@@ -161,6 +162,9 @@ function anchors(pid: number): bigint[] {
   }
 }
 
+/** Resolves once some thread of pid has its anchor set (the recorder is copying it). */
+const anchorSet = (pid: number): Promise<void> => waitUntil(() => anchors(pid).some((a) => a !== 0n), `the recorder to set an anchor in pid ${pid}`);
+
 describe('the profiler anchor after recording', () => {
   if (!anchored || anchored.missing) {
     const why = anchored?.missing ?? 'no Debian 3.15 interpreter';
@@ -177,11 +181,8 @@ describe('the profiler anchor after recording', () => {
       run: async (pid: number, file: string) => {
         const r = spawn(process.execPath, [BIN, 'record', '--pid', String(pid), '-o', file, '-q'], { stdio: 'ignore' });
         children.push(r);
-        // while it records, the anchor is in use (so "back to 0" below means something): wait
-        // for it, however long the recorder takes to start on a busy machine
-        const until = performance.now() + 30_000;
-        while (!anchors(pid).some((a) => a !== 0n) && performance.now() < until) await new Promise((res) => setTimeout(res, 20));
-        expect(anchors(pid).some((a) => a !== 0n)).toBe(true);
+        // while it records, the anchor is in use (so "back to 0" below means something)
+        await anchorSet(pid);
         r.kill(signal);
         return new Promise<number | null>((res) => r.once('exit', (c) => res(c)));
       },
@@ -198,8 +199,7 @@ describe('the profiler anchor after recording', () => {
         r.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
         const reader = fs.createReadStream(file);
         await new Promise((res) => reader.once('data', res));
-        await new Promise((res) => setTimeout(res, 300));
-        expect(anchors(pid).some((a) => a !== 0n)).toBe(true);
+        await anchorSet(pid);
         reader.destroy();
         const code = await new Promise<number | null>((res) => r.once('exit', (c) => res(c)));
         expect(stderr).toMatch(/^pyunwind record: .*EPIPE/);
@@ -210,7 +210,7 @@ describe('the profiler anchor after recording', () => {
   for (const end of ends) {
     it(`is 0 after ${end.name}, and the target runs on`, async () => {
       const { child, done } = startChurn(anchored, 4);
-      await new Promise((r) => setTimeout(r, 200));
+      await untilReadable(child.pid!);
       const code = await end.run(child.pid!, path.join(dir, `anchor-${end.name.replace(/\W+/g, '-')}.pyuw`));
       if (end.name.startsWith('a recorder error')) expect(code).not.toBe(0);
       else expect(code).toBe(0);
@@ -233,7 +233,7 @@ async function functionShares(py: Interpreter, mode: string): Promise<Map<string
   const child = spawn(py.command, [STEADY, '6'], { stdio: ['ignore', 'ignore', 'inherit'] });
   children.push(child);
   const closed = new Promise((r) => child.once('close', r));
-  await new Promise((r) => setTimeout(r, 150));
+  await untilReadable(child.pid!);
   const file = path.join(dir, `steady-${py.label}-${mode}.pyuw`);
   const rec = spawnSync(process.execPath, [BIN, 'record', '--pid', String(child.pid), '-o', file, '-r', '2000', '-m', mode, '-q'], {
     encoding: 'utf8',
@@ -288,7 +288,7 @@ describe('--blocking and a recorder killed with SIGKILL', () => {
   }
   it('leaves the target running', async () => {
     const { child, done } = startChurn(py, 3);
-    await new Promise((r) => setTimeout(r, 150));
+    await untilReadable(child.pid!);
     const file = path.join(dir, 'blocking-killed.pyuw');
     for (let round = 0; round < 5; round++) {
       const r = spawn(process.execPath, [BIN, 'record', '--pid', String(child.pid), '-o', file, '--blocking', '-r', '1000', '-q'], { stdio: 'ignore' });
@@ -297,7 +297,7 @@ describe('--blocking and a recorder killed with SIGKILL', () => {
       r.kill('SIGKILL');
       await new Promise((res) => r.once('exit', res));
       // the watchdog sends SIGCONT when the recorder's end of its pipe closes
-      await new Promise((res) => setTimeout(res, 100));
+      await waitUntil(() => stateOf(child.pid!) !== 'T', `round ${round}: the target to run again`, 10_000).catch(() => {});
       expect(stateOf(child.pid!), `round ${round}`).not.toBe('T');
     }
     expect(await done).toBeGreaterThan(0);

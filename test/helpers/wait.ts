@@ -1,0 +1,44 @@
+// Waiting in tests on what is expected to happen, never for a fixed time: on a busy machine a
+// process takes as long as it takes to start.
+import fs from 'node:fs';
+import { openLinuxProcess } from '../../src/record/linux-process.js';
+
+/** Resolves once `ok()` holds (checked every 10 ms); rejects naming `what` after `timeoutMs`. */
+export async function waitUntil(ok: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
+  const until = performance.now() + timeoutMs;
+  while (!ok()) {
+    if (performance.now() > until) throw new Error(`waited ${timeoutMs} ms for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** Resolves once process `pid` is a CPython pyunwind can read (its runtime found). */
+export function untilReadable(pid: number, timeoutMs = 30_000): Promise<void> {
+  return waitUntil(
+    () => {
+      try {
+        openLinuxProcess(pid).close();
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    `pid ${pid} to be a readable CPython`,
+    timeoutMs,
+  );
+}
+
+/** Resolves once process `pid` runs the program `name` (its exec is done). */
+export function untilRunning(pid: number, name: string, timeoutMs = 30_000): Promise<void> {
+  return waitUntil(
+    () => {
+      try {
+        return fs.readlinkSync(`/proc/${pid}/exe`).endsWith(`/${name}`);
+      } catch {
+        return false;
+      }
+    },
+    `pid ${pid} to run ${name}`,
+    timeoutMs,
+  );
+}

@@ -38,9 +38,8 @@ import { createInterface } from 'node:readline';
 import { openLinuxProcess } from '../src/record/linux-process.js';
 import { takeSnapshot } from '../src/record/snapshot.js';
 import { CodeTable } from '../src/unwind.js';
-import { KernelWalker, encodeParams, statusName, walkParams, type WalkParams } from '../src/walk/index.js';
-import { normalizeCodeRanges, sortRegions, U64_MASK } from '../src/walk/normalize.js';
-import { PARAM_COUNT } from '../src/walk/params.js';
+import { KernelWalker, statusName, walkParams, type WalkParams } from '../src/walk/index.js';
+import { layBatch } from '../src/walk/kernel-walker.js';
 import type { CodeRange, WalkResult, WalkSample } from '../src/walk/types.js';
 import { nativeInterpreters } from '../test/helpers/interpreters.js';
 import { spawnUntilReady } from '../test/helpers/spawn.js';
@@ -53,12 +52,8 @@ const CC = process.env.CC ?? 'cc';
 const CFLAGS = (process.env.CFLAGS ?? '-O2').split(/\s+/).filter(Boolean);
 
 // record sizes of assembly/kernel.ts; KernelWalker keeps them private, so they are repeated here
-const SAMPLE_SIZE = 16;
-const REGION_SIZE = 16;
-const CODE_SIZE = 32;
 const RESULT_SIZE = 32;
 const FRAME_SIZE = 24;
-const PAGE = 65536;
 const MIN_FRAME_CAPACITY = 1 << 16; // as KernelWalker
 
 type WalkFn = (
@@ -89,7 +84,6 @@ interface Batch {
   end: number;
 }
 
-const align = (n: number, a: number): number => Math.ceil(n / a) * a;
 
 async function loadKernel(name: string, file: string): Promise<Kernel> {
   const module = await WebAssembly.compile(fs.readFileSync(file));
@@ -110,60 +104,17 @@ async function loadKernel(name: string, file: string): Promise<Kernel> {
 }
 
 /**
- * Lay a batch into the kernel's memory as KernelWalker.walk does (same order, same alignment),
- * except that the frame output has room for the whole batch, so that one call walks it all.
+ * Lay a batch into the kernel's memory as KernelWalker does (layBatch), except that the frame
+ * output has room for the whole batch, so that one call walks it all.
  */
-function layBatch(k: Kernel, params: WalkParams, codeRanges: readonly CodeRange[], samples: readonly WalkSample[], framesTotal: number): Batch {
-  const codes = normalizeCodeRanges(codeRanges);
-  const sorted = samples.map((s) => sortRegions(s.regions));
-  const regionCount = sorted.reduce((n, r) => n + r.length, 0);
-  const regionBytes = sorted.reduce((n, rs) => rs.reduce((m, r) => m + align(r.bytes.length, 8), n), 0);
-  const frameCapacity = Math.max(params.maxDepth, MIN_FRAME_CAPACITY, framesTotal + params.maxDepth);
-  const pParams = align(k.heapBase, 16);
-  const pCodes = align(pParams + PARAM_COUNT * 4, 16);
-  const pSamples = align(pCodes + codes.length * CODE_SIZE, 16);
-  const pTables = align(pSamples + samples.length * SAMPLE_SIZE, 16);
-  const pResults = align(pTables + regionCount * REGION_SIZE, 16);
-  const pFrames = align(pResults + samples.length * RESULT_SIZE, 16);
-  const pData = align(pFrames + frameCapacity * FRAME_SIZE, 16);
-  const end = pData + regionBytes;
-  const have = k.memory.buffer.byteLength;
-  if (end > have) k.memory.grow(Math.ceil((end - have) / PAGE));
-
-  const buf = k.memory.buffer;
-  const u8 = new Uint8Array(buf);
-  const dv = new DataView(buf);
-  new Int32Array(buf, pParams, PARAM_COUNT).set(encodeParams(params));
-  codes.forEach((c, i) => {
-    const o = pCodes + i * CODE_SIZE;
-    dv.setBigUint64(o, c.address & U64_MASK, true);
-    dv.setBigUint64(o + 8, c.bytecodeStart & U64_MASK, true);
-    dv.setBigUint64(o + 16, c.bytecodeEnd & U64_MASK, true);
-    dv.setUint32(o + 24, c.frameSize, true);
-    dv.setUint32(o + 28, 0, true);
-  });
-  let table = pTables;
-  let data = pData;
-  sorted.forEach((regions, i) => {
-    const o = pSamples + i * SAMPLE_SIZE;
-    dv.setBigUint64(o, samples[i]!.threadStateAddress & U64_MASK, true);
-    dv.setUint32(o + 8, table, true);
-    dv.setUint32(o + 12, regions.length, true);
-    for (const r of regions) {
-      dv.setBigUint64(table, r.address & U64_MASK, true);
-      dv.setUint32(table + 8, r.bytes.length, true);
-      dv.setUint32(table + 12, data, true);
-      u8.set(r.bytes, data);
-      table += REGION_SIZE;
-      data += align(r.bytes.length, 8);
-    }
-  });
+function layOut(k: Kernel, params: WalkParams, codeRanges: readonly CodeRange[], samples: readonly WalkSample[], framesTotal: number): Batch {
+  const b = layBatch(k.memory, k.heapBase, params, codeRanges, samples, Math.max(params.maxDepth, MIN_FRAME_CAPACITY, framesTotal + params.maxDepth));
   return {
-    args: [pParams, pSamples, samples.length, pCodes, codes.length, pResults, pFrames, frameCapacity],
-    count: samples.length,
-    results: pResults,
-    frames: pFrames,
-    end,
+    args: [b.pParams, b.pSamples, b.samples, b.pCodes, b.codeCount, b.pResults, b.pFrames, b.frameCapacity],
+    count: b.samples,
+    results: b.pResults,
+    frames: b.pFrames,
+    end: b.end,
   };
 }
 
@@ -375,7 +326,7 @@ async function main(): Promise<void> {
       const want = walker.walk(sc.params, sc.codes, sc.batch);
       const framesUsed = want.reduce((n, r) => n + r.frames.length, 0);
       const visited = want.reduce((n, r) => n + r.visited, 0);
-      const batches = kernels.map((k) => layBatch(k, sc.params, sc.codes, sc.batch, framesUsed));
+      const batches = kernels.map((k) => layOut(k, sc.params, sc.codes, sc.batch, framesUsed));
       let first: Buffer | null = null;
       kernels.forEach((k, i) => {
         const ret = k.walk(...batches[i]!.args);

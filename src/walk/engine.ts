@@ -17,8 +17,7 @@ import type { CountedNode, SampleFrame } from '../profile/types.js';
 import { CodeTable } from '../symbols/code-table.js';
 import { STATUS_NAMES } from './status.js';
 import { encodeParams, PARAM_COUNT, walkParams, type WalkParams } from './params.js';
-import { readKernelBytes } from './kernel-walker.js';
-import { U64_MASK } from './normalize.js';
+import { readKernelBytes, writeCodeTable } from './kernel-walker.js';
 
 const PAGE = 65536;
 const THREAD_SIZE = 112;
@@ -286,15 +285,7 @@ export class BlockEngine {
     const need = ranges.length * CODE_SIZE;
     if (this.layout.get('payload')! - this.layout.get('codes')! < need) this.placeTail(need * 2, this.payloadRoom());
     const at = this.layout.get('codes')!;
-    const dv = new DataView(this.memory.buffer);
-    ranges.forEach((c, i) => {
-      const o = at + i * CODE_SIZE;
-      dv.setBigUint64(o, c.address & U64_MASK, true);
-      dv.setBigUint64(o + 8, c.bytecodeStart & U64_MASK, true);
-      dv.setBigUint64(o + 16, c.bytecodeEnd & U64_MASK, true);
-      dv.setUint32(o + 24, c.frameSize, true);
-      dv.setUint32(o + 28, 0, true);
-    });
+    writeCodeTable(new DataView(this.memory.buffer), at, ranges);
     this.exports.engineSetCodes(at, ranges.length);
     this.codesVersion = this.codes.version;
   }

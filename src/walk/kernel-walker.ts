@@ -110,53 +110,7 @@ export class KernelWalker {
   prepare(params: WalkParams, codeRanges: Iterable<CodeRange>, samples: readonly WalkSample[]): PreparedBatch {
     const bad = checkParams(params);
     if (bad) throw new RangeError(`walk parameters: ${bad}`);
-    const codes = normalizeCodeRanges(codeRanges);
-    const sorted = samples.map((s) => sortRegions(s.regions));
-    const regionCount = sorted.reduce((n, r) => n + r.length, 0);
-    const regionBytes = sorted.reduce((n, rs) => rs.reduce((m, r) => m + align(r.bytes.length, 8), n), 0);
-    const frameCapacity = Math.max(params.maxDepth, MIN_FRAME_CAPACITY);
-
-    // layout of the batch in linear memory
-    const pParams = align(this.exports.heapBase(), 16);
-    const pCodes = align(pParams + PARAM_COUNT * 4, 16);
-    const pSamples = align(pCodes + codes.length * CODE_SIZE, 16);
-    const pTables = align(pSamples + samples.length * SAMPLE_SIZE, 16);
-    const pResults = align(pTables + regionCount * REGION_SIZE, 16);
-    const pFrames = align(pResults + samples.length * RESULT_SIZE, 16);
-    const pData = align(pFrames + frameCapacity * FRAME_SIZE, 16);
-    const end = pData + regionBytes;
-    if (end > 0xffff_0000) throw new RangeError(`batch of ${end} bytes does not fit a 4 GiB memory: walk fewer samples at once`);
-    this.ensure(end);
-
-    const buf = this.memory.buffer;
-    const u8 = new Uint8Array(buf);
-    const dv = new DataView(buf);
-    new Int32Array(buf, pParams, PARAM_COUNT).set(encodeParams(params));
-    codes.forEach((c, i) => {
-      const o = pCodes + i * CODE_SIZE;
-      dv.setBigUint64(o, c.address & U64_MASK, true);
-      dv.setBigUint64(o + 8, c.bytecodeStart & U64_MASK, true);
-      dv.setBigUint64(o + 16, c.bytecodeEnd & U64_MASK, true);
-      dv.setUint32(o + 24, c.frameSize, true);
-      dv.setUint32(o + 28, 0, true);
-    });
-    let table = pTables;
-    let data = pData;
-    sorted.forEach((regions, i) => {
-      const o = pSamples + i * SAMPLE_SIZE;
-      dv.setBigUint64(o, samples[i]!.threadStateAddress & U64_MASK, true);
-      dv.setUint32(o + 8, table, true);
-      dv.setUint32(o + 12, regions.length, true);
-      for (const r of regions) {
-        dv.setBigUint64(table, r.address & U64_MASK, true);
-        dv.setUint32(table + 8, r.bytes.length, true);
-        dv.setUint32(table + 12, data, true);
-        u8.set(r.bytes, data);
-        table += REGION_SIZE;
-        data += align(r.bytes.length, 8);
-      }
-    });
-    return { samples: samples.length, codeCount: codes.length, frameCapacity, pParams, pCodes, pSamples, pResults, pFrames };
+    return layBatch(this.memory, this.exports.heapBase(), params, codeRanges, samples);
   }
 
   /** Walk a prepared batch again; the frames visited in all (the kernel's results stay in its memory). */
@@ -189,6 +143,72 @@ export class KernelWalker {
       first += n;
     }
   }
+}
+
+/** Write code ranges (sorted) where the kernel reads its code table: CODE_SIZE entries from `at`. */
+export function writeCodeTable(dv: DataView, at: number, codes: readonly CodeRange[]): void {
+  codes.forEach((c, i) => {
+    const o = at + i * CODE_SIZE;
+    dv.setBigUint64(o, c.address & U64_MASK, true);
+    dv.setBigUint64(o + 8, c.bytecodeStart & U64_MASK, true);
+    dv.setBigUint64(o + 16, c.bytecodeEnd & U64_MASK, true);
+    dv.setUint32(o + 24, c.frameSize, true);
+    dv.setUint32(o + 28, 0, true);
+  });
+}
+
+/**
+ * Lay a batch out in a kernel's memory (from `heapBase` on, growing it as needed) for its
+ * `walk` export; the frame output holds `frameCapacity` frames (default: a whole walk, at
+ * least MIN_FRAME_CAPACITY; the walk then stops and is called again for the rest).
+ */
+export function layBatch(
+  memory: WebAssembly.Memory,
+  heapBase: number,
+  params: WalkParams,
+  codeRanges: Iterable<CodeRange>,
+  samples: readonly WalkSample[],
+  frameCapacity = Math.max(params.maxDepth, MIN_FRAME_CAPACITY),
+): PreparedBatch & { end: number } {
+  const codes = normalizeCodeRanges(codeRanges);
+  const sorted = samples.map((s) => sortRegions(s.regions));
+  const regionCount = sorted.reduce((n, r) => n + r.length, 0);
+  const regionBytes = sorted.reduce((n, rs) => rs.reduce((m, r) => m + align(r.bytes.length, 8), n), 0);
+
+  const pParams = align(heapBase, 16);
+  const pCodes = align(pParams + PARAM_COUNT * 4, 16);
+  const pSamples = align(pCodes + codes.length * CODE_SIZE, 16);
+  const pTables = align(pSamples + samples.length * SAMPLE_SIZE, 16);
+  const pResults = align(pTables + regionCount * REGION_SIZE, 16);
+  const pFrames = align(pResults + samples.length * RESULT_SIZE, 16);
+  const pData = align(pFrames + frameCapacity * FRAME_SIZE, 16);
+  const end = pData + regionBytes;
+  if (end > 0xffff_0000) throw new RangeError(`batch of ${end} bytes does not fit a 4 GiB memory: walk fewer samples at once`);
+  const have = memory.buffer.byteLength;
+  if (end > have) memory.grow(Math.ceil((end - have) / PAGE));
+
+  const buf = memory.buffer;
+  const u8 = new Uint8Array(buf);
+  const dv = new DataView(buf);
+  new Int32Array(buf, pParams, PARAM_COUNT).set(encodeParams(params));
+  writeCodeTable(dv, pCodes, codes);
+  let table = pTables;
+  let data = pData;
+  sorted.forEach((regions, i) => {
+    const o = pSamples + i * SAMPLE_SIZE;
+    dv.setBigUint64(o, samples[i]!.threadStateAddress & U64_MASK, true);
+    dv.setUint32(o + 8, table, true);
+    dv.setUint32(o + 12, regions.length, true);
+    for (const r of regions) {
+      dv.setBigUint64(table, r.address & U64_MASK, true);
+      dv.setUint32(table + 8, r.bytes.length, true);
+      dv.setUint32(table + 12, data, true);
+      u8.set(r.bytes, data);
+      table += REGION_SIZE;
+      data += align(r.bytes.length, 8);
+    }
+  });
+  return { samples: samples.length, codeCount: codes.length, frameCapacity, pParams, pCodes, pSamples, pResults, pFrames, end };
 }
 
 /** A batch laid out in a KernelWalker's memory (linear-memory offsets). */

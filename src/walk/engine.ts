@@ -29,7 +29,7 @@ const NODE_SIZE = 32;
 const CODE_SIZE = 32;
 const FRAME_SIZE = 24;
 const COPY_BUCKETS = 65536;
-const CONFIG_SLOTS = 20;
+const CONFIG_SLOTS = 19;
 
 const STOP = { END: 0, CODE: 1, MALFORMED: 2, FULL: 3 } as const;
 
@@ -263,7 +263,7 @@ export class BlockEngine {
       L.get('data')!, this.dataSize,
       L.get('slots')!, CAPACITY.slots,
       L.get('nodes')!, this.nodeCapacity,
-      L.get('copyTouched')!, 0,
+      L.get('copyTouched')!,
       L.get('hash')!, this.nodeCapacity * 2,
       L.get('frames')!,
       filter === undefined ? 0 : 1,

@@ -214,8 +214,8 @@ export async function bench(argv: string[], out: (s: string) => void, err: (s: s
     }
     const rate = (n * 1000) / ms;
     if (c.options.reference) referenceRate = rate;
-    if (c.options.workers === 0 || (single === 0 && !c.options.reference)) single = single || rate;
     const w = c.options.workers ?? 0;
+    if (!c.options.reference && w === 0) single = rate;
     rows.push({
       case: c.name,
       samples: fmt(n),

@@ -119,6 +119,17 @@ export class CodeCache {
   }
 
   /**
+   * Is the entry for `address` good without a read: confirmed for this interpreter at this
+   * code_object_generation (so no code object of it has died since)? Never where there is no
+   * such counter (`generation` null).
+   */
+  confirmed(address: bigint, interp: bigint, generation: bigint | null): boolean {
+    if (generation === null) return false;
+    const e = this.entries.get(address);
+    return e !== undefined && e.confirmedAt === generation && e.confirmedBy === interp;
+  }
+
+  /**
    * What checking these code objects again will read, for a caller that can read it together
    * with other things (inside the same window): each one's header and its qualname's start.
    */

@@ -18,7 +18,8 @@ import type { Layout } from '../layout/layout.js';
 import { readPointer } from '../walk/region-memory.js';
 import type { Region } from '../walk/types.js';
 import { CodeCache, type CodeObjectSnapshot, type PendingCodes } from './code-cache.js';
-import { readMany, type MemorySource } from './source.js';
+import { readMany, type MemorySource, type PreparedRead } from './source.js';
+import { ANCHOR_DEPTH, SteadyCopy } from './steady-copy.js';
 import type { Range } from './native.js';
 
 export type { CodeObjectSnapshot } from './code-cache.js';
@@ -96,6 +97,8 @@ export interface CopierOptions {
   retries?: number;
   /** when a thread's copy still moved after the retries: stop the target and copy it (adaptive) */
   stopper?: Stopper;
+  /** false: every copy by the general path, never a SteadyCopy (for comparing the two) */
+  steady?: boolean;
 }
 
 // Bounds on what a (possibly corrupt) target can make the copy do.
@@ -160,6 +163,11 @@ export class MemoryCopier {
   private readonly stopper: Stopper | null;
   /** thread states whose anchor this copier has set (cleared by clearAnchors) */
   private readonly anchored = new Set<bigint>();
+  /** copies can be made by a SteadyCopy where the plan holds (see steady-copy.ts) */
+  private readonly steadyable: boolean;
+  private pass: PassRead | null = null;
+  /** copies made by steady copies so far (the rest by the general path) */
+  steadyCopies = 0;
 
   constructor(
     private readonly source: MemorySource,
@@ -180,6 +188,8 @@ export class MemoryCopier {
       );
     }
     this.retries = options.retries ?? 1;
+    this.steadyable =
+      options.steady !== false && this.layout.interp.codeObjectGeneration !== null && t.cframeCurrentFrame === null && this.P === 8 && typeof source.prepareRead === 'function';
     this.stopper = options.stopper ?? null;
     const f = this.layout.interp;
     const fields: [number, number][] = [
@@ -222,19 +232,29 @@ export class MemoryCopier {
     // Everything the previous pass read — the interpreter list, and each thread's copy and
     // its second reading — in one gathered read. What changed since is read on its own.
     const headAt: Range = { address: source.runtimeAddress + BigInt(L.runtime.interpretersHead), length: P };
-    const plan: Range[] = [headAt];
-    for (const i of this.knownInterps) plan.push({ address: i + BigInt(lo), length: hi - lo });
-    const planned: { tstate: bigint; at: number; plan: Range[] }[] = [];
-    for (const [tstate, cache] of this.threads) {
-      // (a thread to be stopped first is read after its stop)
-      if (!cache.live || (this.stopper && !this.allStopped && !this.blocking && cache.movedRate > STOP_FIRST_RATE)) continue;
-      const p = this.planOf(tstate, cache.interp, cache, !this.allStopped);
-      planned.push({ tstate, at: plan.length, plan: p });
-      plan.push(...p);
-    }
-    const got = readMany(source, plan);
     const prefetched = new Map<bigint, Prefetched>();
-    for (const t of planned) prefetched.set(t.tstate, { plan: t.plan, got: got.slice(t.at, t.at + t.plan.length) });
+    let got: (Uint8Array | null)[];
+    const pass = this.steadyable && !this.allStopped && !this.blocking ? this.passRead(headAt) : null;
+    if (pass && pass.read.read() === pass.read.length) {
+      // every thread read last time has a steady copy: the list and all of them in one read
+      got = pass.views;
+      for (let k = 0; k < pass.tstates.length; k++) this.threads.get(pass.tstates[k]!)!.preread = pass.slices[k]!;
+    } else {
+      const plan: Range[] = [headAt];
+      for (const i of this.knownInterps) plan.push({ address: i + BigInt(lo), length: hi - lo });
+      const planned: { tstate: bigint; at: number; plan: Range[] }[] = [];
+      for (const [tstate, cache] of this.threads) {
+        // (a thread to be stopped first is read after its stop)
+        if (!cache.live || (this.stopper && !this.allStopped && !this.blocking && cache.movedRate > STOP_FIRST_RATE)) continue;
+        // (a thread with a steady copy reads on its own)
+        if (this.inPass(cache)) continue;
+        const p = this.planOf(tstate, cache.interp, cache, !this.allStopped);
+        planned.push({ tstate, at: plan.length, plan: p });
+        plan.push(...p);
+      }
+      got = readMany(source, plan);
+      for (const t of planned) prefetched.set(t.tstate, { plan: t.plan, got: got.slice(t.at, t.at + t.plan.length) });
+    }
     for (const cache of this.threads.values()) cache.live = false;
     const known = this.knownInterps;
     const interpBlock = (i: bigint): Uint8Array => {
@@ -291,8 +311,58 @@ export class MemoryCopier {
       interp = readPointer(block, f.next - lo, P);
     }
     // threads that were not in any list this time are gone: forget them
-    for (const [tstate, cache] of this.threads) if (!cache.live) this.threads.delete(tstate);
+    for (const [tstate, cache] of this.threads) {
+      cache.preread = null;
+      if (!cache.live) this.threads.delete(tstate);
+    }
     return threads;
+  }
+
+  /** Is the thread's next copy read with the pass (see passRead)? */
+  private inPass(cache: ThreadCache): boolean {
+    return cache.live && cache.steady !== null && cache.steadySkip === 0 && !this.allStopped && !this.blocking && !(this.stopper && cache.movedRate > STOP_FIRST_RATE);
+  }
+
+  /**
+   * One prepared read for a whole pass: the interpreter list, and every thread with a steady
+   * copy (its two readings, as the steady copy lays them out) — made again only when the
+   * interpreters, the threads or a plan changed. Null when no thread has a steady copy.
+   */
+  private passRead(headAt: Range): PassRead | null {
+    const p = this.pass;
+    let ok = p !== null && p.interps.length === this.knownInterps.length && p.interps.every((i, k) => i === this.knownInterps[k]);
+    let k = 0;
+    for (const [tstate, cache] of this.threads) {
+      if (!this.inPass(cache)) continue;
+      if (ok && (k >= p!.tstates.length || p!.tstates[k] !== tstate || p!.steadies[k] !== cache.steady)) ok = false;
+      k++;
+    }
+    if (ok && k === p!.tstates.length) return p;
+    this.pass = null;
+    if (k === 0) return null;
+    const { lo, hi } = this.interpSpan;
+    const ranges: Range[] = [headAt];
+    for (const i of this.knownInterps) ranges.push({ address: i + BigInt(lo), length: hi - lo });
+    const next: PassRead = { read: null!, interps: [...this.knownInterps], tstates: [], steadies: [], slices: [], views: [] };
+    for (const [tstate, cache] of this.threads) {
+      if (!this.inPass(cache)) continue;
+      next.tstates.push(tstate);
+      next.steadies.push(cache.steady!);
+      ranges.push(...cache.steady!.ranges);
+    }
+    next.read = (this.source as MemorySource & { prepareRead(r: readonly Range[]): PreparedRead }).prepareRead(ranges);
+    const bytes = next.read.bytes;
+    let o = 0;
+    for (let r = 0; r < 1 + this.knownInterps.length; r++) {
+      next.views.push(bytes.subarray(o, o + ranges[r]!.length));
+      o += ranges[r]!.length;
+    }
+    for (const s of next.steadies) {
+      next.slices.push(bytes.subarray(o, o + s.length));
+      o += s.length;
+    }
+    this.pass = next;
+    return next;
   }
 
   /** The copy recorded for a code object (null: the address is not a known code object). */
@@ -316,13 +386,13 @@ export class MemoryCopier {
       if (attempt.entry !== 'thread') return attempt;
       return this.finish(attempt, 1);
     }
-    let attempt = this.copyThread(interp, interpreterId, tstate, this.allStopped, prefetched);
+    let attempt = (this.allStopped ? null : this.steadyCopy(interp, interpreterId, tstate)) ?? this.copyThread(interp, interpreterId, tstate, this.allStopped, prefetched);
     if (attempt.entry !== 'thread') return attempt;
     let attempts = 1;
     if (this.allStopped) this.settle(attempt.snap);
     else if (!this.blocking) this.learn(tstate, attempt.snap.moved);
     while (attempt.snap.moved && attempts <= this.retries) {
-      attempt = this.copyThread(interp, interpreterId, tstate, false);
+      attempt = this.steadyCopy(interp, interpreterId, tstate) ?? this.copyThread(interp, interpreterId, tstate, false);
       attempts++;
     }
     if (attempt.snap.moved && this.stopper) {
@@ -376,6 +446,66 @@ export class MemoryCopier {
     }
     if (stopped && attempt.entry === 'thread') this.settle(attempt.snap);
     return attempt;
+  }
+
+  /**
+   * The copy made by the thread's SteadyCopy, when it has one that holds (see steady-copy.ts);
+   * null: the general path makes it. A SteadyCopy that gave up is dropped, and tried again
+   * after a number of general copies that doubles with each failure in a row.
+   */
+  private steadyCopy(interp: bigint, interpreterId: bigint, tstate: bigint): Attempt | null {
+    if (!this.steadyable || this.frozen) return null;
+    const cache = this.threads.get(tstate);
+    if (!cache || cache.chunks.length === 0) return null;
+    // read with the pass (once: a second copy of the thread in this pass reads on its own)
+    let preread = cache.preread;
+    cache.preread = null;
+    if (cache.steadySkip > 0) {
+      cache.steadySkip--;
+      return null;
+    }
+    const started = performance.now();
+    const plan = { tstateLength: cache.tstateLength, chunks: cache.chunks, outside: cache.outside };
+    let steady = cache.steady;
+    if (!steady || !steady.matches(plan, interp, this.consistency === 'anchor')) {
+      const source = this.source as MemorySource & { prepareRead(r: readonly Range[]): PreparedRead };
+      steady = cache.steady = new SteadyCopy(source, this.layout, tstate, interp, interp + BigInt(this.layout.interp.codeObjectGeneration!), plan, this.consistency === 'anchor', this.maxFrames);
+      preread = null; // read for the steady copy it replaces
+    }
+    const got = steady.copy(this.steadyHooks(interp, tstate), preread);
+    if (!got) {
+      cache.steady = null;
+      cache.steadyFailures = Math.min(cache.steadyFailures + 1, 10);
+      cache.steadySkip = 1 << (cache.steadyFailures - 1);
+      return null;
+    }
+    cache.steadyFailures = 0;
+    this.steadyCopies++;
+    for (const c of got.codes) this.used.add(c);
+    const snap: ThreadSnapshot = {
+      interpreterId,
+      threadStateAddress: tstate,
+      threadId: got.threadId,
+      nativeThreadId: got.nativeThreadId,
+      holdsGil: got.holdsGil,
+      mainThread: false,
+      regions: got.regions,
+      errors: [],
+      moved: got.moved,
+      copyMicros: Math.round((performance.now() - started) * 1000),
+      attempts: 1,
+      stopped: false,
+      codes: [],
+      codeReplaced: false,
+    };
+    return { snap, codes: EMPTY_CODES, entry: 'thread' };
+  }
+
+  private steadyHooks(interp: bigint, tstate: bigint): { confirmed(a: bigint, g: bigint): boolean; placeAnchor(t: bigint): void } {
+    return {
+      confirmed: (a, g) => this.codes.confirmed(a, interp, g),
+      placeAnchor: (target) => this.writeAnchor(tstate, target),
+    };
   }
 
   /** A read of the target, inside a copy (none while `frozen`). */
@@ -695,12 +825,16 @@ export class MemoryCopier {
     const j = anchor === 0n ? -1 : chain.indexOf(anchor);
     if (j >= 0 && j <= ANCHOR_DEPTH && isPython(anchor)) return;
     const target = chain.slice(1).find(isPython) ?? (chain[0] !== undefined && isPython(chain[0]) ? chain[0] : undefined);
-    if (target === undefined) return;
+    if (target !== undefined) this.writeAnchor(tstate, target);
+  }
+
+  /** Set the thread's profiler anchor to `target`; on failure, check copies by comparing alone. */
+  private writeAnchor(tstate: bigint, target: bigint): void {
     // little-endian: a 4-byte pointer is the low half of the 8-byte word
     const word = new Uint8Array(8);
     new DataView(word.buffer).setBigUint64(0, target, true);
     try {
-      this.source.write!(tstate + BigInt(L.tstate.lastProfiledFrame!), word.subarray(0, this.P));
+      this.source.write!(tstate + BigInt(this.layout.tstate.lastProfiledFrame!), word.subarray(0, this.P));
       this.anchored.add(tstate);
     } catch (e) {
       // the target cannot be written after all: check copies by comparing alone from now on
@@ -776,7 +910,11 @@ export class MemoryCopier {
       }
       // the newest chunk grows and shrinks: read a little more next time, within its size
       const size = Number(readPointer(bytes, L.chunk.size, P));
-      found.push({ address: chunk, used: i === 0 ? Math.min(used + NEWEST_CHUNK_SLACK, Number.isSafeInteger(size) && size >= used ? size : used) : used });
+      // (the newest chunk's read keeps its length while the stack moves within the slack, so
+      // that the plan stays the same)
+      const had = cache.chunks[i];
+      const keep = i === 0 && had?.address === chunk && had.used >= used && had.used - used <= 2 * NEWEST_CHUNK_SLACK;
+      found.push({ address: chunk, used: keep ? had.used : i === 0 ? Math.min(used + NEWEST_CHUNK_SLACK, Number.isSafeInteger(size) && size >= used ? size : used) : used });
       mem.add({ address: chunk, bytes }, true);
       chunk = readPointer(bytes, L.chunk.previous, P);
     }
@@ -859,7 +997,7 @@ export class MemoryCopier {
   private threadCache(tstate: bigint): ThreadCache {
     let c = this.threads.get(tstate);
     if (!c) {
-      c = { tstateLength: this.layout.tstate.size, chunks: [], outside: [], codes: [], cframe: 0n, nativeThreadId: 0n, interp: 0n, live: false, movedRate: 0, stoppedFirst: 0 };
+      c = { tstateLength: this.layout.tstate.size, chunks: [], outside: [], codes: [], cframe: 0n, nativeThreadId: 0n, interp: 0n, live: false, movedRate: 0, stoppedFirst: 0, steady: null, steadySkip: 0, steadyFailures: 0, preread: null };
       this.threads.set(tstate, c);
     }
     return c;
@@ -933,6 +1071,26 @@ interface ThreadCache {
   movedRate: number;
   /** copies made stopped first, in a row */
   stoppedFirst: number;
+  /** the thread's steady copy (see steady-copy.ts), null until one is made */
+  steady: SteadyCopy | null;
+  /** general copies to make before a steady copy is tried again */
+  steadySkip: number;
+  /** steady copies that gave up in a row */
+  steadyFailures: number;
+  /** the steady copy's bytes, read with this pass (see passRead) */
+  preread: Uint8Array | null;
+}
+
+/** See MemoryCopier.passRead. */
+interface PassRead {
+  read: PreparedRead;
+  interps: bigint[];
+  tstates: bigint[];
+  steadies: SteadyCopy[];
+  /** each steady copy's part of the read */
+  slices: Uint8Array[];
+  /** the list head, then each interpreter's fields */
+  views: Uint8Array[];
 }
 
 /** A thread's first read, made together with the other threads' (see copyInterpreters). */
@@ -953,13 +1111,14 @@ const STOP_FIRST_RATE = 0.1;
 const MOVED_RATE_WEIGHT = 0.05;
 
 const EXPLORE_EVERY = 16;
+
+/** the code checks of a steady copy: none (every code object was confirmed already) */
+const EMPTY_CODES: PendingCodes = new Map();
 const EXPLORE_WEIGHT = 1 - (1 - MOVED_RATE_WEIGHT) ** EXPLORE_EVERY;
 
 /** Code objects of a thread read with each copy where there is no count of their deaths (3.11–3.13). */
 const RECENT_CODES = 64;
 
-/** How far below the innermost frame the profiler anchor may sit before it is set again. */
-const ANCHOR_DEPTH = 4;
 
 /** The bytes at [address, address+length) from a gathered read, or null if no range held them. */
 function pick(ranges: readonly Range[], results: readonly (Uint8Array | null)[], address: bigint, length: number): Uint8Array | null {

@@ -14,7 +14,7 @@ import {
   type Layout,
 } from '../layout/index.js';
 import { ElfError, parseElf, SHT_NOBITS, type ElfInfo } from './elf.js';
-import { loadNative, type NativeCalls } from './native.js';
+import { loadNative, type NativeCalls, type PreparedRead } from './native.js';
 import { ProcMapsError, readProcMaps, type MapEntry } from './proc-maps.js';
 import { ReadError, type MemorySource } from './source.js';
 
@@ -443,6 +443,22 @@ export class LinuxProcessSource implements MemorySource {
   readv(ranges: readonly { address: bigint; length: number }[]): (Uint8Array | null)[] {
     if (this.native) return this.native.readv(this.pid, ranges);
     return ranges.map((r) => this.memory.tryRead(r.address, r.length));
+  }
+  prepareRead(ranges: readonly { address: bigint; length: number }[]): PreparedRead {
+    if (this.native) return this.native.prepare(this.pid, ranges);
+    // without process_vm_readv: the same contract, one pread per range
+    let length = 0;
+    for (const r of ranges) length += r.length;
+    const bytes = new Uint8Array(length);
+    const read = (): number => {
+      let o = 0;
+      for (const r of ranges) {
+        if (!this.memory.tryReadInto(r.address, bytes, o, r.length)) return o;
+        o += r.length;
+      }
+      return o;
+    };
+    return { bytes, length, read };
   }
   readInto(address: bigint, target: Uint8Array, offset?: number, length?: number): void {
     this.memory.readInto(address, target, offset, length);

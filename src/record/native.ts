@@ -35,6 +35,21 @@ export interface NativeCalls {
   stopThreads(pid: number, tids: readonly number[], timeoutMs: number): StopResult[];
   /** Let a thread stopped by stopThreads run on (detach; a signal that arrived meanwhile is delivered). */
   resumeThread(pid: number, tid: number): void;
+  /**
+   * A gathered read made ready once and repeated: its ranges land, one after the other, in
+   * `bytes` (the same array every time), with no allocation per call.
+   */
+  prepare(pid: number, ranges: readonly Range[]): PreparedRead;
+}
+
+/** See NativeCalls.prepare. */
+export interface PreparedRead {
+  /** where the ranges land, in order, each at the end of the one before */
+  readonly bytes: Uint8Array;
+  /** bytes of all the ranges */
+  readonly length: number;
+  /** read every range again; the number of bytes read (less than `length`: not all were readable) */
+  read(): number;
 }
 
 const PTRACE_SEIZE = 0x4206;
@@ -148,6 +163,32 @@ function load(): NativeCalls | string {
   };
 
   const calls: NativeCalls = {
+    prepare(pid, ranges) {
+      let length = 0;
+      for (const r of ranges) length += r.length;
+      // its own buffers, off the V8 heap, for as long as the read is kept
+      const bytes = new Uint8Array(new ArrayBuffer(Math.max(8, length)));
+      const n = ranges.length;
+      const localIov = new DataView(new ArrayBuffer(Math.max(1, n) * IOVEC));
+      const remoteIov = new DataView(new ArrayBuffer(Math.max(1, n) * IOVEC));
+      const base = koffi.address(bytes);
+      let o = 0;
+      for (let i = 0; i < n; i++) {
+        set(localIov, i, base + BigInt(o), ranges[i]!.length);
+        set(remoteIov, i, ranges[i]!.address, ranges[i]!.length);
+        o += ranges[i]!.length;
+      }
+      const localIovAddress = koffi.address(localIov);
+      const remoteIovAddress = koffi.address(remoteIov);
+      // the iovec arrays are referenced from the read itself: only their addresses go to the
+      // call, and the collector must not free them while the read is kept
+      const iovs = [localIov, remoteIov];
+      return {
+        bytes,
+        length,
+        read: () => (n === 0 || iovs.length !== 2 ? 0 : Number(readv(pid, localIovAddress, n, remoteIovAddress, n, 0))),
+      };
+    },
     readv(pid, ranges) {
       let total = 0;
       for (const r of ranges) total += r.length;

@@ -3,6 +3,9 @@
 // each read of a live process is a system call.
 
 import type { Layout } from '../layout/layout.js';
+import type { PreparedRead } from './native.js';
+
+export type { PreparedRead } from './native.js';
 
 export class ReadError extends Error {
   override name = 'ReadError';
@@ -40,6 +43,11 @@ export interface MemorySource {
    * Absent: the caller reads the ranges one after the other with tryRead (readMany).
    */
   readv?(ranges: readonly { address: bigint; length: number }[]): (Uint8Array | null)[];
+  /**
+   * A gathered read made ready once, to be repeated (see NativeCalls.prepare). Absent where
+   * reads cannot be gathered; the copier then reads as usual.
+   */
+  prepareRead?(ranges: readonly { address: bigint; length: number }[]): PreparedRead;
   /**
    * Write into the target (only the profiler anchor of CPython 3.15+ is ever written). Absent
    * for sources that cannot write; throws ReadError when a write fails.

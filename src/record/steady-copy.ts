@@ -1,0 +1,387 @@
+// The steady copy: a thread's copy made again exactly as its previous copy was planned, with
+// nothing allocated but the copy itself.
+//
+// Most samples of a thread find what the previous one found: the same thread state, the same
+// data-stack chunks, the same frames outside them, code objects already confirmed. For those,
+// the general copier (copier.ts) does more than is needed — it plans its reads anew, carves a
+// result array per range, follows the chain through 64-bit integers and a region index. The
+// steady copy makes the same gathered read (every range, then every range again, in one
+// system call) into a buffer kept between samples, follows the chain with plain numbers over
+// that buffer, applies the same check of the second reading against the first, and copies out
+// the sample's bytes once. Whenever a copy finds anything its plan did not foresee — a new
+// chunk, a frame outside the plan, a code object not confirmed at this code_object_generation,
+// a pointer that is not a user-space address, a chain that does not run down the stack — it
+// gives up (returns null) and the general copier makes the copy, with its own reads and rules.
+// So this path decides nothing the general one would decide otherwise; it only does less work
+// when there is nothing new.
+//
+// Used where the layout has code_object_generation (3.14+: a confirmed code object stays
+// confirmed until a death is counted) and no _PyCFrame, with 8-byte pointers.
+
+import type { Layout } from '../layout/layout.js';
+import type { Region } from '../walk/types.js';
+import type { PreparedRead } from './native.js';
+import type { MemorySource } from './source.js';
+
+/** What the copy reads, as the previous copy of the thread found it. */
+export interface SteadyPlan {
+  tstateLength: number;
+  chunks: readonly { address: bigint; used: number }[];
+  outside: readonly bigint[];
+}
+
+/** A copy of the thread (what copier.ts makes a ThreadSnapshot of). */
+export interface SteadyResult {
+  threadId: bigint;
+  nativeThreadId: bigint;
+  holdsGil: boolean;
+  regions: Region[];
+  moved: boolean;
+  /** the code objects of the chain's Python frames (each confirmed) */
+  codes: readonly bigint[];
+}
+
+export interface SteadyHooks {
+  /** is the code object at this address confirmed for the interpreter at this generation */
+  confirmed(address: bigint, generation: bigint): boolean;
+  /** leave the profiler anchor on this frame */
+  placeAnchor(target: bigint): void;
+}
+
+const TWO32 = 4294967296;
+/** above this high word an address is not a user-space one (and would not fit a double exactly) */
+const HI_LIMIT = 0x200000;
+
+/** How far below the innermost frame the profiler anchor may sit before it is set again (as copier.ts). */
+export const ANCHOR_DEPTH = 4;
+
+export class SteadyCopy {
+  /** what the copy reads: every range of the plan, then every one again */
+  readonly ranges: readonly { address: bigint; length: number }[];
+  /** bytes of `ranges` */
+  readonly length: number;
+  /** its own read, made when a copy is not read along with others (see copy) */
+  private read: PreparedRead | null = null;
+  private dv!: DataView;
+  private bytes!: Uint8Array;
+  /** bytes of one reading (the second one follows at this offset) */
+  private readonly half: number;
+  private readonly tstateNum: number;
+  private readonly generationAt: number;
+  private readonly chunkAddr: number[];
+  private readonly chunkRead: number[];
+  private readonly chunkOff: number[];
+  private readonly chunkBig: bigint[];
+  private readonly used: number[];
+  private readonly lastInChunk: number[];
+  private readonly outAddr: number[];
+  private readonly outOff: number[];
+  private readonly outBig: bigint[];
+  private readonly outSeen: Uint32Array;
+  private stamp = 0;
+  private chainAddr = new Float64Array(256);
+  private chainOff = new Int32Array(256);
+  /** where each chain frame is: chunk index (≥ 0), -1 the thread state, -2-j outside frame j */
+  private chainWhere = new Int32Array(256);
+  private readonly codes: bigint[] = [];
+  /** code objects confirmed at `generation`: address → its bigint */
+  private readonly confirmed = new Map<number, bigint>();
+  private genLo = -1;
+  private genHi = -1;
+  private generation = 0n;
+  private interpLo: number;
+  private interpHi: number;
+  /** thread_id and native_thread_id of the last copy, as 32-bit words */
+  private readonly idWords = new Float64Array([-1, -1, -1, -1]);
+  private lastThreadId: bigint = 0n;
+  private lastNativeId: bigint = 0n;
+
+  constructor(
+    private readonly source: MemorySource & { prepareRead(ranges: readonly { address: bigint; length: number }[]): PreparedRead },
+    private readonly layout: Layout,
+    readonly tstate: bigint,
+    readonly interp: bigint,
+    generationAddress: bigint,
+    readonly plan: SteadyPlan,
+    private readonly anchored: boolean,
+    private readonly maxFrames: number,
+  ) {
+    const ranges: { address: bigint; length: number }[] = [{ address: tstate, length: plan.tstateLength }, { address: generationAddress, length: 8 }];
+    this.generationAt = plan.tstateLength;
+    let o = plan.tstateLength + 8;
+    this.chunkAddr = [];
+    this.chunkRead = [];
+    this.chunkOff = [];
+    this.chunkBig = [];
+    for (const c of plan.chunks) {
+      ranges.push({ address: c.address, length: c.used });
+      this.chunkAddr.push(Number(c.address));
+      this.chunkBig.push(c.address);
+      this.chunkRead.push(c.used);
+      this.chunkOff.push(o);
+      o += c.used;
+    }
+    this.outAddr = [];
+    this.outOff = [];
+    this.outBig = [];
+    for (const f of plan.outside) {
+      ranges.push({ address: f, length: layout.frame.size });
+      this.outAddr.push(Number(f));
+      this.outBig.push(f);
+      this.outOff.push(o);
+      o += layout.frame.size;
+    }
+    this.half = o;
+    this.used = plan.chunks.map(() => 0);
+    this.lastInChunk = plan.chunks.map(() => 0);
+    this.outSeen = new Uint32Array(plan.outside.length);
+    this.ranges = [...ranges, ...ranges];
+    this.length = 2 * o;
+    this.tstateNum = Number(tstate);
+    this.interpLo = Number(interp & 0xffffffffn);
+    this.interpHi = Number(interp >> 32n);
+  }
+
+  /** Does the plan still say what the thread's copy should read? */
+  matches(plan: SteadyPlan, interp: bigint, anchored: boolean): boolean {
+    const p = this.plan;
+    if (interp !== this.interp || anchored !== this.anchored || plan.tstateLength !== p.tstateLength || plan.chunks.length !== p.chunks.length || plan.outside.length !== p.outside.length) return false;
+    for (let i = 0; i < p.chunks.length; i++) if (plan.chunks[i]!.address !== p.chunks[i]!.address || plan.chunks[i]!.used !== p.chunks[i]!.used) return false;
+    for (let i = 0; i < p.outside.length; i++) if (plan.outside[i] !== p.outside[i]) return false;
+    return true;
+  }
+
+  /** A pointer at `o` as a number; -1 if it is not a user-space address. */
+  private ptr(o: number): number {
+    const hi = this.dv.getUint32(o + 4, true);
+    if (hi >= HI_LIMIT) return -1;
+    return hi * TWO32 + this.dv.getUint32(o, true);
+  }
+
+  /** The 8 bytes at `o` are the same in both readings. */
+  private same8(o: number): boolean {
+    const dv = this.dv;
+    const h = this.half;
+    return dv.getUint32(o, true) === dv.getUint32(o + h, true) && dv.getUint32(o + 4, true) === dv.getUint32(o + h + 4, true);
+  }
+
+  private isPython(off: number): boolean {
+    const owner = this.bytes[off + this.layout.frame.owner];
+    return owner === this.layout.owners.thread || owner === this.layout.owners.generator;
+  }
+
+  private bind(bytes: Uint8Array): void {
+    this.bytes = bytes;
+    this.dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  }
+
+  /**
+   * One copy; null when it needs the general copier. `preread`: the copy's bytes (`length` of
+   * them, laid out as `ranges`), read just now along with others; else it makes its own read.
+   */
+  copy(hooks: SteadyHooks, preread: Uint8Array | null = null): SteadyResult | null {
+    const L = this.layout;
+    const T = L.tstate;
+    const F = L.frame;
+    const fs = F.size;
+    if (preread) {
+      if (this.bytes !== preread) this.bind(preread);
+    } else {
+      if (!this.read) {
+        this.read = this.source.prepareRead(this.ranges);
+        this.bind(this.read.bytes);
+      } else if (this.bytes !== this.read.bytes) this.bind(this.read.bytes);
+      if (this.read.read() !== this.read.length) return null;
+    }
+    const dv = this.dv;
+    // the thread state: still of this interpreter, a thread that has started, the base frame
+    // where the plan put the end of the read
+    if (dv.getUint32(T.interp, true) !== this.interpLo || dv.getUint32(T.interp + 4, true) !== this.interpHi) return null;
+    const tsLen = this.plan.tstateLength;
+    const base = T.baseFrame !== null ? this.ptr(T.baseFrame) : 0;
+    if (base < 0 || (T.baseFrame !== null && base - this.tstateNum + fs !== tsLen)) return null;
+    let frame = this.ptr(T.currentFrame);
+    if (frame <= 0 || frame === base) return null;
+    const threadLo = dv.getUint32(T.threadId, true);
+    const threadHi = dv.getUint32(T.threadId + 4, true);
+    if (threadLo === 0 && threadHi === 0) return null;
+    // the chunks, newest first, as the plan has them
+    let chunk = this.ptr(T.datastackChunk);
+    const top = this.ptr(T.datastackTop);
+    const C = L.chunk;
+    const nChunks = this.chunkAddr.length;
+    for (let i = 0; i < nChunks; i++) {
+      if (chunk !== this.chunkAddr[i]) return null;
+      const off = this.chunkOff[i]!;
+      let used: number;
+      if (i === 0) {
+        if (!(top > chunk)) return null;
+        used = top - chunk;
+      } else {
+        const slots = this.ptr(off + C.top);
+        const size = this.ptr(off + C.size);
+        if (slots < 0 || size < 0) return null;
+        used = C.data + slots * 8;
+        if (used > size) return null;
+      }
+      if (used > this.chunkRead[i]! || used < C.data) return null;
+      this.used[i] = used;
+      this.lastInChunk[i] = Infinity;
+      chunk = this.ptr(off + C.previous);
+    }
+    if (chunk !== 0) return null;
+    // the chain: every frame where the plan has it, each chunk's frames going down the stack
+    // (so the chain cannot loop), the frames outside the chunks each once
+    const stamp = ++this.stamp;
+    let n = 0;
+    while (frame !== 0 && n < this.maxFrames) {
+      let where = -3;
+      let off = -1;
+      for (let i = 0; i < nChunks; i++) {
+        const a = this.chunkAddr[i]!;
+        if (frame >= a && frame + fs <= a + this.used[i]!) {
+          if (frame >= this.lastInChunk[i]!) return null;
+          this.lastInChunk[i] = frame;
+          where = i;
+          off = this.chunkOff[i]! + (frame - a);
+          break;
+        }
+      }
+      if (off < 0) {
+        if (frame === base) {
+          where = -1;
+          off = frame - this.tstateNum;
+        } else if (frame + fs > this.tstateNum && frame < this.tstateNum + tsLen) {
+          return null; // a frame in the thread state other than the base frame: not a plan's case
+        } else {
+          const j = this.outAddr.indexOf(frame);
+          if (j < 0 || this.outSeen[j] === stamp) return null;
+          this.outSeen[j] = stamp;
+          where = -2 - j;
+          off = this.outOff[j]!;
+        }
+      }
+      if (n === this.chainOff.length) this.grow();
+      this.chainAddr[n] = frame;
+      this.chainOff[n] = off;
+      this.chainWhere[n] = where;
+      n++;
+      if (frame === base) break;
+      frame = this.ptr(off + F.previous);
+      if (frame < 0) return null;
+    }
+    // the code objects: each confirmed at this generation, or the general copier checks them
+    const genLo = dv.getUint32(this.generationAt, true);
+    const genHi = dv.getUint32(this.generationAt + 4, true);
+    if (genLo !== this.genLo || genHi !== this.genHi) {
+      this.genLo = genLo;
+      this.genHi = genHi;
+      this.generation = (BigInt(genHi) << 32n) | BigInt(genLo);
+      this.confirmed.clear();
+    }
+    const tagMask = L.executableTagMask;
+    const codes = this.codes;
+    codes.length = 0;
+    for (let k = 0; k < n; k++) {
+      const off = this.chainOff[k]!;
+      if (!this.isPython(off)) continue;
+      const hi = dv.getUint32(off + F.executable + 4, true);
+      if (hi >= HI_LIMIT) return null;
+      const code = hi * TWO32 + ((dv.getUint32(off + F.executable, true) & ~tagMask) >>> 0);
+      if (code === 0) continue;
+      let big = this.confirmed.get(code);
+      if (big === undefined) {
+        big = BigInt(code);
+        if (!hooks.confirmed(big, this.generation)) return null;
+        this.confirmed.set(code, big);
+      }
+      codes.push(big);
+    }
+    // the check (as copier.ts's `unchanged`): the second reading shows the same stack
+    let moved = !(this.same8(T.currentFrame) && this.same8(T.datastackTop) && this.same8(T.datastackChunk) && this.same8(this.generationAt));
+    let anchorAt = -1;
+    if (this.anchored) {
+      if (!this.same8(T.lastProfiledFrame!)) moved = true;
+      const anchor = this.ptr(T.lastProfiledFrame!);
+      if (anchor > 0) for (let k = 0; k < n; k++) if (this.chainAddr[k] === anchor) {
+        anchorAt = k;
+        break;
+      }
+    }
+    const upTo = anchorAt >= 0 && this.isPython(this.chainOff[anchorAt]!) ? anchorAt : n;
+    const h = this.half;
+    const bytes = this.bytes;
+    for (let k = 0; k < upTo && !moved; k++) {
+      const off = this.chainOff[k]!;
+      if (!this.same8(off + F.previous) || !this.same8(off + F.executable) || bytes[off + F.owner] !== bytes[off + h + F.owner] || (k > 0 && !this.same8(off + F.instrPtr))) moved = true;
+    }
+    // the copy: the first reading, once; each chunk's unused part and everything but the
+    // chain's frame headers zeroed (as copier.ts's maskChunks)
+    const out = bytes.slice(0, h);
+    const regions: Region[] = [{ address: this.tstate, bytes: out.subarray(0, tsLen) }];
+    for (let i = 0; i < nChunks; i++) {
+      const off = this.chunkOff[i]!;
+      const used = this.used[i]!;
+      regions.push({ address: this.chunkBig[i]!, bytes: out.subarray(off, off + used) });
+      // the chain's frames in this chunk, lowest address first
+      let from = off + C.data;
+      for (let k = n - 1; k >= 0; k--) {
+        if (this.chainWhere[k] !== i) continue;
+        const at = this.chainOff[k]!;
+        if (at > from) out.fill(0, from, at);
+        from = Math.max(from, at + fs);
+      }
+      if (from < off + used) out.fill(0, from, off + used);
+    }
+    for (let k = 0; k < n; k++) {
+      const w = this.chainWhere[k]!;
+      if (w <= -2) {
+        const off = this.outOff[-2 - w]!;
+        regions.push({ address: this.outBig[-2 - w]!, bytes: out.subarray(off, off + fs) });
+      }
+    }
+    if (!moved && this.anchored && !(anchorAt >= 0 && anchorAt <= ANCHOR_DEPTH && this.isPython(this.chainOff[anchorAt]!))) {
+      let target = -1;
+      for (let k = 1; k < n; k++) if (this.isPython(this.chainOff[k]!)) {
+        target = k;
+        break;
+      }
+      if (target < 0 && n > 0 && this.isPython(this.chainOff[0]!)) target = 0;
+      if (target >= 0) hooks.placeAnchor(BigInt(this.chainAddr[target]!));
+    }
+    // the ids as bigints, made again only when they change
+    if (threadLo !== this.idWords[0] || threadHi !== this.idWords[1]) {
+      this.idWords[0] = threadLo;
+      this.idWords[1] = threadHi;
+      this.lastThreadId = (BigInt(threadHi) << 32n) | BigInt(threadLo);
+    }
+    const nLo = dv.getUint32(T.nativeThreadId, true);
+    const nHi = dv.getUint32(T.nativeThreadId + 4, true);
+    if (nLo !== this.idWords[2] || nHi !== this.idWords[3]) {
+      this.idWords[2] = nLo;
+      this.idWords[3] = nHi;
+      this.lastNativeId = (BigInt(nHi) << 32n) | BigInt(nLo);
+    }
+    return {
+      threadId: this.lastThreadId,
+      nativeThreadId: this.lastNativeId,
+      holdsGil: T.holdsGil !== null && dv.getInt32(T.holdsGil, true) !== 0,
+      regions,
+      moved,
+      codes,
+    };
+  }
+
+  private grow(): void {
+    const n = this.chainOff.length * 2;
+    const a = new Float64Array(n);
+    a.set(this.chainAddr);
+    this.chainAddr = a;
+    const o = new Int32Array(n);
+    o.set(this.chainOff);
+    this.chainOff = o;
+    const w = new Int32Array(n);
+    w.set(this.chainWhere);
+    this.chainWhere = w;
+  }
+}

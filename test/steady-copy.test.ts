@@ -1,0 +1,106 @@
+// The steady copy (src/record/steady-copy.ts) against the general copier, on real programs.
+//
+// A real program (threads, asyncio tasks: frames inside and outside the data-stack chunks) is
+// frozen with SIGSTOP at several moments; at each, one copier with steady copies and one
+// without copy every thread a few times. The memory does not change while the program is
+// stopped, so the two must agree exactly: the same threads, the same regions with the same
+// bytes, the same verdicts. The steady copier must have made its copies itself (3.14+, where
+// it applies) — and none where it does not apply.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import { afterAll, describe, expect, it } from 'vitest';
+import { MemoryCopier, type ThreadSnapshot } from '../src/record/copier.js';
+import { openLinuxProcess } from '../src/record/linux-process.js';
+import { recordCoverage } from './helpers/coverage.js';
+import { nativeInterpreters } from './helpers/interpreters.js';
+import { untilReadable, waitUntil } from './helpers/wait.js';
+
+const running: ChildProcess[] = [];
+afterAll(() => running.forEach((p) => p.kill('SIGKILL')));
+
+const state = (pid: number): string => {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');
+  return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+};
+
+/** Every thread of the process stopped (state T), so that its memory holds still. */
+async function freeze(pid: number): Promise<void> {
+  process.kill(pid, 'SIGSTOP');
+  await waitUntil(() => fs.readdirSync(`/proc/${pid}/task`).every((t) => {
+    try {
+      const s = fs.readFileSync(`/proc/${pid}/task/${t}/stat`, 'latin1');
+      return s.slice(s.lastIndexOf(')') + 2, s.lastIndexOf(')') + 3) === 'T';
+    } catch {
+      return true; // a thread that ended meanwhile
+    }
+  }), `pid ${pid} stopped`);
+}
+
+/** What a copy says, in a form to compare. */
+function summary(t: ThreadSnapshot): unknown {
+  return {
+    tstate: t.threadStateAddress.toString(16),
+    threadId: t.threadId.toString(16),
+    nativeThreadId: t.nativeThreadId.toString(),
+    holdsGil: t.holdsGil,
+    mainThread: t.mainThread,
+    moved: t.moved,
+    errors: t.errors,
+    regions: t.regions.map((r) => `${r.address.toString(16)}:${Buffer.from(r.bytes).toString('base64')}`),
+  };
+}
+
+const PROGRAMS = [
+  { name: 'threadpool', args: ['workloads/threadpool.py', '60'] },
+  { name: 'asynciotasks', args: ['workloads/asynciotasks.py', '60'] },
+];
+
+describe.each(nativeInterpreters())('steady copies equal the general copier, $label', (py) => {
+  if (py.missing) {
+    it(`is skipped: ${py.missing}`, () => recordCoverage('steady-copy', py.label, false, py.missing!));
+    return;
+  }
+  it.each(PROGRAMS)('$name: the same copy at each of 6 moments', async (program) => {
+    const child = spawn(py.command, program.args, { stdio: 'ignore', env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' } });
+    running.push(child);
+    const pid = child.pid!;
+    await untilReadable(pid);
+    const source = openLinuxProcess(pid);
+    const general = new MemoryCopier(source, { steady: false });
+    const steady = new MemoryCopier(source);
+    const applies = source.layout.interp.codeObjectGeneration !== null && source.layout.tstate.cframeCurrentFrame === null;
+    let compared = 0;
+    try {
+      // until the program is in its stride (every thread started)
+      await waitUntil(() => general.copyAll().length >= (program.name === 'threadpool' ? 5 : 1), 'the program started');
+      for (let moment = 0; moment < 6; moment++) {
+        await new Promise((r) => setTimeout(r, 20 + moment * 15));
+        await freeze(pid);
+        try {
+          // a few passes each: the first ones learn the plan (and place the anchor, the same way)
+          let a: ThreadSnapshot[] = [];
+          let b: ThreadSnapshot[] = [];
+          for (let pass = 0; pass < 4; pass++) {
+            a = general.copyAll();
+            b = steady.copyAll();
+          }
+          expect(b.map(summary)).toEqual(a.map(summary));
+          expect([...steady.used].sort()).toEqual([...general.used].sort());
+          compared += a.length;
+        } finally {
+          process.kill(pid, 'SIGCONT');
+        }
+      }
+      expect(state(pid)).not.toBe('T');
+    } finally {
+      general.clearAnchors();
+      steady.clearAnchors();
+      source.close();
+      child.kill('SIGKILL');
+    }
+    expect(general.steadyCopies).toBe(0);
+    if (applies) expect(steady.steadyCopies).toBeGreaterThan(compared);
+    else expect(steady.steadyCopies).toBe(0);
+    recordCoverage('steady-copy', py.label, true);
+  }, 120_000);
+});

@@ -45,7 +45,14 @@ export const MAX_HEADER_BODY = 16 << 20;
  * with the bounded inflate below, the time a crafted deflate stream can cost.
  */
 export const MAX_BLOCK_RAW = 64 << 20;
-export const DEFAULT_BLOCK_BYTES = 1 << 20;
+/**
+ * A block ends when its raw records reach this size (or, in the recorder, after a second).
+ * The recorder deflates each block on its sampling thread: at 128 KB that is ~3 ms, short of
+ * the sampler's catch-up window (sampler.ts CATCH_UP_MS), where a 1 MB block took 10-30 ms
+ * and cost ticks. Each block starts each thread's samples whole again, which at this size
+ * adds a few percent to a capture.
+ */
+export const DEFAULT_BLOCK_BYTES = 128 << 10;
 export const DEFAULT_COMPRESSION_LEVEL = 6;
 
 const U64_MAX = (1n << 64n) - 1n;
@@ -593,7 +600,8 @@ export function encodeBlock(type: number, seq: number, raw: Uint8Array, level = 
   let stored = raw;
   let compression: number = COMPRESSION.NONE;
   if (level > 0 && raw.length > 0) {
-    const deflated = deflateSync(raw, { level: Math.min(9, Math.max(1, Math.round(level))) as 1 });
+    const lv = Math.min(9, Math.max(1, Math.round(level)));
+    const deflated = zlibDeflateRaw ? zlibDeflateRaw(raw, { level: lv }) : deflateSync(raw, { level: lv as 1 });
     if (deflated.length < raw.length) {
       stored = deflated;
       compression = COMPRESSION.DEFLATE;
@@ -657,6 +665,21 @@ const ONE_SHOT_MAX = 64 << 10;
 const INFLATE_STEP = 64 << 10;
 
 type InflateRawSync = (data: Uint8Array, options: { maxOutputLength: number; finishFlush?: number }) => Uint8Array;
+type DeflateRawSync = (buf: Uint8Array, options: { level: number }) => Uint8Array;
+/**
+ * Node's zlib for deflating blocks where the runtime has it (the recorder deflates a block per
+ * second on its sampling thread: measured ~4× faster than fflate's, whose ~30 ms per block at
+ * 10 kHz cost a few hundred ticks each time); elsewhere fflate. Both write raw DEFLATE.
+ */
+const zlibDeflateRaw: DeflateRawSync | null = (() => {
+  try {
+    const p = (globalThis as { process?: { getBuiltinModule?: (id: string) => { deflateRawSync?: DeflateRawSync } | undefined } }).process;
+    return p?.getBuiltinModule?.('node:zlib')?.deflateRawSync ?? null;
+  } catch {
+    return null;
+  }
+})();
+
 /** Node's zlib (native, ~2.5× fflate here) where the runtime has it; elsewhere fflate alone. */
 const zlibInflateRaw: InflateRawSync | null = (() => {
   try {

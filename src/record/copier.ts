@@ -429,7 +429,10 @@ export class MemoryCopier {
         this.frozen = false;
         return this.copyThread(interp, interpreterId, tstate, false);
       }
-      attempt = this.copyThread(interp, interpreterId, tstate, true, undefined, false, release);
+      // the steady copy where its plan holds: one read, and the thread runs on
+      attempt = this.steadyCopy(interp, interpreterId, tstate);
+      if (attempt) release();
+      else attempt = this.copyThread(interp, interpreterId, tstate, true, undefined, false, release);
     } catch (e) {
       if (e !== FROZEN) throw e;
     } finally {

@@ -40,6 +40,8 @@ export interface NativeCalls {
    * `bytes` (the same array every time), with no allocation per call.
    */
   prepare(pid: number, ranges: readonly Range[]): PreparedRead;
+  /** Set this thread's timer slack (how late the kernel may wake it), ns; false if refused. */
+  setTimerSlack(ns: number): boolean;
 }
 
 /** See NativeCalls.prepare. */
@@ -66,6 +68,7 @@ const CLD_EXITED = 1;
 const CLD_KILLED = 2;
 const CLD_DUMPED = 3;
 const ESRCH = 3;
+const PR_SET_TIMERSLACK = 29;
 const IOVEC = 16;
 /** bytes per slab that reads are carved from */
 const SLAB = 256 << 10;
@@ -106,6 +109,7 @@ function load(): NativeCalls | string {
   const ptraceSignal = libc.func('long ptrace(long request, int pid, void *addr, long data)');
   const waitpid = libc.func('int waitpid(int pid, _Out_ int *status, int options)');
   const schedYield = libc.func('int sched_yield()');
+  const prctl = libc.func('int prctl(int option, unsigned long arg2, unsigned long arg3, unsigned long arg4, unsigned long arg5)');
   const waitid = libc.func('int waitid(int idtype, int id, void *info, int options)');
   const siginfo = new DataView(new ArrayBuffer(128));
   const siginfoAddress = koffi.address(siginfo);
@@ -163,6 +167,9 @@ function load(): NativeCalls | string {
   };
 
   const calls: NativeCalls = {
+    setTimerSlack(ns) {
+      return Number(prctl(PR_SET_TIMERSLACK, ns, 0, 0, 0)) === 0;
+    },
     prepare(pid, ranges) {
       let length = 0;
       for (const r of ranges) length += r.length;

@@ -1,7 +1,12 @@
 // The sampler: copies every thread of a running interpreter at a rate, on an absolute
-// schedule, into a capture sink. A tick that comes too late to keep the schedule is not
-// made up for: the slots it skipped are counted as missed, so the recording says how much of
-// the requested rate it really got.
+// schedule, into a capture sink. A tick that comes late is still taken, and the ones after it
+// as soon as they can be, until the schedule is kept again — but never more than CATCH_UP_MS
+// behind it: slots further behind are skipped and counted as missed, so the recording says
+// how much of the requested rate it really got. Why make up for late ticks at all: the
+// recorder is late either because the machine did not run it (a sleeping thread can wake
+// milliseconds late; measured on a shared VM: several times a second) or because copies got
+// slower — and copies are slower where the program's stack is deeper, so skipping those slots
+// would sample the deep phases of a program less (docs/validation.md, point 4).
 //
 // The schedule runs on the target's own clock: time the recorder kept the target stopped does
 // not count toward it. Each sample then stands for the same stretch of the program's own
@@ -16,6 +21,7 @@ import { SAMPLE_FLAG } from '../capture/types.js';
 import type { Consistency, MemoryCopier, Stopper, ThreadSnapshot } from './copier.js';
 import { copierFor, copyThreads, type ModeOptions, type SamplingMode } from './modes.js';
 import { emitCodes, type SampleSink } from './sink.js';
+import { loadNative } from './native.js';
 import { ReadError, type MemorySource } from './source.js';
 
 export type { SampleSink } from './sink.js';
@@ -58,8 +64,9 @@ export interface SamplerStats {
   /** ticks made (all threads copied at each) */
   ticks: number;
   /**
-   * scheduled ticks that gave no samples: the sampler was too late for them, or their copy
-   * failed (failedTicks). The one meaning of "missed" in records, reports and exports.
+   * scheduled ticks that gave no samples: the sampler was too late for them (more than
+   * CATCH_UP_MS behind the schedule), or their copy failed (failedTicks). The one meaning of
+   * "missed" in records, reports and exports.
    */
   missed: number;
   /** thread samples written */
@@ -82,24 +89,44 @@ export interface SamplerStats {
 }
 
 const sab = new Int32Array(new SharedArrayBuffer(4));
-/**
- * A thread put to sleep wakes up late by the kernel's timer slack (measured here: ~70 µs for
- * a 200 µs Atomics.wait); the last stretch before a tick is spun instead of slept.
- */
-const SPIN_MS = 0.12;
 
-/** Sleep until `performance.now()` reaches `until`: timers for the bulk, Atomics.wait, then a short spin. */
-async function sleepUntil(until: number): Promise<void> {
-  let left = until - performance.now();
-  if (left > 3) {
-    await new Promise((r) => setTimeout(r, left - 2));
-    left = until - performance.now();
-  }
-  if (left > SPIN_MS) Atomics.wait(sab, 0, 0, left - SPIN_MS);
-  while (performance.now() < until) {
-    // spin: the tick is due within SPIN_MS
+/**
+ * A thread put to sleep wakes up late: by the kernel's timer slack (50 µs unless the recorder
+ * could lower it, see native.ts setTimerSlack) and by the wait's own cost (measured here for a
+ * 100 µs Atomics.wait: 106 µs late at the median with the default slack, 55 µs with 1 ns).
+ * The last stretch before a tick is therefore spun, not slept: as long as waits lately
+ * overshot (a moving average, times 1.5), within [MIN_SPIN_MS, MAX_SPIN_MS]. At 10 kHz that is
+ * most of every interval; at 1 kHz a fraction.
+ */
+const MIN_SPIN_MS = 0.05;
+const MAX_SPIN_MS = 0.3;
+
+/** Sleeps until a time: timers for the bulk, Atomics.wait, then a spin as long as waits overshoot. */
+class Sleeper {
+  /** how late recent Atomics.waits woke, ms (moving average) */
+  private overshoot = 0.1;
+
+  async until(until: number): Promise<void> {
+    let left = until - performance.now();
+    if (left > 3) {
+      await new Promise((r) => setTimeout(r, left - 2));
+      left = until - performance.now();
+    }
+    const spin = Math.min(MAX_SPIN_MS, Math.max(MIN_SPIN_MS, this.overshoot * 1.5));
+    if (left > spin) {
+      const asked = left - spin;
+      const t0 = performance.now();
+      Atomics.wait(sab, 0, 0, asked);
+      this.overshoot += (performance.now() - t0 - asked - this.overshoot) * 0.1;
+    }
+    while (performance.now() < until) {
+      // spin: the tick is due within `spin`
+    }
   }
 }
+
+/** How far behind its schedule the sampler may take a tick; slots further behind are missed. */
+export const CATCH_UP_MS = 10;
 
 /** Most time between two turns of the event loop while sampling. */
 const YIELD_MS = 2;
@@ -115,6 +142,9 @@ export async function runSampler(source: MemorySource, sink: SampleSink, options
     ...(options.consistency ? { consistency: options.consistency } : {}),
   };
   const copier = copierFor(source, modeOptions);
+  // shorter sleeps wake closer to the tick (where the native calls are available)
+  const native = loadNative();
+  if (typeof native !== 'string') native.setTimerSlack(1);
   try {
     return await sampleLoop(source, sink, options, copier, modeOptions);
   } finally {
@@ -157,6 +187,7 @@ async function sampleLoop(
   let lastProgress = start;
   let recent: SampleRecord[] = [];
   let lastYield = start;
+  const sleeper = new Sleeper();
 
   for (;;) {
     if (options.shouldStop?.()) {
@@ -167,10 +198,11 @@ async function sampleLoop(
       stats.ended = 'duration';
       break;
     }
-    await sleepUntil(next);
+    await sleeper.until(next);
     let now = performance.now();
-    // slots that passed while we were late are missed, not made up for
-    const late = Math.floor((now - next) / interval);
+    // slots more than CATCH_UP_MS behind are missed; the others are taken now, one after the
+    // other
+    const late = Math.floor((now - next - CATCH_UP_MS) / interval);
     if (late > 0) {
       stats.missed += late;
       stats.scheduled += late;

@@ -390,11 +390,12 @@ export class MemoryCopier {
     if (attempt.entry !== 'thread') return attempt;
     let attempts = 1;
     if (this.allStopped) this.settle(attempt.snap);
-    else if (!this.blocking) this.learn(tstate, attempt.snap.moved);
     while (attempt.snap.moved && attempts <= this.retries) {
       attempt = this.steadyCopy(interp, interpreterId, tstate) ?? this.copyThread(interp, interpreterId, tstate, false);
       attempts++;
     }
+    // (what counts is whether the thread's copy needed more than its retries)
+    if (!this.allStopped && !this.blocking) this.learn(tstate, attempt.snap.moved);
     if (attempt.snap.moved && this.stopper) {
       attempt = this.stoppedCopy(interp, interpreterId, tstate, attempt.snap.nativeThreadId);
       attempts++;

@@ -28,12 +28,10 @@ export function copierFor(source: MemorySource, options: ModeOptions): MemoryCop
   if (options.mode !== 'optimistic' && !options.stopper) throw new Error(`sampling mode ${options.mode} needs a way to stop the target`);
   return new MemoryCopier(source, {
     ...(options.consistency ? { consistency: options.consistency } : {}),
-    // adaptive: a copy that moved is tried once more at once, and made with the target
-    // stopped if that moved too. The retry is read a few microseconds after the copy that
-    // moved (one system call; its own window about a microsecond), far less than the life of
-    // any frame a profile can tell apart, so which retries succeed hardly depends on how long
-    // the program's frames live; a stop lands a few hundred microseconds late, where it does
-    // (docs/validation.md, point 3) — so stops are kept for the copies that moved twice.
+    // adaptive: a copy that moved is made again with the target stopped — tried once more at
+    // once first, where the thread's copies rarely move (copier.ts RETRY_RATE): a retry is
+    // cheap, and too rare there to bias the profile; a stop lands a few hundred microseconds
+    // late and costs the target, but which stops succeed does not depend on the program.
     ...(options.mode !== 'optimistic' ? { stopper: options.stopper!, retries: 1 } : {}),
   });
 }

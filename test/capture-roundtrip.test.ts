@@ -173,13 +173,14 @@ function writeAll(
   header: CaptureHeader,
   ops: Array<{ code: CodeRecord } | { sample: SampleRecord } | { missed: number } | 'flush'>,
   options?: { blockBytes?: number; compressionLevel?: number },
+  immutable = false,
 ): { bytes: Uint8Array; writer: CaptureWriter } {
   const sink = memorySink();
   const writer = new CaptureWriter(sink, header, options);
   for (const op of ops) {
     if (op === 'flush') writer.flush();
     else if ('code' in op) writer.addCode(op.code);
-    else if ('sample' in op) writer.addSample(op.sample);
+    else if ('sample' in op) writer.addSample(op.sample, immutable);
     else writer.addMissed(op.missed);
   }
   writer.close();
@@ -265,6 +266,24 @@ describe('header', () => {
 });
 
 describe('blocks', () => {
+  it('writes the same file whether it keeps immutable samples or copies them', () => {
+    const ops = evolvingSamples(7, 5, 800).map((sample) => ({ sample }));
+    const copied = writeAll(HEADER, ops, { blockBytes: 32 << 10 }).bytes;
+    const kept = writeAll(HEADER, ops, { blockBytes: 32 << 10 }, true).bytes;
+    expect(Buffer.from(kept).equals(Buffer.from(copied))).toBe(true);
+    // and a caller that changes its bytes after adding them gets what it added only with copies
+    const originals = evolvingSamples(7, 5, 50);
+    const sink = memorySink();
+    const writer = new CaptureWriter(sink, HEADER);
+    for (const s of originals) {
+      const mine = { ...s, regions: s.regions.map((r) => ({ address: r.address, bytes: r.bytes.slice() })) };
+      writer.addSample(mine);
+      for (const r of mine.regions) r.bytes.fill(0xee);
+    }
+    writer.close();
+    expectSameSamples(readAll(sink.bytes()).samples, originals);
+  });
+
   it('round trips samples of many threads, codes and missed counts over many blocks', () => {
     const samples = evolvingSamples(1, 12, 3000);
     const ops: Parameters<typeof writeAll>[1] = [];

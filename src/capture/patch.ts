@@ -201,16 +201,23 @@ export class SampleEncoder {
       }
       return;
     }
-    // a region's base is the base sample's first not-yet-used region at the same address
-    const byAddress = new Map<bigint, number[]>();
-    base.regions.forEach((r, j) => {
-      const list = byAddress.get(r.address);
-      if (list) list.push(j);
-      else byAddress.set(r.address, [j]);
-    });
+    // a region's base is the base sample's first not-yet-used region at the same address —
+    // region k of the base when both samples list the same addresses in the same order (a
+    // thread's consecutive samples almost always do), found through an index otherwise
+    const aligned = rec.regions.length === base.regions.length && rec.regions.every((r, k) => r.address === base.regions[k]!.address);
+    let byAddress: Map<bigint, number[]> | null = null;
+    if (!aligned) {
+      byAddress = new Map();
+      base.regions.forEach((r, j) => {
+        const list = byAddress!.get(r.address);
+        if (list) list.push(j);
+        else byAddress!.set(r.address, [j]);
+      });
+    }
     const runs = this.runs;
-    for (const r of rec.regions) {
-      const j = byAddress.get(r.address)?.shift();
+    for (let k = 0; k < rec.regions.length; k++) {
+      const r = rec.regions[k]!;
+      const j = aligned ? k : byAddress!.get(r.address)?.shift();
       if (j !== undefined) {
         diffRuns(base.regions[j]!.bytes, r.bytes, runs);
         const literal = 1 + bigSize(r.address) + uintSize(r.bytes.length) + r.bytes.length;
@@ -237,17 +244,17 @@ export class SampleEncoder {
   }
 
   /**
-   * Makes `rec` its thread's base for the next patch. The bytes are copied: the recorder
-   * may reuse its buffers, and a base that changed under the encoder would make every later
-   * patch of the block silently wrong.
+   * Makes `rec` its thread's base for the next patch. The bytes are copied unless the caller
+   * says they never change (`immutable`): a caller may reuse its buffers, and a base that
+   * changed under the encoder would make every later patch of the block silently wrong.
    */
-  commit(rec: SampleRecord): void {
+  commit(rec: SampleRecord, immutable = false): void {
     this.bases.set(rec.threadStateAddress, {
       time: rec.time,
       interpreterId: rec.interpreterId,
       threadId: rec.threadId,
       nativeThreadId: rec.nativeThreadId,
-      regions: rec.regions.map((r) => ({ address: r.address, bytes: r.bytes.slice() })),
+      regions: immutable ? rec.regions : rec.regions.map((r) => ({ address: r.address, bytes: r.bytes.slice() })),
     });
   }
 }

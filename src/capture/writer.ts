@@ -147,7 +147,12 @@ export class CaptureWriter {
     this.flushIfFull();
   }
 
-  addSample(rec: SampleRecord): void {
+  /**
+   * `immutable`: the caller never changes the record's bytes afterwards, so the writer may keep
+   * them as the thread's base for the next sample instead of a copy (the recorder's copies
+   * are fresh arrays each time).
+   */
+  addSample(rec: SampleRecord, immutable = false): void {
     this.checkOpen();
     checkSampleRecord(rec);
     const weight = sampleBytes(rec);
@@ -163,7 +168,7 @@ export class CaptureWriter {
     }
     checkFits(body.length, 'sample record');
     appendRecord(this.samples, RECORD_TYPE.SAMPLE, body);
-    this.encoder.commit(rec);
+    this.encoder.commit(rec, immutable);
     this.blockSamples++;
     this.blockSampleBytes += weight;
     this.flushIfFull();

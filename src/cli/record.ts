@@ -152,7 +152,7 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
   const sink = processor
     ? {
         addCode: (r: CodeRecord) => (writer.addCode(r), queued.push(r)),
-        addSample: (r: SampleRecord) => (writer.addSample(r), queued.push(r)),
+        addSample: (r: SampleRecord, immutable?: boolean) => (writer.addSample(r, immutable), queued.push(r)),
         addMissed: (n: number) => writer.addMissed(n),
         flush: () => writer.flush(),
       }

@@ -266,7 +266,8 @@ async function sampleLoop(
     samples.forEach((s, i) => {
       emitCodes(sink, threads[i]!);
       stats.codeObjects += threads[i]!.codes.length;
-      sink.addSample(s);
+      // a copy's bytes are fresh arrays, never changed once copied
+      sink.addSample(s, true);
       stats.samples++;
       if (s.recorderStatus === 'torn') stats.torn++;
       if (s.flags & SAMPLE_FLAG.STOPPED) stats.stopped++;

@@ -5,7 +5,8 @@ import type { ThreadSnapshot } from './copier.js';
 
 export interface SampleSink {
   addCode(record: CodeRecord): void;
-  addSample(record: SampleRecord): void;
+  /** `immutable`: the caller never changes the record's bytes afterwards (see CaptureWriter.addSample) */
+  addSample(record: SampleRecord, immutable?: boolean): void;
   addMissed(n: number): void;
   /** end the current block: what was added so far becomes readable even if the process dies */
   flush(): void;

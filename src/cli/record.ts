@@ -37,10 +37,9 @@ Options:
   -d, --duration SECS    stop after this long (default: until the target exits or Ctrl-C)
   -m, --mode MODE        how copies are kept consistent (default adaptive):
                            adaptive    copy while the target runs; a thread whose copy moved
-                                       is copied again stopped for a moment (tried once more
-                                       first if its copies rarely move), and one whose copies
-                                       keep moving (call-heavy code) is stopped first: no
-                                       sample is lost, steady code is almost never stopped
+                                       is copied again stopped for a moment, and one whose
+                                       copies keep moving (call-heavy code) is stopped first:
+                                       no sample is lost, steady code is rarely stopped
                            optimistic  never stop the target; a copy that moved is kept as
                                        'torn' — counted, never profiled
                            blocking    stop every thread that may be running Python for its

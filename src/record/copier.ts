@@ -19,7 +19,7 @@ import { readPointer } from '../walk/region-memory.js';
 import type { Region } from '../walk/types.js';
 import { CodeCache, type CodeObjectSnapshot, type PendingCodes } from './code-cache.js';
 import { readMany, type MemorySource, type PreparedRead } from './source.js';
-import { ANCHOR_DEPTH, SteadyCopy } from './steady-copy.js';
+import { ANCHOR_DEPTH, SteadyCopy, type SteadyHooks } from './steady-copy.js';
 import type { Range } from './native.js';
 
 export type { CodeObjectSnapshot } from './code-cache.js';
@@ -99,6 +99,8 @@ export interface CopierOptions {
   stopper?: Stopper;
   /** false: every copy by the general path, never a SteadyCopy (for comparing the two) */
   steady?: boolean;
+  /** false: do not collect `used` (a recorder that never asks for it saves a set insert per frame) */
+  collectUsed?: boolean;
 }
 
 // Bounds on what a (possibly corrupt) target can make the copy do.
@@ -143,6 +145,7 @@ export class MemoryCopier {
   private readonly interpSpan: { lo: number; hi: number };
   /** code objects reached by the stacks of the last copyAll() */
   readonly used = new Set<bigint>();
+  private readonly collectUsed: boolean;
   /**
    * The caller has stopped the target for this copyAll (blocking): every copy is of one
    * moment, whatever its check says.
@@ -188,6 +191,7 @@ export class MemoryCopier {
       );
     }
     this.retries = options.retries ?? 1;
+    this.collectUsed = options.collectUsed ?? true;
     this.steadyable =
       options.steady !== false && this.layout.interp.codeObjectGeneration !== null && t.cframeCurrentFrame === null && this.P === 8 && typeof source.prepareRead === 'function';
     this.stopper = options.stopper ?? null;
@@ -391,9 +395,7 @@ export class MemoryCopier {
     let attempts = 1;
     if (this.allStopped) this.settle(attempt.snap);
     else if (!this.blocking) this.learn(tstate, attempt.snap.moved);
-    // with a stopper, only a thread whose copies rarely move is retried (see RETRY_RATE)
-    const retries = this.stopper && (this.threads.get(tstate)?.movedRate ?? 0) >= RETRY_RATE ? 0 : this.retries;
-    while (attempt.snap.moved && attempts <= retries) {
+    while (attempt.snap.moved && attempts <= this.retries) {
       attempt = this.steadyCopy(interp, interpreterId, tstate) ?? this.copyThread(interp, interpreterId, tstate, false);
       attempts++;
     }
@@ -470,14 +472,16 @@ export class MemoryCopier {
       return null;
     }
     const started = performance.now();
-    const plan = { tstateLength: cache.tstateLength, chunks: cache.chunks, outside: cache.outside };
     let steady = cache.steady;
-    if (!steady || !steady.matches(plan, interp, this.consistency === 'anchor')) {
+    if (!steady || !steady.matches(cache, interp, this.consistency === 'anchor')) {
+      const plan = { tstateLength: cache.tstateLength, chunks: cache.chunks, outside: cache.outside };
       const source = this.source as MemorySource & { prepareRead(r: readonly Range[]): PreparedRead };
       steady = cache.steady = new SteadyCopy(source, this.layout, tstate, interp, interp + BigInt(this.layout.interp.codeObjectGeneration!), plan, this.consistency === 'anchor', this.maxFrames);
       preread = null; // read for the steady copy it replaces
     }
-    const got = steady.copy(this.steadyHooks(interp, tstate), preread);
+    cache.steadyHooks ??= this.steadyHooks(tstate);
+    cache.steadyInterp = interp;
+    const got = steady.copy(cache.steadyHooks, preread);
     if (!got) {
       cache.steady = null;
       cache.steadyFailures = Math.min(cache.steadyFailures + 1, 10);
@@ -486,7 +490,7 @@ export class MemoryCopier {
     }
     cache.steadyFailures = 0;
     this.steadyCopies++;
-    for (const c of got.codes) this.used.add(c);
+    if (this.collectUsed) for (const c of got.codes) this.used.add(c);
     const snap: ThreadSnapshot = {
       interpreterId,
       threadStateAddress: tstate,
@@ -506,9 +510,10 @@ export class MemoryCopier {
     return { snap, codes: EMPTY_CODES, entry: 'thread' };
   }
 
-  private steadyHooks(interp: bigint, tstate: bigint): { confirmed(a: bigint, g: bigint): boolean; placeAnchor(t: bigint): void } {
+  /** What a thread's steady copy asks of the copier (made once per thread). */
+  private steadyHooks(tstate: bigint): SteadyHooks {
     return {
-      confirmed: (a, g) => this.codes.confirmed(a, interp, g),
+      confirmed: (a, g) => this.codes.confirmed(a, this.threads.get(tstate)?.steadyInterp ?? 0n, g),
       placeAnchor: (target) => this.writeAnchor(tstate, target),
     };
   }
@@ -724,7 +729,7 @@ export class MemoryCopier {
     cache.outside = chain.frames.filter((f) => !mem.inChunk(f, L.frame.size));
     // the chain's code objects, inside the window (see code-cache.ts)
     const codes = this.codesOf(chain.frames, mem);
-    for (const c of codes) this.used.add(c);
+    if (this.collectUsed) for (const c of codes) this.used.add(c);
     released?.();
     const before = attempt.codes.size;
     this.codes.check(codes, interp, generation, attempt.codes, (a, len) => pick(codeRanges, codeData, a, len), this.frozen ? frozenRead : null);
@@ -1002,7 +1007,7 @@ export class MemoryCopier {
   private threadCache(tstate: bigint): ThreadCache {
     let c = this.threads.get(tstate);
     if (!c) {
-      c = { tstateLength: this.layout.tstate.size, chunks: [], outside: [], codes: [], cframe: 0n, nativeThreadId: 0n, interp: 0n, live: false, movedRate: 0, stoppedFirst: 0, steady: null, steadySkip: 0, steadyFailures: 0, preread: null };
+      c = { tstateLength: this.layout.tstate.size, chunks: [], outside: [], codes: [], cframe: 0n, nativeThreadId: 0n, interp: 0n, live: false, movedRate: 0, stoppedFirst: 0, steady: null, steadySkip: 0, steadyFailures: 0, preread: null, steadyHooks: null, steadyInterp: 0n };
       this.threads.set(tstate, c);
     }
     return c;
@@ -1084,6 +1089,9 @@ interface ThreadCache {
   steadyFailures: number;
   /** the steady copy's bytes, read with this pass (see passRead) */
   preread: Uint8Array | null;
+  /** what its steady copy asks of the copier, and the interpreter of the copy in progress */
+  steadyHooks: SteadyHooks | null;
+  steadyInterp: bigint;
 }
 
 /** See MemoryCopier.passRead. */
@@ -1113,16 +1121,6 @@ const NEWEST_CHUNK_SLACK = 512;
  * one copy in EXPLORE_EVERY of such a thread is still tried optimistically.
  */
 const STOP_FIRST_RATE = 0.1;
-
-/**
- * Where copies can be stopped, a copy that moved is retried (before stopping) only for a
- * thread whose copies moved less often than this. A retry lands just after the transition
- * that moved the copy, and which retries succeed depends a little on how long frames live:
- * measured on hotcold.py at 10 kHz (3.15), retrying every thread put cold 1.5-2.8 points under
- * its own measure, against 0.2-0.6 for stopping. Below this rate the retried copies are too
- * few to move a share by more than a fraction of a point, and steady code is never stopped.
- */
-const RETRY_RATE = 0.05;
 const MOVED_RATE_WEIGHT = 0.05;
 
 const EXPLORE_EVERY = 16;

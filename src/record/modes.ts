@@ -1,7 +1,7 @@
 // How copies are kept consistent — one set of rules for every command that copies a live
 // target (record, dump).
 
-import { MemoryCopier, type Consistency, type Stopper, type ThreadSnapshot } from './copier.js';
+import { MemoryCopier, type Consistency, type CopierOptions, type Stopper, type ThreadSnapshot } from './copier.js';
 import type { MemorySource } from './source.js';
 
 /**
@@ -24,15 +24,16 @@ export interface ModeOptions {
 }
 
 /** A copier that makes copies as `mode` says. */
-export function copierFor(source: MemorySource, options: ModeOptions): MemoryCopier {
+export function copierFor(source: MemorySource, options: ModeOptions, more: Pick<CopierOptions, 'collectUsed'> = {}): MemoryCopier {
   if (options.mode !== 'optimistic' && !options.stopper) throw new Error(`sampling mode ${options.mode} needs a way to stop the target`);
   return new MemoryCopier(source, {
+    ...more,
     ...(options.consistency ? { consistency: options.consistency } : {}),
-    // adaptive: a copy that moved is made again with the target stopped — tried once more at
-    // once first, where the thread's copies rarely move (copier.ts RETRY_RATE): a retry is
-    // cheap, and too rare there to bias the profile; a stop lands a few hundred microseconds
-    // late and costs the target, but which stops succeed does not depend on the program.
-    ...(options.mode !== 'optimistic' ? { stopper: options.stopper!, retries: 1 } : {}),
+    // adaptive: a copy that moved is made again at once with the target stopped. Retrying
+    // without stopping would bias the profile: a retry lands just after the transition that
+    // moved the copy, and which retries succeed depends on how long the program's frames live
+    // (measured in docs/validation.md, point 3), while every stop succeeds.
+    ...(options.mode !== 'optimistic' ? { stopper: options.stopper!, retries: 0 } : {}),
   });
 }
 

@@ -141,7 +141,8 @@ export async function runSampler(source: MemorySource, sink: SampleSink, options
     ...(options.stopper ? { stopper: options.stopper } : {}),
     ...(options.consistency ? { consistency: options.consistency } : {}),
   };
-  const copier = copierFor(source, modeOptions);
+  // (the code objects a pass used are the snapshot's business, not the sampler's)
+  const copier = copierFor(source, modeOptions, { collectUsed: false });
   // shorter sleeps wake closer to the tick (where the native calls are available)
   const native = loadNative();
   if (typeof native !== 'string') native.setTimerSlack(1);

@@ -144,6 +144,7 @@ export class SteadyCopy {
 
   /** Does the plan still say what the thread's copy should read? */
   matches(plan: SteadyPlan, interp: bigint, anchored: boolean): boolean {
+    // (called for every copy: compares in place, allocates nothing)
     const p = this.plan;
     if (interp !== this.interp || anchored !== this.anchored || plan.tstateLength !== p.tstateLength || plan.chunks.length !== p.chunks.length || plan.outside.length !== p.outside.length) return false;
     for (let i = 0; i < p.chunks.length; i++) if (plan.chunks[i]!.address !== p.chunks[i]!.address || plan.chunks[i]!.used !== p.chunks[i]!.used) return false;

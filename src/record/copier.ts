@@ -726,7 +726,9 @@ export class MemoryCopier {
     extra += this.copyChunks(ts, mem, errors, cache, got.slice(chunksAt, outsideAt));
     const chain = this.followFrames(frame, base, mem, errors, guessedOutside);
     extra += chain.reads;
-    cache.outside = chain.frames.filter((f) => !mem.inChunk(f, L.frame.size));
+    // (the base frame lies in the thread state's own read: not read again on its own)
+    const tsEnd = tstate + BigInt(ts.length);
+    cache.outside = chain.frames.filter((f) => !mem.inChunk(f, L.frame.size) && !(f >= tstate && f + BigInt(L.frame.size) <= tsEnd));
     // the chain's code objects, inside the window (see code-cache.ts)
     const codes = this.codesOf(chain.frames, mem);
     if (this.collectUsed) for (const c of codes) this.used.add(c);

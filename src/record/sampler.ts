@@ -1,20 +1,14 @@
 // The sampler: copies every thread of a running interpreter at a rate, on an absolute
-// schedule, into a capture sink. A tick that comes late is still taken, and the ones after it
-// as soon as they can be, until the schedule is kept again — but never more than CATCH_UP_MS
-// behind it: slots further behind are skipped and counted as missed, so the recording says
-// how much of the requested rate it really got. Why make up for late ticks at all: the
-// recorder is late either because the machine did not run it (a sleeping thread can wake
-// milliseconds late; measured on a shared VM: several times a second) or because copies got
-// slower — and copies are slower where the program's stack is deeper, so skipping those slots
-// would sample the deep phases of a program less (docs/validation.md, point 4).
+// schedule (schedule.ts: dithered, late ticks made up for up to CATCH_UP_MS, further ones
+// counted as missed), into a capture sink, so the recording says how much of the requested
+// rate it really got.
 //
 // The schedule runs on the target's own clock: time the recorder kept the target stopped does
 // not count toward it. Each sample then stands for the same stretch of the program's own
 // running time, wherever the program was. On the wall clock a stop would stretch whatever the
 // program was doing when stopped — and the default mode stops only copies that moved, i.e.
 // call-heavy Python code — so that code would collect extra samples (measured in
-// docs/validation.md: 4 points on a real program). Intervals are dithered around the mean, so
-// that a program that repeats itself with a steady period is not sampled at a few phases only.
+// docs/validation.md: 4 points on a real program).
 
 import type { SampleRecord } from '../capture/types.js';
 import { SAMPLE_FLAG } from '../capture/types.js';
@@ -22,6 +16,7 @@ import type { Consistency, MemoryCopier, Stopper, ThreadSnapshot } from './copie
 import { copierFor, copyThreads, type ModeOptions, type SamplingMode } from './modes.js';
 import { emitCodes, type SampleSink } from './sink.js';
 import { loadNative } from './native.js';
+import { TickSchedule } from './schedule.js';
 import { ReadError, type MemorySource } from './source.js';
 
 export type { SampleSink } from './sink.js';
@@ -180,8 +175,7 @@ async function sampleLoop(
     anchorWriteFailure: null,
   };
   const start = performance.now();
-  /** the next tick, on the wall clock: the target's clock plus the time it was kept stopped */
-  let next = start;
+  const schedule = new TickSchedule(interval, start, CATCH_UP_MS);
   let stoppedMicros = options.stopper?.stoppedMicros ?? 0;
   let turn = 0;
   let lastFlush = start;
@@ -195,28 +189,19 @@ async function sampleLoop(
       stats.ended = 'stopped';
       break;
     }
-    if (options.durationMs !== undefined && next - start >= options.durationMs) {
+    if (options.durationMs !== undefined && schedule.elapsed >= options.durationMs) {
       stats.ended = 'duration';
       break;
     }
-    await sleeper.until(next);
+    await sleeper.until(schedule.due);
     let now = performance.now();
-    // slots more than CATCH_UP_MS behind are missed; the others are taken now, one after the
-    // other
-    const late = Math.floor((now - next - CATCH_UP_MS) / interval);
+    const { missed: late, time: tickTime } = schedule.take(now);
     if (late > 0) {
       stats.missed += late;
       stats.scheduled += late;
       sink.addMissed(late);
-      next += late * interval;
     }
     stats.scheduled++;
-    const tickTime = Math.round((next - start) * 1000);
-    // dithered: a program that repeats itself at a steady period would otherwise be sampled
-    // at the same few phases of it for seconds on end (aliasing); intervals drawn uniformly
-    // from [½, 1½] of the mean spread the samples over every phase of any period shorter than
-    // the mean interval
-    next += interval * (0.5 + Math.random());
 
     const tickMode = options.alternate && turn++ % 2 === 1 ? { ...modeOptions, mode: options.alternate } : modeOptions;
     let threads: ThreadSnapshot[];
@@ -237,7 +222,7 @@ async function sampleLoop(
     } finally {
       // the target's clock stood still while it was stopped: so does the schedule
       const stoppedNow = options.stopper?.stoppedMicros ?? 0;
-      next += (stoppedNow - stoppedMicros) / 1000;
+      schedule.stood((stoppedNow - stoppedMicros) / 1000);
       stoppedMicros = stoppedNow;
     }
     if (threads.length === 0) {

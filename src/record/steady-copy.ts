@@ -5,10 +5,10 @@
 // data-stack chunks, the same frames outside them, code objects already confirmed. For those,
 // the general copier (copier.ts) does more than is needed — it plans its reads anew, carves a
 // result array per range, follows the chain through 64-bit integers and a region index. The
-// steady copy makes the same gathered read (every range, then every range again, in one
-// system call) into a buffer kept between samples, follows the chain with plain numbers over
-// that buffer, applies the same check of the second reading against the first, and copies out
-// the sample's bytes once. Whenever a copy finds anything its plan did not foresee — a new
+// steady copy makes the same gathered read (every range, then every range again — and once
+// more, see READINGS — in one system call) into a buffer kept between samples, follows the
+// chain with plain numbers over that buffer, applies the same check of the second reading
+// against the first, and copies out the sample's bytes once. Whenever a copy finds anything its plan did not foresee — a new
 // chunk, a frame outside the plan, a code object not confirmed at this code_object_generation,
 // a pointer that is not a user-space address, a chain that does not run down the stack — it
 // gives up (returns null) and the general copier makes the copy, with its own reads and rules.
@@ -51,6 +51,18 @@ export interface SteadyHooks {
 const TWO32 = 4294967296;
 /** above this high word an address is not a user-space one (and would not fit a double exactly) */
 const HI_LIMIT = 0x200000;
+
+/**
+ * Readings of the plan in each read. A copy is the first reading, checked against the second;
+ * when they differ (a call or return fell between them: 2-3 % of copies of a steady program),
+ * the second reading, checked against the third, is the copy instead. That is a retry made a
+ * microsecond later in the same system call, not a new read after the fact: measured on
+ * hotcold.py, a retry made a separate read later (a few microseconds) biased the profile by
+ * 1-3 points, because which retries succeed then depends on how long frames live; within one
+ * call the retry is as close to the tick as the copy itself. Only a copy whose three readings
+ * all differ is "moved" (and, in the adaptive mode, made again with the thread stopped).
+ */
+const READINGS = 3;
 
 /** How far below the innermost frame the profiler anchor may sit before it is set again (as copier.ts). */
 export const ANCHOR_DEPTH = 4;
@@ -135,8 +147,8 @@ export class SteadyCopy {
     this.used = plan.chunks.map(() => 0);
     this.lastInChunk = plan.chunks.map(() => 0);
     this.outSeen = new Uint32Array(plan.outside.length);
-    this.ranges = [...ranges, ...ranges];
-    this.length = 2 * o;
+    this.ranges = Array.from({ length: READINGS }, () => ranges).flat();
+    this.length = READINGS * o;
     this.tstateNum = Number(tstate);
     this.interpLo = Number(interp & 0xffffffffn);
     this.interpHi = Number(interp >> 32n);
@@ -181,10 +193,6 @@ export class SteadyCopy {
    * them, laid out as `ranges`), read just now along with others; else it makes its own read.
    */
   copy(hooks: SteadyHooks, preread: Uint8Array | null = null): SteadyResult | null {
-    const L = this.layout;
-    const T = L.tstate;
-    const F = L.frame;
-    const fs = F.size;
     if (preread) {
       if (this.bytes !== preread) this.bind(preread);
     } else {
@@ -194,6 +202,32 @@ export class SteadyCopy {
       } else if (this.bytes !== this.read.bytes) this.bind(this.read.bytes);
       if (this.read.read() !== this.read.length) return null;
     }
+    // the first two readings; if they differ, the second and the third, read a microsecond
+    // later in the same call (see READINGS)
+    let moved = this.look(hooks);
+    if (moved === true) {
+      this.bytes.copyWithin(0, this.half, READINGS * this.half);
+      moved = this.look(hooks);
+    }
+    if (moved === null) return null;
+    return this.finish(hooks, moved);
+  }
+
+  // what look() found, for finish()
+  private n = 0;
+  private anchorAt = -1;
+  private threadLo = 0;
+  private threadHi = 0;
+
+  /**
+   * Follow the chain in the first reading at offset 0, against the plan, and compare it with
+   * the second at `half`: whether it moved; null when it needs the general copier.
+   */
+  private look(hooks: SteadyHooks): boolean | null {
+    const L = this.layout;
+    const T = L.tstate;
+    const F = L.frame;
+    const fs = F.size;
     const dv = this.dv;
     // the thread state: still of this interpreter, a thread that has started, the base frame
     // where the plan put the end of the read
@@ -206,6 +240,8 @@ export class SteadyCopy {
     const threadLo = dv.getUint32(T.threadId, true);
     const threadHi = dv.getUint32(T.threadId + 4, true);
     if (threadLo === 0 && threadHi === 0) return null;
+    this.threadLo = threadLo;
+    this.threadHi = threadHi;
     // the chunks, newest first, as the plan has them
     let chunk = this.ptr(T.datastackChunk);
     const top = this.ptr(T.datastackTop);
@@ -316,6 +352,26 @@ export class SteadyCopy {
       const off = this.chainOff[k]!;
       if (!this.same8(off + F.previous) || !this.same8(off + F.executable) || bytes[off + F.owner] !== bytes[off + h + F.owner] || (k > 0 && !this.same8(off + F.instrPtr))) moved = true;
     }
+    this.n = n;
+    this.anchorAt = anchorAt;
+    return moved;
+  }
+
+  /** The copy of the first reading (as look() left it), the anchor left where it vouches next. */
+  private finish(hooks: SteadyHooks, moved: boolean): SteadyResult {
+    const L = this.layout;
+    const T = L.tstate;
+    const fs = L.frame.size;
+    const C = L.chunk;
+    const dv = this.dv;
+    const bytes = this.bytes;
+    const h = this.half;
+    const n = this.n;
+    const anchorAt = this.anchorAt;
+    const tsLen = this.plan.tstateLength;
+    const nChunks = this.chunkAddr.length;
+    const threadLo = this.threadLo;
+    const threadHi = this.threadHi;
     // the copy: the first reading, once; each chunk's unused part and everything but the
     // chain's frame headers zeroed (as copier.ts's maskChunks)
     const out = bytes.slice(0, h);
@@ -369,7 +425,7 @@ export class SteadyCopy {
       holdsGil: T.holdsGil !== null && dv.getInt32(T.holdsGil, true) !== 0,
       regions,
       moved,
-      codes,
+      codes: this.codes,
     };
   }
 

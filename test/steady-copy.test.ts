@@ -11,6 +11,7 @@ import fs from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { MemoryCopier, type ThreadSnapshot } from '../src/record/copier.js';
 import { openLinuxProcess } from '../src/record/linux-process.js';
+import { SteadyCopy } from '../src/record/steady-copy.js';
 import { recordCoverage } from './helpers/coverage.js';
 import { nativeInterpreters } from './helpers/interpreters.js';
 import { untilReadable, waitUntil } from './helpers/wait.js';
@@ -103,4 +104,85 @@ describe.each(nativeInterpreters())('steady copies equal the general copier, $la
     else expect(steady.steadyCopies).toBe(0);
     recordCoverage('steady-copy', py.label, true);
   }, 120_000);
+});
+
+// The third reading, on real memory: a moved first reading is simulated by changing the
+// current frame in it after the read; the copy must then be the second reading, checked
+// against the third — the same bytes as the general copier's of the frozen program. With the
+// second reading changed too, the copy has moved.
+describe.each(nativeInterpreters())('the steady copy\'s third reading, $label', (py) => {
+  if (py.missing) {
+    it(`is skipped: ${py.missing}`, () => recordCoverage('steady-copy', py.label, false, py.missing!));
+    return;
+  }
+  it('takes the second reading when only the first differs, and says moved when the second does too', async (ctx) => {
+    const child = spawn(py.command, ['workloads/deep.py', '60', '12'], { stdio: 'ignore', env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' } });
+    running.push(child);
+    const pid = child.pid!;
+    await untilReadable(pid);
+    const source = openLinuxProcess(pid);
+    const L = source.layout;
+    if (L.interp.codeObjectGeneration === null || L.tstate.cframeCurrentFrame !== null) {
+      source.close();
+      child.kill('SIGKILL');
+      ctx.skip(); // no steady copies on this version (see the test above)
+      return;
+    }
+    const general = new MemoryCopier(source, { steady: false, consistency: 'reread' });
+    try {
+      await waitUntil(() => general.copyAll().some((t) => t.regions.length > 1), 'the program started');
+      await new Promise((r) => setTimeout(r, 50));
+      await freeze(pid);
+      const [thread] = general.copyAll();
+      const snap = thread!;
+      const tsBytes = snap.regions[0]!.bytes;
+      const interp = new DataView(tsBytes.buffer, tsBytes.byteOffset).getBigUint64(L.tstate.interp, true);
+      const others = snap.regions.slice(1);
+      const plan = {
+        tstateLength: tsBytes.length,
+        chunks: others.filter((r) => r.bytes.length !== L.frame.size).map((r) => ({ address: r.address, used: r.bytes.length })),
+        outside: others.filter((r) => r.bytes.length === L.frame.size).map((r) => r.address),
+      };
+      let spoil = 0; // readings to change after each read: 0, 1 (the first) or 2 (the first two)
+      const wrapped = Object.assign(Object.create(source) as typeof source, {
+        prepareRead(ranges: readonly { address: bigint; length: number }[]) {
+          const real = source.prepareRead(ranges);
+          const third = real.length / 3;
+          return {
+            bytes: real.bytes,
+            length: real.length,
+            read(): number {
+              const got = real.read();
+              for (let k = 0; k < spoil; k++) {
+                const at = k * third + L.tstate.currentFrame;
+                real.bytes[at] = real.bytes[at]! ^ 0x40;
+              }
+              return got;
+            },
+          };
+        },
+      });
+      const steady = new SteadyCopy(wrapped, L, snap.threadStateAddress, interp, interp + BigInt(L.interp.codeObjectGeneration), plan, false, 8192);
+      const hooks = { confirmed: () => true, placeAnchor: () => {} };
+      const same = (r: ReturnType<typeof steady.copy>): void => {
+        expect(r).not.toBeNull();
+        expect(r!.regions.map((x) => `${x.address.toString(16)}:${Buffer.from(x.bytes).toString('base64')}`)).toEqual(snap.regions.map((x) => `${x.address.toString(16)}:${Buffer.from(x.bytes).toString('base64')}`));
+      };
+      spoil = 0;
+      const plain = steady.copy(hooks);
+      same(plain);
+      expect(plain!.moved).toBe(false);
+      spoil = 1;
+      const second = steady.copy(hooks);
+      same(second);
+      expect(second!.moved).toBe(false);
+      spoil = 2;
+      const moved = steady.copy(hooks);
+      expect(moved === null || moved.moved).toBe(true);
+      process.kill(pid, 'SIGCONT');
+    } finally {
+      source.close();
+      child.kill('SIGKILL');
+    }
+  }, 60_000);
 });

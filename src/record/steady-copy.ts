@@ -202,10 +202,11 @@ export class SteadyCopy {
       } else if (this.bytes !== this.read.bytes) this.bind(this.read.bytes);
       if (this.read.read() !== this.read.length) return null;
     }
-    // the first two readings; if they differ, the second and the third, read a microsecond
-    // later in the same call (see READINGS)
+    // the first two readings; if they differ — or the first is no stack the plan foresaw,
+    // which a call or return during it can also make — the second and the third, read a
+    // microsecond later in the same call (see READINGS)
     let moved = this.look(hooks);
-    if (moved === true) {
+    if (moved !== false) {
       this.bytes.copyWithin(0, this.half, READINGS * this.half);
       moved = this.look(hooks);
     }

@@ -60,7 +60,8 @@ export interface ThreadSnapshot {
 
 /**
  * How a copy is checked for having moved under the copier. Both read the copy twice in one
- * system call and compare the stacks the two readings show.
+ * system call and compare the stacks the two readings show (a steady copy reads it three
+ * times, see steady-copy.ts READINGS).
  * - `anchor` (CPython 3.15+; writes one word into the target): besides, the thread's profiler
  *   anchor (`last_profiled_frame`) is left on a frame near the top of the stack between copies;
  *   the interpreter moves it down to the caller whenever the frame it names is popped or
@@ -329,7 +330,7 @@ export class MemoryCopier {
 
   /**
    * One prepared read for a whole pass: the interpreter list, and every thread with a steady
-   * copy (its two readings, as the steady copy lays them out) — made again only when the
+   * copy (its readings, as the steady copy lays them out) — made again only when the
    * interpreters, the threads or a plan changed. Null when no thread has a steady copy.
    */
   private passRead(headAt: Range): PassRead | null {

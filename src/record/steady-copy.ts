@@ -68,7 +68,7 @@ const READINGS = 3;
 export const ANCHOR_DEPTH = 4;
 
 export class SteadyCopy {
-  /** what the copy reads: every range of the plan, then every one again */
+  /** what the copy reads: every range of the plan, READINGS times over */
   readonly ranges: readonly { address: bigint; length: number }[];
   /** bytes of `ranges` */
   readonly length: number;
@@ -76,7 +76,7 @@ export class SteadyCopy {
   private read: PreparedRead | null = null;
   private dv!: DataView;
   private bytes!: Uint8Array;
-  /** bytes of one reading (the second one follows at this offset) */
+  /** bytes of one reading (each of the others follows at this distance) */
   private readonly half: number;
   private readonly tstateNum: number;
   private readonly generationAt: number;

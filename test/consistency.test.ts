@@ -287,19 +287,25 @@ describe('--blocking and a recorder killed with SIGKILL', () => {
     return;
   }
   it('leaves the target running', async () => {
-    const { child, done } = startChurn(py, 3);
+    // (long enough for the rounds on a busy machine; each round ends with the target running)
+    const { child, done } = startChurn(py, 10);
     await untilReadable(child.pid!);
-    const file = path.join(dir, 'blocking-killed.pyuw');
-    for (let round = 0; round < 5; round++) {
+    let rounds = 0;
+    for (let round = 0; round < 5 && child.exitCode === null; round++, rounds++) {
+      const file = path.join(dir, `blocking-killed-${round}.pyuw`);
       const r = spawn(process.execPath, [BIN, 'record', '--pid', String(child.pid), '-o', file, '--blocking', '-r', '1000', '-q'], { stdio: 'ignore' });
       children.push(r);
-      await new Promise((res) => setTimeout(res, 300 + 37 * round));
+      // killed once it records (its file begun); every other round, once the target is seen
+      // stopped for a copy, the case where the target must be let go by someone else
+      await waitUntil(() => (fs.existsSync(file) && fs.statSync(file).size > 0) || r.exitCode !== null, `round ${round}: the recorder to start`);
+      if (round % 2 === 1) await waitUntil(() => 'tT'.includes(stateOf(child.pid!)), `round ${round}: the target stopped for a copy`, 10_000).catch(() => {});
       r.kill('SIGKILL');
       await new Promise((res) => r.once('exit', res));
       // the watchdog sends SIGCONT when the recorder's end of its pipe closes
       await waitUntil(() => stateOf(child.pid!) !== 'T', `round ${round}: the target to run again`, 10_000).catch(() => {});
       expect(stateOf(child.pid!), `round ${round}`).not.toBe('T');
     }
+    expect(rounds).toBeGreaterThanOrEqual(2);
     expect(await done).toBeGreaterThan(0);
     expect(child.exitCode).toBe(0);
   });

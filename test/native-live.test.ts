@@ -18,7 +18,8 @@ const KNOWN_STACK = path.resolve('test/fixtures/known_stack.py');
 const IDLE_THREAD = `
 import _thread, time
 _thread.start_new_thread(time.sleep, (1000,))
-time.sleep(0.3)
+while _thread._count() < 1:  # the thread counts itself once it runs, bound to its state
+    time.sleep(0.001)
 print("READY", flush=True)
 time.sleep(1000)
 `;

@@ -181,9 +181,8 @@ describe('record → report on a live interpreter', () => {
     const file = path.join(dir, 'killed.pyuw');
     const recorder = spawn(process.execPath, [BIN, 'record', '--pid', String(target.pid), '-o', file, '-q'], { stdio: 'ignore' });
     children.push(recorder);
-    // part-way: once two blocks (two seconds) are in the file, and the third is being written
+    // part-way: once two blocks (two seconds) are in the file, and the third is being gathered
     await waitForBlocks(file, 2);
-    await new Promise((r) => setTimeout(r, 300));
     recorder.kill('SIGKILL');
     await new Promise((r) => recorder.once('exit', r));
     const result = await reportCapture(file, { walker: await checkedWalker() });

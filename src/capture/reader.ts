@@ -88,6 +88,20 @@ const LEADING_STEP_FIRST = 256;
  * A record that does not decode is skipped, as `blockCodes` skips it; anything that stops the
  * reading (a bad stream, a lost record boundary) ends the list.
  */
+/**
+ * The code record at bytes[pos, pos + length), its regions copied out of `bytes` (which the
+ * caller may drop or reuse); null if it does not decode (the block's full decode says why).
+ */
+function copiedCodeRecord(bytes: Uint8Array, pos: number, length: number): CodeRecord | null {
+  try {
+    const c = readCodeRecord(new ByteReader(bytes, pos, pos + length));
+    return { address: c.address, regions: c.regions.map((g) => ({ address: g.address, bytes: g.bytes.slice() })) };
+  } catch (e) {
+    if (!(e instanceof DecodeError)) throw e;
+    return null;
+  }
+}
+
 export function leadingCodes(raw: RawBlock): CodeRecord[] {
   const codes: CodeRecord[] = [];
   let out: Uint8Array = new Uint8Array(0);
@@ -106,12 +120,8 @@ export function leadingCodes(raw: RawBlock): CodeRecord[] {
           if (final || r.pos + length > raw.rawLength) return true;
           return false;
         }
-        try {
-          const c = readCodeRecord(new ByteReader(out, r.pos, r.pos + length));
-          codes.push({ address: c.address, regions: c.regions.map((g) => ({ address: g.address, bytes: g.bytes.slice() })) });
-        } catch (e) {
-          if (!(e instanceof DecodeError)) throw e;
-        }
+        const c = copiedCodeRecord(out, r.pos, length);
+        if (c) codes.push(c);
         r.pos += length;
       }
     } catch (e) {
@@ -159,12 +169,8 @@ export function blockCodes(payload: Uint8Array): CodeRecord[] {
       return codes;
     }
     if (type === RECORD_TYPE.CODE) {
-      try {
-        const c = readCodeRecord(new ByteReader(payload, r.pos, r.pos + length));
-        codes.push({ address: c.address, regions: c.regions.map((g) => ({ address: g.address, bytes: g.bytes.slice() })) });
-      } catch (e) {
-        if (!(e instanceof DecodeError)) throw e;
-      }
+      const c = copiedCodeRecord(payload, r.pos, length);
+      if (c) codes.push(c);
     }
     r.pos += length;
   }

@@ -481,7 +481,6 @@ export class MemoryCopier {
       preread = null; // read for the steady copy it replaces
     }
     cache.steadyHooks ??= this.steadyHooks(tstate);
-    cache.steadyInterp = interp;
     const got = steady.copy(cache.steadyHooks, preread);
     if (!got) {
       cache.steady = null;
@@ -514,7 +513,7 @@ export class MemoryCopier {
   /** What a thread's steady copy asks of the copier (made once per thread). */
   private steadyHooks(tstate: bigint): SteadyHooks {
     return {
-      confirmed: (a, g) => this.codes.confirmed(a, this.threads.get(tstate)?.steadyInterp ?? 0n, g),
+      confirmed: (a, interp, g) => this.codes.confirmed(a, interp, g),
       placeAnchor: (target) => this.writeAnchor(tstate, target),
     };
   }
@@ -1010,7 +1009,7 @@ export class MemoryCopier {
   private threadCache(tstate: bigint): ThreadCache {
     let c = this.threads.get(tstate);
     if (!c) {
-      c = { tstateLength: this.layout.tstate.size, chunks: [], outside: [], codes: [], cframe: 0n, nativeThreadId: 0n, interp: 0n, live: false, movedRate: 0, stoppedFirst: 0, steady: null, steadySkip: 0, steadyFailures: 0, preread: null, steadyHooks: null, steadyInterp: 0n };
+      c = { tstateLength: this.layout.tstate.size, chunks: [], outside: [], codes: [], cframe: 0n, nativeThreadId: 0n, interp: 0n, live: false, movedRate: 0, stoppedFirst: 0, steady: null, steadySkip: 0, steadyFailures: 0, preread: null, steadyHooks: null };
       this.threads.set(tstate, c);
     }
     return c;
@@ -1092,9 +1091,8 @@ interface ThreadCache {
   steadyFailures: number;
   /** the steady copy's bytes, read with this pass (see passRead) */
   preread: Uint8Array | null;
-  /** what its steady copy asks of the copier, and the interpreter of the copy in progress */
+  /** what its steady copy asks of the copier */
   steadyHooks: SteadyHooks | null;
-  steadyInterp: bigint;
 }
 
 /** See MemoryCopier.passRead. */
@@ -1127,14 +1125,13 @@ const STOP_FIRST_RATE = 0.1;
 const MOVED_RATE_WEIGHT = 0.05;
 
 const EXPLORE_EVERY = 16;
+const EXPLORE_WEIGHT = 1 - (1 - MOVED_RATE_WEIGHT) ** EXPLORE_EVERY;
 
 /** the code checks of a steady copy: none (every code object was confirmed already) */
 const EMPTY_CODES: PendingCodes = new Map();
-const EXPLORE_WEIGHT = 1 - (1 - MOVED_RATE_WEIGHT) ** EXPLORE_EVERY;
 
 /** Code objects of a thread read with each copy where there is no count of their deaths (3.11–3.13). */
 const RECENT_CODES = 64;
-
 
 /** The bytes at [address, address+length) from a gathered read, or null if no range held them. */
 function pick(ranges: readonly Range[], results: readonly (Uint8Array | null)[], address: bigint, length: number): Uint8Array | null {

@@ -187,14 +187,15 @@ function load(): NativeCalls | string {
       }
       const localIovAddress = koffi.address(localIov);
       const remoteIovAddress = koffi.address(remoteIov);
-      // the iovec arrays are referenced from the read itself: only their addresses go to the
-      // call, and the collector must not free them while the read is kept
-      const iovs = [localIov, remoteIov];
-      return {
+      const prepared: PreparedRead & { iovecs: DataView[] } = {
         bytes,
         length,
-        read: () => (n === 0 || iovs.length !== 2 ? 0 : Number(readv(pid, localIovAddress, n, remoteIovAddress, n, 0))),
+        // only the iovec arrays' addresses go to the call: the read holds the arrays, so that
+        // the collector does not free them while the read is kept
+        iovecs: [localIov, remoteIov],
+        read: () => (n === 0 ? 0 : Number(readv(pid, localIovAddress, n, remoteIovAddress, n, 0))),
       };
+      return prepared;
     },
     readv(pid, ranges) {
       let total = 0;

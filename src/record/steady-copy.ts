@@ -42,8 +42,8 @@ export interface SteadyResult {
 }
 
 export interface SteadyHooks {
-  /** is the code object at this address confirmed for the interpreter at this generation */
-  confirmed(address: bigint, generation: bigint): boolean;
+  /** is the code object at this address confirmed for this interpreter at this generation */
+  confirmed(address: bigint, interp: bigint, generation: bigint): boolean;
   /** leave the profiler anchor on this frame */
   placeAnchor(target: bigint): void;
 }
@@ -171,7 +171,7 @@ export class SteadyCopy {
     return hi * TWO32 + this.dv.getUint32(o, true);
   }
 
-  /** The 8 bytes at `o` are the same in both readings. */
+  /** The 8 bytes at `o` are the same in this reading and the next (`half` further on). */
   private same8(o: number): boolean {
     const dv = this.dv;
     const h = this.half;
@@ -330,7 +330,7 @@ export class SteadyCopy {
       let big = this.confirmed.get(code);
       if (big === undefined) {
         big = BigInt(code);
-        if (!hooks.confirmed(big, this.generation)) return null;
+        if (!hooks.confirmed(big, this.interp, this.generation)) return null;
         this.confirmed.set(code, big);
       }
       codes.push(big);

@@ -106,16 +106,18 @@ describe.each(nativeInterpreters())('steady copies equal the general copier, $la
   }, 120_000);
 });
 
-// The third reading, on real memory: a moved first reading is simulated by changing the
-// current frame in it after the read; the copy must then be the second reading, checked
-// against the third — the same bytes as the general copier's of the frozen program. With the
-// second reading changed too, the copy has moved.
-describe.each(nativeInterpreters())('the steady copy\'s third reading, $label', (py) => {
+// The later readings, on real memory: a moved reading is simulated by changing, after the
+// read, the instruction pointer of the frame below the innermost one (which the check
+// compares) — differently in each reading changed. With the first j readings changed, the copy
+// must be reading j, checked against the next — the same bytes as the general copier's of the
+// frozen program. With every reading but the last changed, no two successive readings agree:
+// the copy has moved.
+describe.each(nativeInterpreters())('the steady copy\'s later readings, $label', (py) => {
   if (py.missing) {
     it(`is skipped: ${py.missing}`, () => recordCoverage('steady-copy', py.label, false, py.missing!));
     return;
   }
-  it('takes the second reading when only the first differs, and says moved when the second does too', async (ctx) => {
+  it('takes the first reading the next one agrees with, and says moved when none does', async (ctx) => {
     const child = spawn(py.command, ['workloads/deep.py', '60', '12'], { stdio: 'ignore', env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' } });
     running.push(child);
     const pid = child.pid!;
@@ -136,49 +138,61 @@ describe.each(nativeInterpreters())('the steady copy\'s third reading, $label', 
       const [thread] = general.copyAll();
       const snap = thread!;
       const tsBytes = snap.regions[0]!.bytes;
-      const interp = new DataView(tsBytes.buffer, tsBytes.byteOffset).getBigUint64(L.tstate.interp, true);
+      const tsView = new DataView(tsBytes.buffer, tsBytes.byteOffset);
+      const interp = tsView.getBigUint64(L.tstate.interp, true);
       const others = snap.regions.slice(1);
       const plan = {
         tstateLength: tsBytes.length,
         chunks: others.filter((r) => r.bytes.length !== L.frame.size).map((r) => ({ address: r.address, used: r.bytes.length })),
         outside: others.filter((r) => r.bytes.length === L.frame.size).map((r) => r.address),
       };
-      let spoil = 0; // readings to change after each read: 0, 1 (the first) or 2 (the first two)
+      // where, in one reading (laid out as the plan: thread state, generation, chunks), the
+      // instruction pointer of the frame below the innermost is
+      const frameAt = (address: bigint): { region: number; offset: number } => {
+        const region = others.findIndex((r) => address >= r.address && address < r.address + BigInt(r.bytes.length));
+        expect(region).toBeGreaterThanOrEqual(0);
+        expect(others[region]!.bytes.length).not.toBe(L.frame.size); // in a chunk (deep.py's frames are)
+        return { region, offset: Number(address - others[region]!.address) };
+      };
+      const inner = frameAt(tsView.getBigUint64(L.tstate.currentFrame, true));
+      const innerBytes = others[inner.region]!.bytes;
+      const below = frameAt(new DataView(innerBytes.buffer, innerBytes.byteOffset).getBigUint64(inner.offset + L.frame.previous, true));
+      let ipAt = tsBytes.length + 8 + below.offset + L.frame.instrPtr;
+      for (let c = 0; c < below.region; c++) ipAt += others[c]!.bytes.length;
+      let spoil = 0; // readings to change after each read, from the first
+      let readings = 0;
       const wrapped = Object.assign(Object.create(source) as typeof source, {
         prepareRead(ranges: readonly { address: bigint; length: number }[]) {
           const real = source.prepareRead(ranges);
-          const third = real.length / 3;
+          const reading = real.length / readings;
           return {
             bytes: real.bytes,
             length: real.length,
             read(): number {
               const got = real.read();
-              for (let k = 0; k < spoil; k++) {
-                const at = k * third + L.tstate.currentFrame;
-                real.bytes[at] = real.bytes[at]! ^ 0x40;
-              }
+              for (let k = 0; k < spoil; k++) real.bytes[k * reading + ipAt] = real.bytes[k * reading + ipAt]! ^ (k + 1);
               return got;
             },
           };
         },
       });
       const steady = new SteadyCopy(wrapped, L, snap.threadStateAddress, interp, interp + BigInt(L.interp.codeObjectGeneration), plan, false, 8192);
+      readings = steady.readings;
+      expect(readings).toBeGreaterThanOrEqual(3);
       const hooks = { confirmed: () => true, placeAnchor: () => {} };
       const same = (r: ReturnType<typeof steady.copy>): void => {
         expect(r).not.toBeNull();
         expect(r!.regions.map((x) => `${x.address.toString(16)}:${Buffer.from(x.bytes).toString('base64')}`)).toEqual(snap.regions.map((x) => `${x.address.toString(16)}:${Buffer.from(x.bytes).toString('base64')}`));
       };
-      spoil = 0;
-      const plain = steady.copy(hooks);
-      same(plain);
-      expect(plain!.moved).toBe(false);
-      spoil = 1;
-      const second = steady.copy(hooks);
-      same(second);
-      expect(second!.moved).toBe(false);
-      spoil = 2;
+      for (spoil = 0; spoil < readings - 1; spoil++) {
+        const got = steady.copy(hooks);
+        same(got);
+        expect(got!.moved).toBe(false);
+      }
+      spoil = readings - 1;
       const moved = steady.copy(hooks);
-      expect(moved === null || moved.moved).toBe(true);
+      expect(moved).not.toBeNull();
+      expect(moved!.moved).toBe(true);
       process.kill(pid, 'SIGCONT');
     } finally {
       source.close();

@@ -60,8 +60,8 @@ export interface ThreadSnapshot {
 
 /**
  * How a copy is checked for having moved under the copier. Both read the copy twice in one
- * system call and compare the stacks the two readings show (a steady copy reads it three
- * times, see steady-copy.ts READINGS).
+ * system call and compare the stacks the two readings show (a steady copy reads it five
+ * times, and is the first reading the next one agrees with: see steady-copy.ts READINGS).
  * - `anchor` (CPython 3.15+; writes one word into the target): besides, the thread's profiler
  *   anchor (`last_profiled_frame`) is left on a frame near the top of the stack between copies;
  *   the interpreter moves it down to the caller whenever the frame it names is popped or

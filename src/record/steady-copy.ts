@@ -5,10 +5,10 @@
 // data-stack chunks, the same frames outside them, code objects already confirmed. For those,
 // the general copier (copier.ts) does more than is needed — it plans its reads anew, carves a
 // result array per range, follows the chain through 64-bit integers and a region index. The
-// steady copy makes the same gathered read (every range, then every range again — and once
-// more, see READINGS — in one system call) into a buffer kept between samples, follows the
-// chain with plain numbers over that buffer, applies the same check of the second reading
-// against the first, and copies out the sample's bytes once. Whenever a copy finds anything its plan did not foresee — a new
+// steady copy makes the same gathered read (every range, then every range again — five times
+// in all, see READINGS — in one system call) into a buffer kept between samples, follows the
+// chain with plain numbers over that buffer, applies the same check of one reading against
+// the next, and copies out the sample's bytes once. Whenever a copy finds anything its plan did not foresee — a new
 // chunk, a frame outside the plan, a code object not confirmed at this code_object_generation,
 // a pointer that is not a user-space address, a chain that does not run down the stack — it
 // gives up (returns null) and the general copier makes the copy, with its own reads and rules.
@@ -54,24 +54,40 @@ const HI_LIMIT = 0x200000;
 
 /**
  * Readings of the plan in each read. A copy is the first reading, checked against the second;
- * when they differ (a call or return fell between them: 2-3 % of copies of a steady program),
- * the second reading, checked against the third, is the copy instead. That is a retry made a
- * microsecond later in the same system call, not a new read after the fact: measured on
- * hotcold.py, a retry made a separate read later (a few microseconds) biased the profile by
- * 1-3 points, because which retries succeed then depends on how long frames live; within one
- * call the retry is as close to the tick as the copy itself. Only a copy whose three readings
- * all differ is "moved" (and, in the adaptive mode, made again with the thread stopped).
+ * when they differ (a call or return fell between them: 2-5 % of copies of a steady program),
+ * the second reading checked against the third is the copy instead, and so on: the copy is the
+ * first reading the next one agrees with. That is a retry made a microsecond later in the same
+ * system call, not a new read after the fact: measured on hotcold.py, a retry made a separate
+ * read later (a few microseconds) biased the profile by 1-3 points, because which retries
+ * succeed then depends on how long frames live; within one call the retry is as close to the
+ * tick as the copy itself. Only a copy no two successive readings of which agree is "moved"
+ * (and, in the adaptive mode, made again with the thread stopped).
+ *
+ * Why five: a call and a return often come in pairs a few hundred nanoseconds apart (a
+ * function returns, its caller calls the next one), about as far apart as two readings, so
+ * with three readings 4-5 % of the copies of hotcold.py had all three differ — and were made
+ * stopped, at 130 µs each. With five, 0.0-0.3 %. A reading of a 32-frame stack (6 KB) costs
+ * ~0.35 µs in the call (measured: 1 reading 3.4 µs, 3 readings 4.8, 5 readings 5.5).
  */
-const READINGS = 3;
+const READINGS = 5;
+/** A plan whose one reading is larger than this is read three times (each reading costs its bytes' copy). */
+const FEWER_READINGS_ABOVE = 32 << 10;
+
+/** Readings made of a plan whose one reading has `bytes` bytes. */
+export function readingsOf(bytes: number): number {
+  return bytes > FEWER_READINGS_ABOVE ? 3 : READINGS;
+}
 
 /** How far below the innermost frame the profiler anchor may sit before it is set again (as copier.ts). */
 export const ANCHOR_DEPTH = 4;
 
 export class SteadyCopy {
-  /** what the copy reads: every range of the plan, READINGS times over */
+  /** what the copy reads: every range of the plan, `readings` times over */
   readonly ranges: readonly { address: bigint; length: number }[];
   /** bytes of `ranges` */
   readonly length: number;
+  /** times the plan is read in each read (see READINGS) */
+  readonly readings: number;
   /** its own read, made when a copy is not read along with others (see copy) */
   private read: PreparedRead | null = null;
   private dv!: DataView;
@@ -147,8 +163,9 @@ export class SteadyCopy {
     this.used = plan.chunks.map(() => 0);
     this.lastInChunk = plan.chunks.map(() => 0);
     this.outSeen = new Uint32Array(plan.outside.length);
-    this.ranges = Array.from({ length: READINGS }, () => ranges).flat();
-    this.length = READINGS * o;
+    this.readings = readingsOf(o);
+    this.ranges = Array.from({ length: this.readings }, () => ranges).flat();
+    this.length = this.readings * o;
     this.tstateNum = Number(tstate);
     this.interpLo = Number(interp & 0xffffffffn);
     this.interpHi = Number(interp >> 32n);
@@ -204,10 +221,11 @@ export class SteadyCopy {
     }
     // the first two readings; if they differ — or the first is no stack the plan foresaw,
     // which a call or return during it can also make — the second and the third, read a
-    // microsecond later in the same call (see READINGS)
+    // fraction of a microsecond later in the same call, and so on (see READINGS); each look
+    // is of the reading moved to offset 0 and the one after it
     let moved = this.look(hooks);
-    if (moved !== false) {
-      this.bytes.copyWithin(0, this.half, READINGS * this.half);
+    for (let r = 1; moved !== false && r < this.readings - 1; r++) {
+      this.bytes.copyWithin(0, this.half, (this.readings - r + 1) * this.half);
       moved = this.look(hooks);
     }
     if (moved === null) return null;

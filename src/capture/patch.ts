@@ -73,28 +73,52 @@ export function checkSampleRecord(rec: SampleRecord): void {
 // ---------------------------------------------------------------------------------------
 // Encoding
 
-/** 32-bit views of a and b's first `m` bytes, when both start 4-byte aligned (fresh arrays do). */
-function wordViews(a: Uint8Array, b: Uint8Array, m: number): [Int32Array, Int32Array] | null {
-  if ((a.byteOffset | b.byteOffset) & 3) return null;
-  return [new Int32Array(a.buffer, a.byteOffset, m >>> 2), new Int32Array(b.buffer, b.byteOffset, m >>> 2)];
+/**
+ * 32-bit views of whole buffers, the last two asked for: a sample's regions share one buffer
+ * (the recorder copies a thread in one piece), and its base's regions another, so a view is
+ * made once per sample rather than twice per region.
+ */
+const views: { buffer: ArrayBufferLike | null; words: Int32Array }[] = [
+  { buffer: null, words: new Int32Array(0) },
+  { buffer: null, words: new Int32Array(0) },
+];
+
+/** The 32-bit view of a's whole buffer, or null when a does not start 4-byte aligned. */
+function wordsOf(a: Uint8Array): Int32Array | null {
+  if (a.byteOffset & 3) return null;
+  const buffer = a.buffer;
+  if (views[0]!.buffer === buffer) return views[0]!.words;
+  if (views[1]!.buffer === buffer) {
+    const hit = views[1]!;
+    views[1] = views[0]!;
+    views[0] = hit;
+    return hit.words;
+  }
+  const made = { buffer, words: new Int32Array(buffer, 0, buffer.byteLength >>> 2) };
+  views[1] = views[0]!;
+  views[0] = made;
+  return made.words;
 }
 
 /**
  * Index of the first differing byte of a and b in [from, end), or `end`. Equal stretches are
- * skipped four bytes at a time when word views exist (`end` is then their byte length or less):
- * the writer compares every byte of every sample, and most are equal.
+ * skipped four bytes at a time — sixteen per turn of the loop — when both start 4-byte
+ * aligned (aw, bw: their buffers' word views, null otherwise): the writer compares every byte
+ * of every sample, and most are equal.
  */
-function nextDiff(a: Uint8Array, b: Uint8Array, words: [Int32Array, Int32Array] | null, from: number, end: number): number {
+function nextDiff(a: Uint8Array, b: Uint8Array, aw: Int32Array | null, bw: Int32Array | null, from: number, end: number): number {
   let i = from;
-  if (words) {
+  if (aw && bw) {
     while (i < end && i & 3) {
       if (a[i] !== b[i]) return i;
       i++;
     }
-    const [aw, bw] = words;
-    const wordEnd = Math.min(end >>> 2, aw.length);
+    const ao = a.byteOffset >>> 2;
+    const bo = b.byteOffset >>> 2;
+    const wordEnd = end >>> 2;
     let w = i >>> 2;
-    while (w < wordEnd && aw[w] === bw[w]) w++;
+    while (w + 4 <= wordEnd && ((aw[ao + w]! ^ bw[bo + w]!) | (aw[ao + w + 1]! ^ bw[bo + w + 1]!) | (aw[ao + w + 2]! ^ bw[bo + w + 2]!) | (aw[ao + w + 3]! ^ bw[bo + w + 3]!)) === 0) w += 4;
+    while (w < wordEnd && aw[ao + w] === bw[bo + w]) w++;
     i = Math.max(i, w << 2);
   }
   while (i < end && a[i] === b[i]) i++;
@@ -108,14 +132,15 @@ function nextDiff(a: Uint8Array, b: Uint8Array, words: [Int32Array, Int32Array] 
 function diffRuns(base: Uint8Array, cur: Uint8Array, runs: number[]): void {
   runs.length = 0;
   const m = Math.min(base.length, cur.length);
-  const words = wordViews(base, cur, m);
-  let i = nextDiff(base, cur, words, 0, m);
+  const bw = wordsOf(base);
+  const cw = bw ? wordsOf(cur) : null;
+  let i = nextDiff(base, cur, bw, cw, 0, m);
   while (i < m) {
     const start = i;
     let end = i + 1;
     for (;;) {
       while (end < m && base[end] !== cur[end]) end++;
-      const next = nextDiff(base, cur, words, end, m);
+      const next = nextDiff(base, cur, bw, cw, end, m);
       if (next < m && next - end <= MERGE_GAP) {
         end = next + 1;
         continue;

@@ -165,6 +165,8 @@ export class MemoryCopier {
   writeFailure: string | null = null;
   private readonly retries: number;
   private readonly stopper: Stopper | null;
+  /** sets a pass over the interpreter lists fills (kept, not made anew for every tick) */
+  private readonly scratch = { interps: new Set<bigint>(), copied: new Set<bigint>(), visited: new Set<bigint>() };
   /** thread states whose anchor this copier has set (cleared by clearAnchors) */
   private readonly anchored = new Set<bigint>();
   /** copies can be made by a SteadyCopy where the plan holds (see steady-copy.ts) */
@@ -267,7 +269,8 @@ export class MemoryCopier {
       return (k >= 0 ? got[1 + k] : null) ?? source.read(i + BigInt(lo), hi - lo);
     };
     let interp = got[0] ? readPointer(got[0], 0, P) : readPointer(source.read(headAt.address, P), 0, P);
-    const seenInterps = new Set<bigint>();
+    const seenInterps = this.scratch.interps;
+    seenInterps.clear();
     this.knownInterps = [];
     for (let i = 0; interp !== 0n && i < MAX_INTERPRETERS && !seenInterps.has(interp); i++) {
       seenInterps.add(interp);
@@ -281,8 +284,10 @@ export class MemoryCopier {
       // The list is read while threads start and end. A thread state that is not one (freed
       // under us) ends this pass over the list, which starts again from the head, passing over
       // the threads already copied.
-      const copied = new Set<bigint>();
-      const visited = new Set<bigint>();
+      const copied = this.scratch.copied;
+      const visited = this.scratch.visited;
+      copied.clear();
+      visited.clear();
       let restarts = 0;
       for (let t = 0; tstate !== 0n && t < MAX_THREADS * (LIST_RESTARTS + 1) && !visited.has(tstate); t++) {
         visited.add(tstate);

@@ -81,6 +81,15 @@ export function readingsOf(bytes: number): number {
 /** How far below the innermost frame the profiler anchor may sit before it is set again (as copier.ts). */
 export const ANCHOR_DEPTH = 4;
 
+/** Zero bytes [from, to) of `out`, whose `words` view starts where it does. */
+function zero(out: Uint8Array, words: Int32Array, from: number, to: number): void {
+  if (((from | to) & 3) !== 0) {
+    out.fill(0, from, to);
+    return;
+  }
+  for (let w = from >>> 2, end = to >>> 2; w < end; w++) words[w] = 0;
+}
+
 export class SteadyCopy {
   /** what the copy reads: every range of the plan, `readings` times over */
   readonly ranges: readonly { address: bigint; length: number }[];
@@ -114,6 +123,9 @@ export class SteadyCopy {
   private readonly codes: bigint[] = [];
   /** code objects confirmed at `generation`: address → its bigint */
   private readonly confirmed = new Map<number, bigint>();
+  /** the confirmed code object last seen at each depth of the chain (-1: none), and its bigint */
+  private readonly codeAt = new Float64Array(64).fill(-1);
+  private readonly codeBigAt: bigint[] = new Array<bigint>(64).fill(0n);
   private genLo = -1;
   private genHi = -1;
   private generation = 0n;
@@ -334,6 +346,7 @@ export class SteadyCopy {
       this.genHi = genHi;
       this.generation = (BigInt(genHi) << 32n) | BigInt(genLo);
       this.confirmed.clear();
+      this.codeAt.fill(-1);
     }
     const tagMask = L.executableTagMask;
     const codes = this.codes;
@@ -345,11 +358,20 @@ export class SteadyCopy {
       if (hi >= HI_LIMIT) return null;
       const code = hi * TWO32 + ((dv.getUint32(off + F.executable, true) & ~tagMask) >>> 0);
       if (code === 0) continue;
+      // (most frames run the code the frame at their depth ran in the previous copy)
+      if (this.codeAt[k] === code) {
+        codes.push(this.codeBigAt[k]!);
+        continue;
+      }
       let big = this.confirmed.get(code);
       if (big === undefined) {
         big = BigInt(code);
         if (!hooks.confirmed(big, this.interp, this.generation)) return null;
         this.confirmed.set(code, big);
+      }
+      if (k < this.codeAt.length) {
+        this.codeAt[k] = code;
+        this.codeBigAt[k] = big;
       }
       codes.push(big);
     }
@@ -394,6 +416,9 @@ export class SteadyCopy {
     // the copy: the first reading, once; each chunk's unused part and everything but the
     // chain's frame headers zeroed (as copier.ts's maskChunks)
     const out = bytes.slice(0, h);
+    // (zeroed a word at a time where the stretch allows: a fill() per gap between frames costs
+    // more than the loop, there being a gap per frame)
+    const words = new Int32Array(out.buffer, 0, h >>> 2);
     const regions: Region[] = [{ address: this.tstate, bytes: out.subarray(0, tsLen) }];
     for (let i = 0; i < nChunks; i++) {
       const off = this.chunkOff[i]!;
@@ -404,10 +429,10 @@ export class SteadyCopy {
       for (let k = n - 1; k >= 0; k--) {
         if (this.chainWhere[k] !== i) continue;
         const at = this.chainOff[k]!;
-        if (at > from) out.fill(0, from, at);
+        if (at > from) zero(out, words, from, at);
         from = Math.max(from, at + fs);
       }
-      if (from < off + used) out.fill(0, from, off + used);
+      if (from < off + used) zero(out, words, from, off + used);
     }
     for (let k = 0; k < n; k++) {
       const w = this.chainWhere[k]!;

@@ -94,6 +94,11 @@ export class RegionMemory {
 
 /** Read a pointer-sized value from a byte array at `offset` (little-endian). */
 export function readPointer(bytes: Uint8Array, offset: number, pointerSize: 4 | 8): bigint {
-  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  return pointerSize === 8 ? dv.getBigUint64(offset, true) : BigInt(dv.getUint32(offset, true));
+  // (from the bytes, without a DataView: the recorder reads pointers for every thread of
+  // every tick, and a view per read is most of a read's cost)
+  if (offset < 0 || offset + pointerSize > bytes.length) throw new RangeError(`pointer at ${offset} is outside ${bytes.length} bytes`);
+  const lo = (bytes[offset]! | (bytes[offset + 1]! << 8) | (bytes[offset + 2]! << 16) | (bytes[offset + 3]! << 24)) >>> 0;
+  if (pointerSize === 4) return BigInt(lo);
+  const hi = (bytes[offset + 4]! | (bytes[offset + 5]! << 8) | (bytes[offset + 6]! << 16) | (bytes[offset + 7]! << 24)) >>> 0;
+  return hi === 0 ? BigInt(lo) : (BigInt(hi) << 32n) | BigInt(lo);
 }

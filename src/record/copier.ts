@@ -166,7 +166,9 @@ export class MemoryCopier {
   private readonly retries: number;
   private readonly stopper: Stopper | null;
   /** sets a pass over the interpreter lists fills (kept, not made anew for every tick) */
-  private readonly scratch = { interps: new Set<bigint>(), copied: new Set<bigint>(), visited: new Set<bigint>() };
+  private readonly scratch = { interps: new AddressSet(), copied: new AddressSet(), visited: new AddressSet() };
+  /** where the runtime's interpreter list starts */
+  private headAt: Range | null = null;
   /** thread states whose anchor this copier has set (cleared by clearAnchors) */
   private readonly anchored = new Set<bigint>();
   /** copies can be made by a SteadyCopy where the plan holds (see steady-copy.ts) */
@@ -232,14 +234,14 @@ export class MemoryCopier {
     const L = this.layout;
     const P = this.P;
     const source = this.source;
-    this.used.clear();
+    if (this.used.size > 0) this.used.clear();
     const threads: ThreadSnapshot[] = [];
     const f = L.interp;
     const { lo, hi } = this.interpSpan;
     // Everything the previous pass read — the interpreter list, and each thread's copy and
     // its second reading — in one gathered read. What changed since is read on its own.
-    const headAt: Range = { address: source.runtimeAddress + BigInt(L.runtime.interpretersHead), length: P };
-    const prefetched = new Map<bigint, Prefetched>();
+    const headAt = (this.headAt ??= { address: source.runtimeAddress + BigInt(L.runtime.interpretersHead), length: P });
+    let prefetched: Map<bigint, Prefetched> | null = null;
     let got: (Uint8Array | null)[];
     const pass = this.steadyable && !this.allStopped && !this.blocking ? this.passRead(headAt) : null;
     if (pass && pass.read.read() === pass.read.length) {
@@ -260,6 +262,7 @@ export class MemoryCopier {
         plan.push(...p);
       }
       got = readMany(source, plan);
+      prefetched = new Map();
       for (const t of planned) prefetched.set(t.tstate, { plan: t.plan, got: got.slice(t.at, t.at + t.plan.length) });
     }
     for (const cache of this.threads.values()) cache.live = false;
@@ -276,8 +279,7 @@ export class MemoryCopier {
       seenInterps.add(interp);
       this.knownInterps.push(interp);
       const block = interpBlock(interp);
-      const dv = new DataView(block.buffer, block.byteOffset, block.byteLength);
-      const interpreterId = dv.getBigInt64(f.id - lo, true);
+      const interpreterId = BigInt.asIntN(64, readPointer(block, f.id - lo, 8));
       const main = f.threadsMain !== null ? readPointer(block, f.threadsMain - lo, P) : 0n;
       const gilHolder = f.gilHolder !== null ? readPointer(block, f.gilHolder - lo, P) : null;
       let tstate = readPointer(block, f.threadsHead - lo, P);
@@ -296,7 +298,7 @@ export class MemoryCopier {
           const b = this.source.tryRead(tstate + BigInt(L.tstate.next), P);
           next = b ? readPointer(b, 0, P) : null;
         } else {
-          const { snap, entry } = this.thread(interp, interpreterId, tstate, prefetched.get(tstate), gilHolder);
+          const { snap, entry } = this.thread(interp, interpreterId, tstate, prefetched?.get(tstate), gilHolder);
           next = entry === 'stale' ? null : readPointer(snap.regions[0]!.bytes, L.tstate.next, P);
           if (entry === 'thread') {
             const cache = this.threads.get(tstate);
@@ -1052,6 +1054,31 @@ export class MemoryCopier {
   private generationRange(interp: bigint): Range | null {
     const off = this.layout.interp.codeObjectGeneration;
     return off === null ? null : { address: interp + BigInt(off), length: 8 };
+  }
+}
+
+/**
+ * A set of addresses that stays a list while small: a pass over an interpreter's threads
+ * fills a few every tick, and a Set's clear() remakes its table each time.
+ */
+class AddressSet {
+  private readonly list: bigint[] = [];
+  private set: Set<bigint> | null = null;
+
+  clear(): void {
+    this.list.length = 0;
+    this.set = null;
+  }
+
+  has(a: bigint): boolean {
+    if (this.set) return this.set.has(a);
+    for (let i = 0; i < this.list.length; i++) if (this.list[i] === a) return true;
+    return false;
+  }
+
+  add(a: bigint): void {
+    if (this.set) this.set.add(a);
+    else if (this.list.push(a) > 32) this.set = new Set(this.list);
   }
 }
 

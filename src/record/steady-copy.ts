@@ -81,13 +81,34 @@ export function readingsOf(bytes: number): number {
 /** How far below the innermost frame the profiler anchor may sit before it is set again (as copier.ts). */
 export const ANCHOR_DEPTH = 4;
 
-/** Zero bytes [from, to) of `out`, whose `words` view starts where it does. */
-function zero(out: Uint8Array, words: Int32Array, from: number, to: number): void {
+/** Zero bytes [from, to) of `out`, which starts at word `base` of `words`. */
+function zero(out: Uint8Array, words: Int32Array, base: number, from: number, to: number): void {
   if (((from | to) & 3) !== 0) {
     out.fill(0, from, to);
     return;
   }
-  for (let w = from >>> 2, end = to >>> 2; w < end; w++) words[w] = 0;
+  for (let w = base + (from >>> 2), end = base + (to >>> 2); w < end; w++) words[w] = 0;
+}
+
+/**
+ * Copies are carved out of shared slabs rather than each made its own ArrayBuffer: a new
+ * buffer is allocated outside the JavaScript heap and tracked by the collector, which costs
+ * more than the copy of a shallow stack. A slab lives as long as any copy carved from it.
+ */
+const SLAB_BYTES = 256 << 10;
+const slab = { bytes: new Uint8Array(0), words: new Int32Array(0), at: 0 };
+
+/** Room for `n` bytes in a slab, 8-byte aligned: the slab, with `slab.at` past the room. */
+function carve(n: number): number {
+  const need = (n + 7) & ~7;
+  if (slab.at + need > slab.bytes.length) {
+    slab.bytes = new Uint8Array(Math.max(SLAB_BYTES, need));
+    slab.words = new Int32Array(slab.bytes.buffer);
+    slab.at = 0;
+  }
+  const at = slab.at;
+  slab.at += need;
+  return at;
 }
 
 export class SteadyCopy {
@@ -101,6 +122,8 @@ export class SteadyCopy {
   private read: PreparedRead | null = null;
   private dv!: DataView;
   private bytes!: Uint8Array;
+  /** the first reading of `bytes`, where the copy is taken from */
+  private firstReading!: Uint8Array;
   /** bytes of one reading (each of the others follows at this distance) */
   private readonly half: number;
   private readonly tstateNum: number;
@@ -214,6 +237,7 @@ export class SteadyCopy {
 
   private bind(bytes: Uint8Array): void {
     this.bytes = bytes;
+    this.firstReading = bytes.subarray(0, this.half);
     this.dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   }
 
@@ -415,10 +439,13 @@ export class SteadyCopy {
     const threadHi = this.threadHi;
     // the copy: the first reading, once; each chunk's unused part and everything but the
     // chain's frame headers zeroed (as copier.ts's maskChunks)
-    const out = bytes.slice(0, h);
+    const carved = carve(h);
+    const out = slab.bytes.subarray(carved, carved + h);
+    out.set(this.firstReading);
     // (zeroed a word at a time where the stretch allows: a fill() per gap between frames costs
     // more than the loop, there being a gap per frame)
-    const words = new Int32Array(out.buffer, 0, h >>> 2);
+    const words = slab.words;
+    const base = carved >>> 2;
     const regions: Region[] = [{ address: this.tstate, bytes: out.subarray(0, tsLen) }];
     for (let i = 0; i < nChunks; i++) {
       const off = this.chunkOff[i]!;
@@ -429,10 +456,10 @@ export class SteadyCopy {
       for (let k = n - 1; k >= 0; k--) {
         if (this.chainWhere[k] !== i) continue;
         const at = this.chainOff[k]!;
-        if (at > from) zero(out, words, from, at);
+        if (at > from) zero(out, words, base, from, at);
         from = Math.max(from, at + fs);
       }
-      if (from < off + used) zero(out, words, from, off + used);
+      if (from < off + used) zero(out, words, base, from, off + used);
     }
     for (let k = 0; k < n; k++) {
       const w = this.chainWhere[k]!;

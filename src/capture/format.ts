@@ -139,6 +139,20 @@ export class ByteWriter {
     this.length += src.length;
   }
 
+  /** Bytes [start, end) of `src` (short stretches copied here: a view per stretch costs more). */
+  range(src: Uint8Array, start: number, end: number): void {
+    const n = end - start;
+    if (n > 64) {
+      this.bytes(src.subarray(start, end));
+      return;
+    }
+    this.ensure(n);
+    const b = this.buf;
+    let p = this.length;
+    for (let i = start; i < end; i++) b[p++] = src[i]!;
+    this.length = p;
+  }
+
   /** Unsigned LEB128 of a non-negative safe integer. */
   uint(v: number): void {
     this.ensure(8);
@@ -197,6 +211,9 @@ export function uintSize(v: number): number {
 }
 
 export function bigSize(v: bigint): number {
+  // (a 64-bit value that fits a double exactly, as every user-space address does, is sized
+  // as a number: shifting a bigint allocates)
+  if (v >= 0n && v <= 0x1f_ffff_ffff_ffffn) return uintSize(Number(v));
   let n = 1;
   while (v >= 128n) {
     v >>= 7n;

@@ -229,7 +229,8 @@ export class SampleEncoder {
     // a region's base is the base sample's first not-yet-used region at the same address —
     // region k of the base when both samples list the same addresses in the same order (a
     // thread's consecutive samples almost always do), found through an index otherwise
-    const aligned = rec.regions.length === base.regions.length && rec.regions.every((r, k) => r.address === base.regions[k]!.address);
+    let aligned = rec.regions.length === base.regions.length;
+    for (let k = 0; aligned && k < rec.regions.length; k++) aligned = rec.regions[k]!.address === base.regions[k]!.address;
     let byAddress: Map<bigint, number[]> | null = null;
     if (!aligned) {
       byAddress = new Map();
@@ -257,7 +258,7 @@ export class SampleEncoder {
             const end = runs[k + 1]!;
             w.uint(start - pos);
             w.uint(end - start);
-            w.bytes(r.bytes.subarray(start, end));
+            w.range(r.bytes, start, end);
             pos = end;
           }
           continue;

@@ -376,11 +376,14 @@ export function checkUint(v: unknown, what: string): number {
 
 export function checkRegions(regions: unknown, what: string): Region[] {
   if (!Array.isArray(regions)) throw new TypeError(`${what} must be an array of regions`);
-  regions.forEach((r: Region, i) => {
-    checkU64(r?.address, `${what}[${i}].address`);
+  // (a loop whose messages are made only on failure: this runs for every region of every sample)
+  for (let i = 0; i < regions.length; i++) {
+    const r = regions[i] as Region;
+    const address: unknown = r?.address;
+    if (typeof address !== 'bigint' || address < 0n || address > U64_MAX) checkU64(address, `${what}[${i}].address`);
     if (!(r.bytes instanceof Uint8Array)) throw new TypeError(`${what}[${i}].bytes must be a Uint8Array`);
     if (r.bytes.length > MAX_BLOCK_RAW) throw new RangeError(`${what}[${i}] is ${r.bytes.length} bytes: more than a block may hold (${MAX_BLOCK_RAW})`);
-  });
+  }
   return regions as Region[];
 }
 

@@ -66,7 +66,7 @@ export function checkSampleRecord(rec: SampleRecord): void {
   checkUint(rec.flags, 'sample.flags');
   if (!(rec.recorderStatus in RECORDER_STATUS_CODE)) throw new RangeError(`sample.recorderStatus must be "ok" or "torn" (got ${String(rec.recorderStatus)})`);
   checkUint(rec.copyMicros, 'sample.copyMicros');
-  if (!Array.isArray(rec.errors) || rec.errors.some((e) => typeof e !== 'string')) throw new TypeError('sample.errors must be an array of strings');
+  if (!Array.isArray(rec.errors) || (rec.errors.length > 0 && rec.errors.some((e) => typeof e !== 'string'))) throw new TypeError('sample.errors must be an array of strings');
   checkRegions(rec.regions, 'sample.regions');
 }
 

@@ -193,7 +193,9 @@ async function sampleLoop(
       stats.ended = 'duration';
       break;
     }
-    await sleeper.until(schedule.due);
+    // (no await when the tick is already due, as it is whenever the sampler runs behind: a
+    // turn through a promise costs a good part of a tick at the highest rates)
+    if (schedule.due > performance.now()) await sleeper.until(schedule.due);
     let now = performance.now();
     const { missed: late, time: tickTime } = schedule.take(now);
     if (late > 0) {
@@ -233,34 +235,36 @@ async function sampleLoop(
       continue;
     }
     stats.ticks++;
-    const samples: SampleRecord[] = threads.map((t) => ({
-      time: tickTime,
-      interpreterId: t.interpreterId,
-      threadStateAddress: t.threadStateAddress,
-      threadId: t.threadId,
-      nativeThreadId: t.nativeThreadId,
-      flags:
-        (t.holdsGil ? SAMPLE_FLAG.GIL : 0) |
-        (t.mainThread ? SAMPLE_FLAG.MAIN : 0) |
-        (t.stopped ? SAMPLE_FLAG.STOPPED : 0) |
-        (t.attempts > 1 ? SAMPLE_FLAG.RETRIED : 0),
-      recorderStatus: t.moved ? 'torn' : 'ok',
-      copyMicros: t.copyMicros,
-      regions: t.regions,
-      errors: t.errors,
-    }));
-    samples.forEach((s, i) => {
-      emitCodes(sink, threads[i]!);
-      stats.codeObjects += threads[i]!.codes.length;
-      // a copy's bytes are fresh arrays, never changed once copied
+    const samples: SampleRecord[] = [];
+    for (const t of threads) {
+      const s: SampleRecord = {
+        time: tickTime,
+        interpreterId: t.interpreterId,
+        threadStateAddress: t.threadStateAddress,
+        threadId: t.threadId,
+        nativeThreadId: t.nativeThreadId,
+        flags:
+          (t.holdsGil ? SAMPLE_FLAG.GIL : 0) |
+          (t.mainThread ? SAMPLE_FLAG.MAIN : 0) |
+          (t.stopped ? SAMPLE_FLAG.STOPPED : 0) |
+          (t.attempts > 1 ? SAMPLE_FLAG.RETRIED : 0),
+        recorderStatus: t.moved ? 'torn' : 'ok',
+        copyMicros: t.copyMicros,
+        regions: t.regions,
+        errors: t.errors,
+      };
+      samples.push(s);
+      if (t.codes.length > 0 || t.codeReplaced) emitCodes(sink, t);
+      stats.codeObjects += t.codes.length;
+      // a copy's bytes are never changed once copied (fresh, or carved from a slab once)
       sink.addSample(s, true);
       stats.samples++;
       if (s.recorderStatus === 'torn') stats.torn++;
       if (s.flags & SAMPLE_FLAG.STOPPED) stats.stopped++;
       if (s.flags & SAMPLE_FLAG.RETRIED) stats.retried++;
       stats.copyMicros.total += s.copyMicros;
-      stats.copyMicros.max = Math.max(stats.copyMicros.max, s.copyMicros);
-    });
+      if (s.copyMicros > stats.copyMicros.max) stats.copyMicros.max = s.copyMicros;
+    }
     options.onTick?.(samples, threads, tickMode.mode);
     if (options.onProgress) recent.push(...samples);
 

@@ -536,7 +536,7 @@ export class MemoryCopier {
     const snap = attempt.snap;
     snap.attempts = attempts;
     // what was read of code objects in a window that moved may be a successor's or garbage
-    if (!snap.moved) {
+    if (!snap.moved && attempt.codes.size > 0) {
       const { fresh, replaced } = this.codes.commit(attempt.codes);
       snap.codes = fresh;
       snap.codeReplaced = replaced;

@@ -23,8 +23,8 @@ file; \`pyunwind report FILE\` turns it into a profile.
 
 Each copy is read twice in one system call and the two readings compared: a copy that moved
 while it was made (the program runs on meanwhile) is never profiled as a stack of one moment.
-(Most copies are read three times in the call: when the first two differ, the second is the
-copy if the third agrees with it.)
+(Most copies are read five times in the call: the copy is the first reading the next one
+agrees with.)
 On CPython 3.15+ the thread's profiler anchor (one word pyunwind writes into the target, and
 clears at the end) proves the lower part of the stack unchanged besides. The schedule runs on
 the program's own clock (time it was kept stopped does not count), with intervals dithered

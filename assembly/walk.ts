@@ -200,6 +200,12 @@ export function loadParams(p: u32): bool {
   if (tsNeed > 1 << 20 || tsCurrentFrame + ptrSize > tsNeed) return false;
   if (tsBaseFrame >= 0 && <u32>tsBaseFrame + ptrSize > tsNeed) return false;
   if (cframeCurrent > 4096) return false;
+  // as the host's checkParams (src/walk/params.ts): a rule, tag and limits both walkers read alike
+  if (bottom != BOTTOM_BASE_FRAME && bottom != BOTTOM_ENTRY_FRAME && bottom != BOTTOM_IS_ENTRY_FLAG) return false;
+  if (tagMask >= <u64>ptrSize) return false;
+  if (maxDepth < 1 || maxDepth > 1 << 24) return false;
+  if (ownerThread > 255) return false;
+  if (<i32>tsCurrentFrame < 0 || tsBaseFrame < -1 || cframeCurrent < -1 || frIsEntry < -1) return false;
   return true;
 }
 

@@ -175,3 +175,69 @@ describe('kernel and reference agree on adversarial memory', () => {
     }
   });
 });
+
+// A hostile capture header can make any parameter block: each field of a real one replaced by
+// a value from anywhere in its slot (and beyond it, and fractions). Both walkers must refuse
+// the same blocks with the same message, and on the blocks they accept give the same results.
+const FIELDS = Object.keys(PARAMS[0]!) as (keyof WalkParams)[];
+const hostileValue = fc.oneof(
+  fc.integer({ min: -2, max: 9 }),
+  fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }),
+  fc.constantFrom(2 ** 31, 2 ** 32 - 1, 2 ** 32, 0.5, -0.5, 4096, 4097, 1 << 20, (1 << 24) + 1, Number.NaN),
+);
+
+describe('kernel and reference agree on any parameter block', () => {
+  it('refuse the same blocks and walk the others alike (>= 3k cases)', async () => {
+    const kernel = await loadKernel();
+    const ref = new ReferenceWalker();
+    let refused = 0;
+    let walked = 0;
+    const arb = fc.integer({ min: 0, max: PARAMS.length - 1 }).chain((pi) =>
+      fc.record({
+        pi: fc.constant(pi),
+        changes: fc.array(fc.tuple(fc.constantFrom(...FIELDS), hostileValue), { minLength: 1, maxLength: 3 }),
+        batch: fc.array(fc.oneof({ weight: 3, arbitrary: structured(PARAMS[pi]!) }, { weight: 1, arbitrary: randomBytes }), { minLength: 1, maxLength: 3 }),
+      }),
+    );
+    fc.assert(
+      fc.property(arb, ({ pi, changes, batch }) => {
+        const p = { ...PARAMS[pi]! } as Record<string, unknown>;
+        for (const [k, v] of changes) p[k] = typeof PARAMS[pi]![k] === 'boolean' ? v % 2 === 1 : v;
+        const params = p as unknown as WalkParams;
+        const samples = batch.map((b) => b.sample);
+        const codes = batch.flatMap((b) => b.codes);
+        const run = (w: { walk: typeof ref.walk }) => {
+          try {
+            return { results: w.walk(params, codes, samples), error: null };
+          } catch (e) {
+            return { results: null, error: (e as Error).message };
+          }
+        };
+        const a = run(kernel);
+        const b = run(ref);
+        expect(a.error).toBe(b.error);
+        if (a.error !== null) {
+          expect(a.error).toMatch(/^walk parameters: /);
+          refused++;
+          return;
+        }
+        compareResults(a.results!, b.results!);
+        walked++;
+      }),
+      { numRuns: 3_000 },
+    );
+    console.log(`parameter blocks: ${refused} refused, ${walked} walked`);
+    expect(refused).toBeGreaterThan(0);
+    expect(walked).toBeGreaterThan(0);
+  });
+
+  it('the blocks that once disagreed are refused by both', async () => {
+    const kernel = await loadKernel();
+    const ref = new ReferenceWalker();
+    for (const change of [{ bottom: 3 }, { tagMask: -1 }, { maxDepth: -1 }, { frameOwner: 1.5 }]) {
+      const params = { ...PARAMS[0]!, ...change };
+      expect(() => kernel.walk(params, [], [])).toThrow(/^walk parameters: /);
+      expect(() => ref.walk(params, [], [])).toThrow(/^walk parameters: /);
+    }
+  });
+});

@@ -16,7 +16,7 @@ import { Profile } from '../profile/profile.js';
 import type { CountedNode, SampleFrame } from '../profile/types.js';
 import { CodeTable } from '../symbols/code-table.js';
 import { STATUS_NAMES } from './status.js';
-import { encodeParams, PARAM_COUNT, walkParams, type WalkParams } from './params.js';
+import { checkParams, encodeParams, PARAM_COUNT, walkParams, type WalkParams } from './params.js';
 import { readKernelBytes, writeCodeTable } from './kernel-walker.js';
 
 const PAGE = 65536;
@@ -196,7 +196,10 @@ export class BlockEngine {
     const memory = new WebAssembly.Memory({ initial: 16, maximum: 65536 });
     const module = options.module ?? (await WebAssembly.compile((await readKernelBytes(false)) as Uint8Array<ArrayBuffer>));
     const instance = await WebAssembly.instantiate(module, { env: { memory } });
-    const engine = new BlockEngine(instance.exports as unknown as EngineExports, memory, new CodeTable(layout), walkParams(layout, options.maxDepth), options);
+    const params = walkParams(layout, options.maxDepth);
+    const bad = checkParams(params);
+    if (bad) throw new RangeError(`walk parameters: ${bad}`);
+    const engine = new BlockEngine(instance.exports as unknown as EngineExports, memory, new CodeTable(layout), params, options);
     engine.lay();
     return engine;
   }

@@ -8,6 +8,8 @@ export const BOTTOM_CODE = { 'base-frame': 0, 'entry-frame': 1, 'is-entry-flag':
 
 /** Default and minimum depth limit: frames visited per sample, Python or not. */
 export const DEFAULT_MAX_DEPTH = 8192;
+/** The largest depth limit a parameter block may ask for. */
+export const MAX_MAX_DEPTH = 1 << 24;
 
 export interface WalkParams {
   pointerSize: 4 | 8;
@@ -97,6 +99,17 @@ export function encodeParams(w: WalkParams): Int32Array {
 export function checkParams(w: WalkParams): string | null {
   const p = w.pointerSize;
   if (p !== 4 && p !== 8) return `pointer size ${p}`;
+  // every slot is an i32 in the kernel's block: a fraction or a value beyond would be read
+  // differently by the two walkers (truncated there, used as is here)
+  for (const [name, v] of Object.entries(w)) {
+    if (typeof v === 'number' && (!Number.isInteger(v) || v < -(2 ** 31) || v > 2 ** 32 - 1)) return `${name} ${v}`;
+  }
+  if (w.bottom !== BOTTOM_CODE['base-frame'] && w.bottom !== BOTTOM_CODE['entry-frame'] && w.bottom !== BOTTOM_CODE['is-entry-flag']) return `bottom rule ${w.bottom}`;
+  // tag bits live in a pointer's alignment bits
+  if (w.tagMask < 0 || w.tagMask >= p) return `tag mask ${w.tagMask}`;
+  if (w.maxDepth < 1 || w.maxDepth > MAX_MAX_DEPTH) return `depth limit ${w.maxDepth}`;
+  if (w.ownerThread < 0 || w.ownerThread > 255) return `owner value ${w.ownerThread}`;
+  if (w.tstateCurrentFrame < 0 || w.tstateBaseFrame < -1 || w.cframeCurrentFrame < -1 || w.frameIsEntry < -1) return 'negative offset';
   if (w.frameSize <= 0 || w.frameSize > 4096) return `frame size ${w.frameSize}`;
   for (const [name, off, width] of [
     ['previous', w.framePrevious, p],

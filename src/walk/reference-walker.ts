@@ -2,7 +2,7 @@
 // with exactly the same rules and results. Tests run both over every sample the suite makes
 // and require identical output; it is also the walker for places without WebAssembly.
 
-import { checkParams, type WalkParams } from './params.js';
+import { BOTTOM_CODE, checkParams, type WalkParams } from './params.js';
 import { normalizeCodeRanges, sortRegions, U64_MASK } from './normalize.js';
 import { statusName } from './status.js';
 import type { CodeRange, Region, WalkFrame, WalkResult, WalkSample } from './types.js';
@@ -168,12 +168,12 @@ function walkOne(p: WalkParams, codes: Map<bigint, CodeRange>, sample: WalkSampl
     }
   }
 
-  if (p.bottom === 0) {
+  if (p.bottom === BOTTOM_CODE['base-frame']) {
     if (last !== base) return done(INCOMPLETE, last);
     return done(frames.length > 0 ? COMPLETE : IDLE);
   }
   if (visited === 0) return done(IDLE);
-  const bottomOk = p.bottom === 1 ? lastOwner >= 0 && inMask(p.ownerSkipMask, lastOwner) : lastIsEntry !== 0;
+  const bottomOk = p.bottom === BOTTOM_CODE['entry-frame'] ? lastOwner >= 0 && inMask(p.ownerSkipMask, lastOwner) : p.bottom === BOTTOM_CODE['is-entry-flag'] && lastIsEntry !== 0;
   if (!bottomOk) return done(INCOMPLETE, last);
   return done(frames.length > 0 ? COMPLETE_UNVERIFIABLE : IDLE);
 }

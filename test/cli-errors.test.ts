@@ -5,7 +5,9 @@ import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { nobody, runAs } from './helpers/as-nobody.js';
 import { recordCoverage } from './helpers/coverage.js';
 import { nativeInterpreters } from './helpers/interpreters.js';
 import { untilReadable, untilRunning } from './helpers/wait.js';
@@ -14,10 +16,8 @@ const BIN = path.resolve('bin/pyunwind.js');
 const children: import('node:child_process').ChildProcess[] = [];
 afterAll(() => children.forEach((c) => c.kill('SIGKILL')));
 
-function run(args: string[], asUser?: string): { code: number | null; stdout: string; stderr: string } {
-  const cmd = asUser ? 'runuser' : process.execPath;
-  const argv = asUser ? ['-u', asUser, '--', process.execPath, BIN, ...args] : [BIN, ...args];
-  const r = spawnSync(cmd, argv, { encoding: 'utf8', timeout: 60_000 });
+function run(args: string[]): { code: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', timeout: 60_000 });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -66,18 +66,19 @@ describe('the pyunwind command on bad input', () => {
 
   it('no permission to read the target', async () => {
     const py = nativeInterpreters().find((p) => !p.missing);
-    const canSwitch = process.getuid?.() === 0 && spawnSync('runuser', ['-u', 'nobody', '--', 'true']).status === 0;
-    if (!py || !canSwitch) {
-      const why = !py ? 'no native interpreter' : 'needs root and runuser to run the command as another user';
-      recordCoverage('cli-errors', 'permission denied', false, why);
+    const user = nobody();
+    if (!py || typeof user === 'string') {
+      recordCoverage('cli-errors', 'permission denied', false, !py ? 'no native interpreter' : String(user));
       return;
     }
-    // a Python owned by root, read by a command running as nobody
+    // a Python owned by root, read by the command running as nobody (its modules loaded
+    // first: nobody may not be able to enter the checkout)
     const target = spawn(py.command, ['-c', 'import time; time.sleep(60)']);
     children.push(target);
     await untilReadable(target.pid!); // by this test's user: the one below may not
 
-    const r = run(['dump', '--pid', String(target.pid)], 'nobody');
+    const dist = (f: string): string => JSON.stringify(pathToFileURL(path.resolve('dist/cli', f)).href);
+    const r = runAs(user, `const { main } = await import(${dist('main.js')});\nawait import(${dist('dump.js')});`, `process.exitCode = await main(${JSON.stringify(['dump', '--pid', String(target.pid)])});`);
     expectOneLineError(r, /permission denied/);
     recordCoverage('cli-errors', 'permission denied', true);
   });

@@ -33,6 +33,9 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   demo: async () => (await import('./demo.js')).demo,
 };
 
+/** Commands loaded so far: a module is loaded once per process however often main runs. */
+const loaded = new Map<string, Command>();
+
 export async function main(argv: string[], out = (s: string) => void process.stdout.write(s), err = (s: string) => void process.stderr.write(s)): Promise<number> {
   const [verb, ...rest] = argv;
   if (verb === undefined || verb === 'help' || verb === '--help' || verb === '-h') {
@@ -49,7 +52,12 @@ export async function main(argv: string[], out = (s: string) => void process.std
     return EXIT.usage;
   }
   try {
-    return await (await load())(rest, out, err);
+    let command = loaded.get(verb);
+    if (!command) {
+      command = await load();
+      loaded.set(verb, command);
+    }
+    return await command(rest, out, err);
   } catch (e) {
     const usage = e instanceof UsageError || (e as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
     err(`pyunwind ${verb}: ${oneLine(e)}${usage ? ` (try: pyunwind ${verb} --help)` : ''}\n`);

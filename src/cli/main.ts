@@ -2,7 +2,7 @@
 
 import { EXIT, oneLine, UsageError } from './errors.js';
 
-import { VERSION } from './version.js';
+import { VERSION } from '../version.js';
 
 const HELP = `pyunwind ${VERSION} — trustworthy Python stack samples from raw CPython memory
 

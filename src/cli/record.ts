@@ -1,20 +1,17 @@
 // pyunwind record: sample a running Python (or a command it starts) into a capture file.
 
-import { spawn, type ChildProcess } from 'node:child_process';
 import { parseArgs } from 'node:util';
-import { CaptureWriter, fileSink } from '../capture/index.js';
 import type { CodeRecord, SampleRecord } from '../capture/types.js';
-import { formatVersion } from '../layout/index.js';
-import { openLinuxProcess, processIsRunning, TargetError, type LinuxProcessSource } from '../record/linux-process.js';
-import { runSampler, type SamplerStats } from '../record/sampler.js';
-import { openStopper } from '../record/stopper.js';
+import type { Layout } from '../layout/index.js';
+import { MAX_RATE_HZ, recordProcess, type RecordProcessResult } from '../record/record-process.js';
+import type { SamplerStats } from '../record/sampler.js';
 import { SampleProcessor } from '../process.js';
 import { KernelWalker } from '../walk/kernel-walker.js';
 import { TRUSTED } from '../walk/status.js';
 import { UsageError } from './errors.js';
 import { percent } from './format.js';
 import { modeOption, parsePid, parsePositive } from './options.js';
-import { VERSION } from './version.js';
+import { VERSION } from '../version.js';
 
 export const RECORD_HELP = `Usage: pyunwind record [OPTIONS] -o FILE (--pid PID | -- COMMAND [ARGS...])
 
@@ -87,52 +84,25 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
   if (!values.output) throw new UsageError('record needs -o FILE');
   if ((values.pid === undefined) === (command.length === 0)) throw new UsageError('record needs either --pid PID or -- COMMAND');
   const rateHz = parsePositive('--rate', values.rate!, { allowK: true });
-  if (rateHz > 100_000) throw new UsageError(`--rate ${rateHz} is above 100000 Hz`);
+  if (rateHz > MAX_RATE_HZ) throw new UsageError(`--rate ${rateHz} is above ${MAX_RATE_HZ} Hz`);
   const durationMs = values.duration === undefined ? undefined : parsePositive('--duration', values.duration) * 1000;
   const mode = modeOption(values.mode, values.blocking);
 
-  let child: ChildProcess | null = null;
-  let source: LinuxProcessSource;
-  if (values.pid !== undefined) {
-    source = openLinuxProcess(parsePid(values.pid));
-  } else {
-    child = spawn(command[0]!, command.slice(1), { stdio: 'inherit' });
-    source = await attachToChild(child, command[0]!);
-  }
-  const pid = source.pid;
-  const alive = (): boolean => (child ? child.exitCode === null && child.signalCode === null : true) && processIsRunning(pid);
-
-  const writer = new CaptureWriter(fileSink(values.output), {
-    layoutSource: source.layout.source,
-    pointerSize: source.layout.pointerSize,
-    pythonVersion: formatVersion(source.layout.version),
-    target: source.description,
-    ...(child ? { command } : {}),
-    pid,
-    runtimeAddress: source.runtimeAddress,
-    rateHz,
-    startTime: Date.now(),
-    recorder: `pyunwind ${VERSION}`,
-    mode: `${mode}${values['read-only'] ? ', read-only' : ''}`,
-  });
-  const stopper = mode === 'optimistic' ? null : openStopper(pid);
-
-  let stopRequested = false;
-  const stop = (): void => {
-    stopRequested = true;
-  };
+  const abort = new AbortController();
+  const stop = (): void => abort.abort();
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
   process.on('SIGHUP', stop);
 
+  // the progress line (on a terminal) walks what was recorded since the last line, in
+  // recording order (a code record applies to the samples after it)
   const tty = !values.quiet && process.stderr.isTTY === true;
-  const processor = tty ? new SampleProcessor(source.layout, await KernelWalker.load()) : null;
+  let processor: SampleProcessor | null = null;
   let walked = 0;
   let rejected = 0;
-  // the progress line walks what was recorded since the last line, in recording order (a code
-  // record applies to the samples after it)
   let queued: (CodeRecord | SampleRecord)[] = [];
   const walkQueued = (): void => {
+    if (!processor) return;
     let samples: SampleRecord[] = [];
     const walk = (): void => {
       for (const p of processor!.process(samples)) {
@@ -145,60 +115,54 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
       if ('time' in r) samples.push(r);
       else {
         walk();
-        processor!.addCodes([r]);
+        processor.addCodes([r]);
       }
     }
     walk();
     queued = [];
   };
-  const sink = processor
-    ? {
-        addCode: (r: CodeRecord) => (writer.addCode(r), queued.push(r)),
-        addSample: (r: SampleRecord, immutable?: boolean) => (writer.addSample(r, immutable), queued.push(r)),
-        addMissed: (n: number) => writer.addMissed(n),
-        flush: () => writer.flush(),
-      }
-    : writer;
-  let stats: SamplerStats;
+  const walker = tty ? await KernelWalker.load() : null;
+  let result: RecordProcessResult;
   try {
-    stats = await runSampler(source, sink, {
+    result = await recordProcess({
+      ...(values.pid !== undefined ? { pid: parsePid(values.pid) } : { command }),
+      output: values.output,
       rateHz,
       mode,
-      ...(values['read-only'] ? { consistency: 'reread' as const } : {}),
-      ...(stopper ? { stopper } : {}),
+      ...(values['read-only'] ? { readOnly: true } : {}),
       ...(durationMs !== undefined ? { durationMs } : {}),
-      // a target that exits makes the next read fail, and the sampler then asks isAlive
-      shouldStop: () => stopRequested || (child !== null && (child.exitCode !== null || child.signalCode !== null)),
-      isAlive: alive,
-      onProgress: processor
-        ? (s) => {
-            walkQueued();
-            err(`\r${progressLine(s, walked, rejected)}\x1b[K`);
+      signal: abort.signal,
+      ...(walker
+        ? {
+            onRecord: (r: CodeRecord | SampleRecord) => queued.push(r),
+            onStart: (layout: Layout) => {
+              processor = new SampleProcessor(layout, walker);
+            },
+            onProgress: (s: SamplerStats) => {
+              walkQueued();
+              err(`\r${progressLine(s, walked, rejected)}\x1b[K`);
+            },
           }
-        : undefined,
+        : {}),
     });
-    if (stats.ended === 'stopped' && !alive()) stats.ended = 'target-exited';
   } finally {
-    stopper?.close();
-    writer.close();
-    source.close();
     process.off('SIGINT', stop);
     process.off('SIGTERM', stop);
     process.off('SIGHUP', stop);
   }
+  const { stats } = result;
   if (tty) err('\n');
   if (stats.anchorWriteFailure) {
     err(`pyunwind: warning: could not write the profiler anchor (${stats.anchorWriteFailure}); copies were checked by comparing two readings alone (as with --read-only)\n`);
   }
-  if (child && alive()) child.kill('SIGTERM');
   const secs = stats.elapsedMs / 1000;
   err(
-    `pyunwind: recorded ${stats.samples} samples of ${source.description} in ${secs.toFixed(1)} s ` +
+    `pyunwind: recorded ${stats.samples} samples of ${result.target} in ${secs.toFixed(1)} s ` +
       `(${Math.round(stats.ticks / Math.max(secs, 1e-9))} ticks/s; missed ${percent(stats.missed, stats.scheduled)}, ` +
       `torn ${percent(stats.torn, stats.samples)}, copied with the target stopped ${percent(stats.stopped, stats.samples)} ` +
-      `(stopped ${percent(stopper?.stoppedMicros ?? 0, stats.elapsedMs * 1000)} of the time); ` +
+      `(stopped ${percent(result.stoppedMicros, stats.elapsedMs * 1000)} of the time); ` +
       `copy ${stats.samples ? Math.round(stats.copyMicros.total / stats.samples) : 0} µs mean) → ${values.output}` +
-      (stats.ended === 'target-exited' ? ' (the target exited)' : '') +
+      (result.targetExited ? ' (the target exited)' : '') +
       '\n',
   );
   return 0;
@@ -210,30 +174,4 @@ function progressLine(s: SamplerStats, walked: number, rejected: number): string
     `recording: ${s.samples} samples, ${Math.round(s.ticks / Math.max(secs, 1e-9))}/s, ` +
     `missed ${percent(s.missed, s.scheduled, '–')}, rejected ${percent(rejected, walked, '–')}, ${secs.toFixed(1)} s`
   );
-}
-
-/**
- * A command just started: wait until it is a Python we can read (its interpreter binary is
- * mapped), polling; fail if it exits first or takes too long.
- */
-async function attachToChild(child: ChildProcess, name: string): Promise<LinuxProcessSource> {
-  const started = Date.now();
-  const spawnError = new Promise<never>((_, reject) => child.once('error', (e) => reject(new TargetError('no-process', `cannot start ${name}: ${e.message}`))));
-  spawnError.catch(() => {});
-  for (;;) {
-    if (child.exitCode !== null || child.signalCode !== null) {
-      throw new TargetError('no-process', `${name} exited (${child.exitCode ?? child.signalCode}) before it could be recorded`);
-    }
-    if (child.pid !== undefined) {
-      try {
-        return openLinuxProcess(child.pid);
-      } catch (e) {
-        if (!(e instanceof TargetError) || Date.now() - started > 10_000) {
-          child.kill('SIGTERM');
-          throw e;
-        }
-      }
-    }
-    await Promise.race([new Promise((r) => setTimeout(r, 5)), spawnError]);
-  }
 }

@@ -27,7 +27,7 @@ import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { fileSink, type CaptureSink } from '../capture/index.js';
-import { VERSION } from '../cli/version.js';
+import { RECORDER } from '../version.js';
 
 // ---- protocol with the worker (src/record/pyodide-worker.ts) --------------------------------
 
@@ -268,7 +268,7 @@ export async function recordPyodide(options: PyodideRecordOptions): Promise<Pyod
     args: options.args ?? [],
     rateHz,
     flushEveryMs: options.flushEveryMs ?? 1000,
-    recorder: `pyunwind ${VERSION}`,
+    recorder: RECORDER,
     interrupt: interrupt.buffer as SharedArrayBuffer,
     control: control.buffer as SharedArrayBuffer,
     startAt: new SharedArrayBuffer(8),

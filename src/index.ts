@@ -1,0 +1,28 @@
+// pyunwind as a library: processing captures (the package's root entry, `pyunwind`).
+// Recording has its own entries: `pyunwind/record` (a Linux process) and `pyunwind/pyodide`
+// (CPython in WebAssembly). Everything not exported from an entry is internal.
+
+export { reportCapture, recordingStats, type CaptureReport, type RecordingStats, type ReportOptions } from './report.js';
+export { SampleProcessor, type ProcessedSample } from './process.js';
+export { unwindSnapshot, type ThreadStack, type StackFrame } from './unwind.js';
+export {
+  CaptureReader,
+  CaptureWriter,
+  decodeBlock,
+  fileSink,
+  memorySink,
+  openCapture,
+  readCaptureBytes,
+  type CaptureSink,
+  type CaptureSource,
+  type CaptureWriterOptions,
+} from './capture/index.js';
+export type { CaptureBlock, CaptureHeader, CaptureWarning, CodeRecord, SampleRecord, RecorderStatus } from './capture/types.js';
+export { Profile, ProfileFormatError, ThreadProfile, PROFILE_FORMAT, PROFILE_VERSION } from './profile/index.js';
+export type { ProfileJSON, ThreadJSON, FrameJSON, StackJSON, ProfileStats, StatusCounts, ValidationStats, FunctionStat } from './profile/index.js';
+export { exportCollapsed, exportJson, exportSpeedscope, exportText, jsonDocument, speedscopeDocument } from './export/index.js';
+export type { CollapsedOptions, JsonOptions, SpeedscopeOptions, TextOptions } from './export/index.js';
+export { KernelWalker, ReferenceWalker, walkParams, STATUS_NAMES, TRUSTED, type Walker, type WalkParams, type Status } from './walk/index.js';
+export type { CodeRange, Region, WalkFrame, WalkResult, WalkSample } from './walk/index.js';
+export { layoutFromSource, LayoutError, type Layout, type LayoutSource } from './layout/index.js';
+export { VERSION } from './version.js';

@@ -1,0 +1,163 @@
+// Recording a Linux process into a capture file, as a library function: what `pyunwind
+// record` does, without its options parsing and terminal output.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { CaptureWriter, fileSink, type CaptureSink } from '../capture/writer.js';
+import type { CodeRecord, SampleRecord } from '../capture/types.js';
+import { formatVersion, type Layout } from '../layout/index.js';
+import { openLinuxProcess, processIsRunning, TargetError, type LinuxProcessSource } from './linux-process.js';
+import type { SamplingMode } from './modes.js';
+import { runSampler, type SamplerStats } from './sampler.js';
+import { openStopper } from './stopper.js';
+import { RECORDER } from '../version.js';
+
+export interface RecordProcessOptions {
+  /** the process to record: a running one (`pid`), or a command to start (`command`: argv) */
+  pid?: number;
+  command?: readonly string[];
+  /** the capture file's path, or where its bytes go */
+  output: string | CaptureSink;
+  /** samples per second asked for (default 1000; at most 100,000) */
+  rateHz?: number;
+  /** stop after this long (default: until `signal` aborts or the target exits) */
+  durationMs?: number;
+  /** how copies are kept consistent (default `adaptive`, see modes.ts) */
+  mode?: SamplingMode;
+  /** never write into the target: no profiler anchor, copies checked by re-reading alone */
+  readOnly?: boolean;
+  /** ends the recording (the file is then closed properly) */
+  signal?: AbortSignal;
+  /** every record as it is written (code records come before the samples that need them) */
+  onRecord?: (record: CodeRecord | SampleRecord) => void;
+  /** the target's layout, once it is attached and before the first record */
+  onStart?: (layout: Layout) => void;
+  /** called every `progressEveryMs` (default 250) with the stats so far */
+  onProgress?: (stats: SamplerStats) => void;
+  progressEveryMs?: number;
+  /** a started command's standard streams (default: inherited) */
+  stdio?: 'inherit' | 'ignore';
+}
+
+export interface RecordProcessResult {
+  /** the target as the capture names it, e.g. "pid 1234 (python3.15, 3.15.2)" */
+  target: string;
+  pid: number;
+  stats: SamplerStats;
+  /** time the target spent stopped by the recorder, µs */
+  stoppedMicros: number;
+  /** the recording ended because the target exited */
+  targetExited: boolean;
+}
+
+/** Largest rate a recording may ask for. */
+export const MAX_RATE_HZ = 100_000;
+
+/**
+ * Record a Python process into a capture file until `durationMs` has passed, `signal` aborts
+ * or the target exits. A command started here is ended (SIGTERM) when the recording ends
+ * before it does. Throws TargetError when the target cannot be recorded (not Python, gone, no
+ * permission), RangeError on bad options.
+ */
+export async function recordProcess(options: RecordProcessOptions): Promise<RecordProcessResult> {
+  const rateHz = options.rateHz ?? 1000;
+  if (!(rateHz > 0 && rateHz <= MAX_RATE_HZ)) throw new RangeError(`rate ${rateHz} Hz is not in (0, ${MAX_RATE_HZ}]`);
+  if ((options.pid === undefined) === (options.command === undefined || options.command.length === 0)) {
+    throw new RangeError('recordProcess needs either a pid or a command');
+  }
+  const mode = options.mode ?? 'adaptive';
+  const command = options.command ? [...options.command] : null;
+
+  let child: ChildProcess | null = null;
+  let source: LinuxProcessSource;
+  if (command) {
+    child = spawn(command[0]!, command.slice(1), { stdio: options.stdio ?? 'inherit' });
+    source = await attachToChild(child, command[0]!);
+  } else {
+    source = openLinuxProcess(options.pid!);
+  }
+  const pid = source.pid;
+  const started = child;
+  const childEnded = (): boolean => started !== null && (started.exitCode !== null || started.signalCode !== null);
+  const alive = (): boolean => !childEnded() && processIsRunning(pid);
+
+  let writer: CaptureWriter;
+  let stopper: ReturnType<typeof openStopper> | null = null;
+  try {
+    writer = new CaptureWriter(typeof options.output === 'string' ? fileSink(options.output) : options.output, {
+      layoutSource: source.layout.source,
+      pointerSize: source.layout.pointerSize,
+      pythonVersion: formatVersion(source.layout.version),
+      target: source.description,
+      ...(command ? { command } : {}),
+      pid,
+      runtimeAddress: source.runtimeAddress,
+      rateHz,
+      startTime: Date.now(),
+      recorder: RECORDER,
+      mode: `${mode}${options.readOnly ? ', read-only' : ''}`,
+    });
+    stopper = mode === 'optimistic' ? null : openStopper(pid);
+  } catch (e) {
+    source.close();
+    if (child && alive()) child.kill('SIGTERM');
+    throw e;
+  }
+  options.onStart?.(source.layout);
+  const tap = options.onRecord;
+  const sink = tap
+    ? {
+        addCode: (r: CodeRecord) => (writer.addCode(r), tap(r)),
+        addSample: (r: SampleRecord, immutable?: boolean) => (writer.addSample(r, immutable), tap(r)),
+        addMissed: (n: number) => writer.addMissed(n),
+        flush: () => writer.flush(),
+      }
+    : writer;
+  let stats: SamplerStats;
+  try {
+    stats = await runSampler(source, sink, {
+      rateHz,
+      mode,
+      ...(options.readOnly ? { consistency: 'reread' as const } : {}),
+      ...(stopper ? { stopper } : {}),
+      ...(options.durationMs !== undefined ? { durationMs: options.durationMs } : {}),
+      // a target that exits makes the next read fail, and the sampler then asks isAlive
+      shouldStop: () => options.signal?.aborted === true || childEnded(),
+      isAlive: alive,
+      ...(options.onProgress ? { onProgress: (s: SamplerStats) => options.onProgress!(s) } : {}),
+      ...(options.progressEveryMs !== undefined ? { progressEveryMs: options.progressEveryMs } : {}),
+    });
+    if (stats.ended === 'stopped' && !alive()) stats.ended = 'target-exited';
+  } finally {
+    stopper?.close();
+    writer.close();
+    source.close();
+  }
+  if (child && alive()) child.kill('SIGTERM');
+  return { target: source.description, pid, stats, stoppedMicros: stopper?.stoppedMicros ?? 0, targetExited: stats.ended === 'target-exited' };
+}
+
+/**
+ * A command just started: wait until it is a Python we can read (its interpreter binary is
+ * mapped), polling; fail if it exits first or takes too long.
+ */
+async function attachToChild(child: ChildProcess, name: string): Promise<LinuxProcessSource> {
+  const started = Date.now();
+  const spawnError = new Promise<never>((_, reject) => child.once('error', (e) => reject(new TargetError('no-process', `cannot start ${name}: ${e.message}`))));
+  spawnError.catch(() => {});
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new TargetError('no-process', `${name} exited (${child.exitCode ?? child.signalCode}) before it could be recorded`);
+    }
+    if (child.pid !== undefined) {
+      try {
+        return openLinuxProcess(child.pid);
+      } catch (e) {
+        if (!(e instanceof TargetError) || Date.now() - started > 10_000) {
+          child.kill('SIGTERM');
+          throw e;
+        }
+      }
+    }
+    await Promise.race([new Promise((r) => setTimeout(r, 5)), spawnError]);
+  }
+}

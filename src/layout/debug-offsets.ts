@@ -4,6 +4,7 @@
 // shape is not known (3.15 changed it several times during its cycle) is rejected rather
 // than guessed at.
 
+import { checkParams, walkParams } from '../walk/params.js';
 import { LayoutError, type Layout, type PythonVersion } from './layout.js';
 
 /** Bytes to read from the start of `_PyRuntime`: more than every known table (888 at most). */
@@ -419,7 +420,7 @@ function buildLayout(t: Table, version: PythonVersion): Layout {
     gen = ptr === 8 ? { iframe: 72, frameState: 67 } : { iframe: 36, frameState: 35 };
   }
 
-  return {
+  const layout: Layout = {
     id: `debug-offsets/${version.major}.${minor}/${t.shape.size}`,
     // a copy: a Buffer's slice() would share the caller's memory
     source: { kind: 'debug-offsets', bytes: new Uint8Array(t.bytes.subarray(0, t.shape.size)) },
@@ -488,4 +489,9 @@ function buildLayout(t: Table, version: PythonVersion): Layout {
     },
     gen,
   };
+  // a table the walk could not use (offsets past the frame, sizes beyond reason: found by
+  // fuzzing) is the table's fault, said as such — not a walker's refusal later on
+  const bad = checkParams(walkParams(layout));
+  if (bad) throw new LayoutError(`debug offsets: the walk cannot use them: ${bad}`);
+  return layout;
 }

@@ -9,7 +9,7 @@
 // block gives the same profile either way: test/engine.test.ts checks it on real captures,
 // test/engine-property.test.ts on edited ones.
 
-import { ByteReader } from '../capture/format.js';
+import { ByteReader, readCodeRecord } from '../capture/format.js';
 import type { CaptureWarning } from '../capture/types.js';
 import type { Layout } from '../layout/layout.js';
 import { Profile } from '../profile/profile.js';
@@ -329,11 +329,15 @@ export class BlockEngine {
       const stop = e.engineRun(pos, end);
       if (stop === STOP.END) break;
       if (stop === STOP.CODE) {
-        // applied before the block: step over it
+        // applied before the block: step over it — a record that does not decode (skipped when
+        // the block's codes were applied) sends the block to the reference path, which says so
+        // in its warning (found by fuzzing: the engine stepped over it in silence)
         const r = new ByteReader(payload, e.engineStopAt() - base);
         try {
           r.u8('record type');
           const length = r.uint('record length');
+          if (length > r.remaining) return reference(block, profile, copies);
+          readCodeRecord(new ByteReader(payload, r.pos, r.pos + length));
           pos = base + r.pos + length;
         } catch {
           return reference(block, profile, copies);

@@ -1,0 +1,279 @@
+// What `npm run fuzz` feeds hostile input to, each a fast-check property: it holds when the
+// code under test either accepts the input and behaves, or refuses it with its own error —
+// never another exception (a crash), a trap, or a disagreement between the WebAssembly
+// kernel and the TypeScript reference. Hangs are caught by the runner (fuzz/run.ts).
+//
+// The inputs start from real memory: captures recorded from real interpreters and real
+// _Py_DebugOffsets (test/fixtures/), mutated — bytes flipped, runs zeroed or repeated, blocks
+// truncated — at the file level and inside the blocks' payloads (re-framed with valid
+// checksums, so that the decoding past the checksums is what gets the hostile bytes).
+
+import fs from 'node:fs';
+import path from 'node:path';
+import fc from 'fast-check';
+import { BlockProcessor, openBlock } from '../src/block-processor.js';
+import { BLOCK_TYPE, encodeBlock, encodeTrailer } from '../src/capture/format.js';
+import { readCaptureBytes, type RawBlock } from '../src/capture/reader.js';
+import { CaptureError, type CodeRecord } from '../src/capture/types.js';
+import { layoutFromDebugOffsets, layoutFromSource, LayoutError, type Layout } from '../src/layout/index.js';
+import { Profile } from '../src/profile/profile.js';
+import { decodeCodeObject } from '../src/symbols/code-object.js';
+import { decodeLocationTable, SymbolError } from '../src/symbols/location-table.js';
+import { checkParams, walkParams, type WalkParams } from '../src/walk/params.js';
+import { ReferenceWalker } from '../src/walk/reference-walker.js';
+import { KernelWalker } from '../src/walk/kernel-walker.js';
+import { RegionMemory } from '../src/walk/region-memory.js';
+import { readKernelBytes } from '../src/walk/kernel-walker.js';
+import { hostileParams, randomMemory, structuredMemory, WALK_PARAMS } from './arbitraries.js';
+
+export interface Target {
+  name: string;
+  /** share of the cases (weights are relative) */
+  weight: number;
+  // (each target's own argument types)
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  property: fc.IRawProperty<any, boolean>;
+}
+
+/** A disagreement or a crash: what the property reports. */
+export class FuzzFailure extends Error {
+  override name = 'FuzzFailure';
+}
+
+const FIXTURES = path.resolve(import.meta.dirname, '../test/fixtures');
+
+/** The corpus: real captures and real debug offsets. */
+export function loadCorpus(): { captures: { name: string; bytes: Uint8Array }[]; debugOffsets: { name: string; bytes: Uint8Array }[] } {
+  const read = (dir: string, ext: string) =>
+    fs
+      .readdirSync(dir)
+      .filter((f) => f.endsWith(ext))
+      .sort()
+      .map((f) => ({ name: f, bytes: new Uint8Array(fs.readFileSync(path.join(dir, f))) }));
+  return { captures: read(path.join(FIXTURES, 'captures'), '.pyuw'), debugOffsets: read(path.join(FIXTURES, 'debug-offsets'), '.bin') };
+}
+
+// ---- mutations ----
+
+type Mutation = { kind: 'flip' | 'set' | 'zero' | 'repeat' | 'truncate' | 'insert'; at: number; n: number; value: number };
+
+const mutation: fc.Arbitrary<Mutation> = fc.record({
+  kind: fc.constantFrom('flip', 'flip', 'set', 'zero', 'repeat', 'truncate', 'insert'),
+  at: fc.nat(),
+  n: fc.integer({ min: 1, max: 64 }),
+  value: fc.integer({ min: 0, max: 255 }),
+});
+
+function mutate(bytes: Uint8Array, ms: readonly Mutation[]): Uint8Array {
+  let b = bytes.slice();
+  for (const m of ms) {
+    if (b.length === 0) break;
+    const at = m.at % b.length;
+    switch (m.kind) {
+      case 'flip':
+        b[at] = b[at]! ^ (1 << (m.value & 7));
+        break;
+      case 'set':
+        b[at] = m.value;
+        break;
+      case 'zero':
+        b.fill(0, at, at + m.n);
+        break;
+      case 'repeat': {
+        const piece = b.slice(at, at + m.n);
+        const out = new Uint8Array(b.length + piece.length);
+        out.set(b.subarray(0, at + piece.length));
+        out.set(piece, at + piece.length);
+        out.set(b.subarray(at + piece.length), at + 2 * piece.length);
+        b = out;
+        break;
+      }
+      case 'truncate':
+        b = b.slice(0, at);
+        break;
+      case 'insert': {
+        const out = new Uint8Array(b.length + m.n);
+        out.set(b.subarray(0, at));
+        out.fill(m.value, at, at + m.n);
+        out.set(b.subarray(at), at + m.n);
+        b = out;
+        break;
+      }
+    }
+  }
+  return b;
+}
+
+/** A capture with one block's payload mutated and framed again (valid checksum and trailer). */
+export function mutatePayload(file: Uint8Array, blockPick: number, ms: readonly Mutation[]): Uint8Array {
+  const reader = readCaptureBytes(file, 'fixture');
+  const blocks: RawBlock[] = [...reader.rawBlocks()];
+  if (blocks.length === 0) return file;
+  const headerEnd = blocks[0]!.offset;
+  const k = blockPick % blocks.length;
+  const parts: Uint8Array[] = [file.subarray(0, headerEnd)];
+  blocks.forEach((raw, i) => {
+    const opened = openBlock(raw);
+    if ('warning' in opened) return;
+    const payload = i === k ? mutate(opened.block.payload, ms) : opened.block.payload;
+    parts.push(encodeBlock(BLOCK_TYPE.RECORDS, i, payload, 0));
+  });
+  parts.push(encodeBlock(BLOCK_TYPE.END, blocks.length, encodeTrailer({ blocks: blocks.length, samples: 0, codes: 0, missed: 0 }), 0));
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
+  return out;
+}
+
+// ---- processing a capture both ways ----
+
+let kernelModule: WebAssembly.Module | null = null;
+
+/** The profile of a capture (as bytes) by the block engine and by the reference walker; null if refused. */
+export async function processBoth(bytes: Uint8Array): Promise<{ engine: string; reference: string } | null> {
+  let reader;
+  try {
+    reader = readCaptureBytes(bytes, 'fuzzed');
+  } catch (e) {
+    if (e instanceof CaptureError) return null;
+    throw e;
+  }
+  let layout: Layout;
+  try {
+    layout = layoutFromSource(reader.header.layoutSource);
+  } catch (e) {
+    if (e instanceof LayoutError) return null;
+    throw e;
+  }
+  kernelModule ??= await WebAssembly.compile((await readKernelBytes(false)) as Uint8Array<ArrayBuffer>);
+  const engine = await BlockProcessor.load(layout, { module: kernelModule });
+  const reference = await BlockProcessor.load(layout, { walker: new ReferenceWalker() });
+  const profiles = [new Profile(), new Profile()];
+  const warnings: string[][] = [[], []];
+  for (const raw of reader.rawBlocks()) {
+    const opened = openBlock(raw);
+    if ('warning' in opened) continue;
+    [engine, reference].forEach((p, i) => {
+      p.addCodes(opened.codes);
+      const done = p.process(opened.block);
+      for (const w of done.result.warnings) warnings[i]!.push(w.message);
+      if (done.result.decoded) profiles[i]!.merge(done.profile);
+    });
+  }
+  return {
+    engine: JSON.stringify({ profile: profiles[0]!.toJSON(), warnings: warnings[0] }),
+    reference: JSON.stringify({ profile: profiles[1]!.toJSON(), warnings: warnings[1] }),
+  };
+}
+
+// ---- the targets ----
+
+/** The targets; `onCase` is called as each case starts (the runner's heartbeat). */
+export async function targets(onCase: () => void = () => {}): Promise<Target[]> {
+  const corpus = loadCorpus();
+  if (corpus.captures.length === 0) throw new Error(`no captures in ${path.join(FIXTURES, 'captures')}`);
+  const kernel = await KernelWalker.load();
+  const reference = new ReferenceWalker();
+
+  const walkBoth = (params: WalkParams, codes: Parameters<ReferenceWalker['walk']>[1], samples: Parameters<ReferenceWalker['walk']>[2]): void => {
+    const run = (w: { walk: ReferenceWalker['walk'] }) => {
+      try {
+        return { results: w.walk(params, codes, samples), error: null as string | null };
+      } catch (e) {
+        if (e instanceof RangeError && e.message.startsWith('walk parameters: ')) return { results: null, error: e.message };
+        throw e;
+      }
+    };
+    const a = run(kernel);
+    const b = run(reference);
+    if (a.error !== b.error) throw new FuzzFailure(`parameter block refused differently: kernel ${a.error}, reference ${b.error}`);
+    if (a.results === null) return;
+    const show = (r: typeof a.results) => JSON.stringify(r, (_, v) => (typeof v === 'bigint' ? `0x${v.toString(16)}` : v));
+    if (show(a.results) !== show(b.results!)) throw new FuzzFailure(`kernel and reference disagree: ${show(a.results).slice(0, 400)} / ${show(b.results!).slice(0, 400)}`);
+  };
+
+  const captureIndex = fc.integer({ min: 0, max: corpus.captures.length - 1 });
+  const offsetsIndex = fc.integer({ min: 0, max: corpus.debugOffsets.length - 1 });
+
+  return [
+    {
+      name: 'walk: kernel vs reference over hostile memory',
+      weight: 40,
+      property: fc.property(
+        fc.integer({ min: 0, max: WALK_PARAMS.length - 1 }).chain((pi) =>
+          fc.record({ pi: fc.constant(pi), batch: fc.array(fc.oneof({ weight: 3, arbitrary: structuredMemory(WALK_PARAMS[pi]!) }, { weight: 1, arbitrary: randomMemory }), { minLength: 1, maxLength: 4 }) }),
+        ),
+        ({ pi, batch }) => (onCase(), walkBoth({ ...WALK_PARAMS[pi]!, maxDepth: batch[0]!.maxDepth }, batch.flatMap((b) => b.codes), batch.map((b) => b.sample))),
+      ),
+    },
+    {
+      name: 'parameter block: kernel vs reference',
+      weight: 20,
+      property: fc.property(hostileParams, ({ params, batch }) => (onCase(), walkBoth(params, batch.flatMap((b) => b.codes), batch.map((b) => b.sample)))),
+    },
+    {
+      name: 'layout: hostile debug offsets',
+      weight: 15,
+      property: fc.property(offsetsIndex, fc.array(mutation, { minLength: 1, maxLength: 6 }), (i, ms) => {
+        onCase();
+        const bytes = mutate(corpus.debugOffsets[i]!.bytes, ms);
+        let layout: Layout;
+        try {
+          layout = layoutFromDebugOffsets(bytes);
+        } catch (e) {
+          if (e instanceof LayoutError) return;
+          throw e;
+        }
+        // a layout accepted must be one the walkers accept
+        const bad = checkParams(walkParams(layout));
+        if (bad) throw new FuzzFailure(`a layout from debug offsets the walkers refuse: ${bad}`);
+      }),
+    },
+    {
+      name: 'symbols: hostile code objects and location tables',
+      weight: 15,
+      property: fc.property(captureIndex, fc.nat(), fc.array(mutation, { minLength: 1, maxLength: 6 }), fc.integer({ min: -5, max: 2000 }), (ci, pick, ms, firstLine) => {
+        onCase();
+        const reader = readCaptureBytes(corpus.captures[ci]!.bytes, 'fixture');
+        const layout = layoutFromSource(reader.header.layoutSource);
+        const codes: CodeRecord[] = [];
+        for (const b of reader.blocks()) codes.push(...b.codes);
+        if (codes.length === 0) return;
+        const code = codes[pick % codes.length]!;
+        const r = pick % code.regions.length;
+        const regions = code.regions.map((x, j) => (j === r ? { address: x.address, bytes: mutate(x.bytes, ms) } : x));
+        try {
+          decodeCodeObject(new RegionMemory(regions, layout.pointerSize), layout, code.address);
+        } catch (e) {
+          if (!(e instanceof SymbolError)) throw e;
+        }
+        try {
+          decodeLocationTable(mutate(code.regions[r]!.bytes, ms), firstLine);
+        } catch (e) {
+          if (!(e instanceof SymbolError)) throw e;
+        }
+      }),
+    },
+    {
+      name: 'capture file: mutated bytes, engine vs reference',
+      weight: 5,
+      property: fc.asyncProperty(captureIndex, fc.array(mutation, { minLength: 1, maxLength: 4 }), async (ci, ms) => {
+        onCase();
+        const got = await processBoth(mutate(corpus.captures[ci]!.bytes, ms));
+        if (got && got.engine !== got.reference) throw new FuzzFailure(`engine and reference profiles differ: ${got.engine.slice(0, 300)} / ${got.reference.slice(0, 300)}`);
+      }),
+    },
+    {
+      name: 'capture blocks: mutated payloads (valid checksums), engine vs reference',
+      weight: 5,
+      property: fc.asyncProperty(captureIndex, fc.nat(), fc.array(mutation, { minLength: 1, maxLength: 4 }), async (ci, block, ms) => {
+        onCase();
+        const got = await processBoth(mutatePayload(corpus.captures[ci]!.bytes, block, ms));
+        if (got && got.engine !== got.reference) throw new FuzzFailure(`engine and reference profiles differ: ${got.engine.slice(0, 300)} / ${got.reference.slice(0, 300)}`);
+      }),
+    },
+  ];
+}

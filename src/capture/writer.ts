@@ -37,6 +37,15 @@ export interface CaptureWriterOptions {
  * returns, so a recorder killed with SIGKILL leaves every flushed block readable (surviving a
  * power loss would need an fsync per block, which this does not pay for).
  */
+/** What a failed write of a capture file says, by errno. */
+const WRITE_FAILURES: Record<string, string> = {
+  ENOSPC: 'no space left on the device',
+  EFBIG: 'the file is larger than this process may write (a file size limit)',
+  EDQUOT: 'over the disk quota',
+  EIO: 'an input/output error',
+  EROFS: 'a read-only file system',
+};
+
 export function fileSink(path: string): CaptureSink & { readonly path: string } {
   const fd = fs.openSync(path, 'w');
   let closed = false;
@@ -45,7 +54,11 @@ export function fileSink(path: string): CaptureSink & { readonly path: string } 
     write(bytes: Uint8Array): void {
       if (closed) throw new Error(`${path}: write after close`);
       // writeSync may write less than asked (a full disk, a signal): loop until all is out
-      for (let off = 0; off < bytes.length; ) off += fs.writeSync(fd, bytes, off, bytes.length - off);
+      try {
+        for (let off = 0; off < bytes.length; ) off += fs.writeSync(fd, bytes, off, bytes.length - off);
+      } catch (e) {
+        throw new Error(`cannot write ${path}: ${WRITE_FAILURES[(e as { code?: string }).code ?? ''] ?? (e as Error).message}`, { cause: e });
+      }
     },
     close(): void {
       if (closed) return;

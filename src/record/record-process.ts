@@ -113,6 +113,8 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
       }
     : writer;
   let stats: SamplerStats;
+  // the first failure is the one reported (closing a file whose writes fail fails again)
+  let failure: { error: unknown } | null = null;
   try {
     stats = await runSampler(source, sink, {
       rateHz,
@@ -127,10 +129,19 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
       ...(options.progressEveryMs !== undefined ? { progressEveryMs: options.progressEveryMs } : {}),
     });
     if (stats.ended === 'stopped' && !alive()) stats.ended = 'target-exited';
+  } catch (e) {
+    failure = { error: e };
+    throw e;
   } finally {
     stopper?.close();
-    writer.close();
     source.close();
+    // a command started here does not outlive a recording that failed
+    if (failure && child && alive()) child.kill('SIGTERM');
+    try {
+      writer.close();
+    } catch (e) {
+      if (!failure) throw e;
+    }
   }
   if (child && alive()) child.kill('SIGTERM');
   return { target: source.description, pid, stats, stoppedMicros: stopper?.stoppedMicros ?? 0, targetExited: stats.ended === 'target-exited' };

@@ -196,6 +196,31 @@ describe('record → report on a live interpreter', () => {
     console.log(`killed: ${stats.attempted} samples in ${result.blocks} complete blocks; warnings: ${result.warnings.map((w) => w.message).join('; ') || 'none'}`);
   });
 
+  it('a target that exits while it is being copied: exit 0, said so, the file closed cleanly and read back', async () => {
+    // recorded by pid at 10 kHz, so that the exit comes while a copy is under way (its reads
+    // fail part-way) or between two; either way the recording ends there
+    const target = spawn(py!.command, [path.resolve('workloads/hotcold.py'), '1.5'], { stdio: ['ignore', 'ignore', 'inherit'] });
+    children.push(target);
+    const file = path.join(dir, 'exited.pyuw');
+    const r = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      const p = spawn(process.execPath, [BIN, 'record', '--pid', String(target.pid), '-o', file, '-r', '10000', '-q'], { stdio: ['ignore', 'ignore', 'pipe'] });
+      children.push(p);
+      let stderr = '';
+      p.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+      p.once('exit', (code) => resolve({ code, stderr }));
+    });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(/\(the target exited\)/);
+    const result = await reportCapture(file, { walker: await checkedWalker() });
+    expect(result.closedCleanly).toBe(true);
+    expect(result.warnings).toEqual([]);
+    const stats = result.profile.stats();
+    expect(stats.attempted).toBeGreaterThan(0);
+    expect(stats.trusted / stats.attempted).toBeGreaterThan(0.9);
+    recordCoverage('record-robust', 'target exits', true);
+  });
+
   it('output that cannot be written (a file size limit): one line, exit 1, the program it started ended, every block written before reads back', async () => {
     const prlimit = ['/usr/bin/prlimit', '/bin/prlimit'].find((p) => fs.existsSync(p));
     if (!prlimit) {

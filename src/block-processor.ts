@@ -13,7 +13,7 @@ import { COMPRESSION } from './capture/format.js';
 import type { CaptureWarning, CodeRecord, SampleRecord } from './capture/types.js';
 import { SAMPLE_FLAG } from './capture/types.js';
 import type { Layout } from './layout/layout.js';
-import { SampleProcessor, type ProcessedSample } from './process.js';
+import { SampleProcessor, type ProcessedSample } from './sample-processor.js';
 import { Profile } from './profile/index.js';
 import type { ProfileTransfer } from './profile/profile.js';
 import type { SampleInput } from './profile/types.js';

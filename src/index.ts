@@ -3,7 +3,7 @@
 // (CPython in WebAssembly). Everything not exported from an entry is internal.
 
 export { reportCapture, recordingStats, type CaptureReport, type RecordingStats, type ReportOptions } from './report.js';
-export { SampleProcessor, type ProcessedSample } from './process.js';
+export { SampleProcessor, type ProcessedSample } from './sample-processor.js';
 export { unwindSnapshot, type ThreadStack, type StackFrame } from './unwind.js';
 export {
   CaptureReader,

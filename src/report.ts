@@ -12,7 +12,7 @@ import { leadingCodes, openCapture } from './capture/reader.js';
 import type { CaptureHeader, CaptureWarning } from './capture/types.js';
 import { layoutFromSource } from './layout/index.js';
 import { BlockProcessor, openBlock, sampleInput, skipped, type ProcessedBlock } from './block-processor.js';
-import type { ProcessedSample } from './process.js';
+import type { ProcessedSample } from './sample-processor.js';
 import { Profile } from './profile/index.js';
 import { CopyStats } from './walk/engine.js';
 import type { Walker } from './walk/index.js';

@@ -11,7 +11,7 @@ import { createInterface } from 'node:readline';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CaptureWriter, memorySink, readCaptureBytes } from '../src/capture/index.js';
 import { formatVersion, layoutFromSource } from '../src/layout/index.js';
-import { SampleProcessor } from '../src/process.js';
+import { SampleProcessor } from '../src/sample-processor.js';
 import { openLinuxProcess } from '../src/record/linux-process.js';
 import { runSampler } from '../src/record/sampler.js';
 import { openStopper } from '../src/record/stopper.js';

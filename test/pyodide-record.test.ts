@@ -12,7 +12,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { memorySink, readCaptureBytes } from '../src/capture/index.js';
 import { layoutFromSource } from '../src/layout/index.js';
-import { SampleProcessor } from '../src/process.js';
+import { SampleProcessor } from '../src/sample-processor.js';
 import { reportCapture, type ReportOptions } from '../src/report.js';
 import { PYODIDE_PACKAGES, PyodideProgramError, recordPyodide, type PyodideVersion } from '../src/record/pyodide-recorder.js';
 import { KernelWalker } from '../src/walk/kernel-walker.js';

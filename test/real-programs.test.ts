@@ -13,7 +13,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CaptureWriter, memorySink, readCaptureBytes } from '../src/capture/index.js';
 import { formatVersion, layoutFromSource } from '../src/layout/index.js';
-import { SampleProcessor } from '../src/process.js';
+import { SampleProcessor } from '../src/sample-processor.js';
 import { openLinuxProcess } from '../src/record/linux-process.js';
 import type { SamplingMode } from '../src/record/modes.js';
 import { runSampler } from '../src/record/sampler.js';

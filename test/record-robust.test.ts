@@ -10,7 +10,7 @@ import { CaptureWriter, fileSink, openCapture, readCaptureBytes } from '../src/c
 import type { CodeRecord, SampleRecord } from '../src/capture/types.js';
 import { FRAME_SIZE } from '../src/capture/format.js';
 import { formatVersion, layoutFromSource } from '../src/layout/index.js';
-import { SampleProcessor } from '../src/process.js';
+import { SampleProcessor } from '../src/sample-processor.js';
 import { Profile } from '../src/profile/index.js';
 import { openLinuxProcess } from '../src/record/linux-process.js';
 import { runSampler } from '../src/record/sampler.js';

@@ -5,7 +5,7 @@ import type { CodeRecord, SampleRecord } from '../capture/types.js';
 import type { Layout } from '../layout/index.js';
 import { MAX_RATE_HZ, recordProcess, type RecordProcessResult } from '../record/record-process.js';
 import type { SamplerStats } from '../record/sampler.js';
-import { SampleProcessor } from '../process.js';
+import { SampleProcessor } from '../sample-processor.js';
 import { KernelWalker } from '../walk/kernel-walker.js';
 import { TRUSTED } from '../walk/status.js';
 import { UsageError } from './errors.js';

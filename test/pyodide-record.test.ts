@@ -211,15 +211,17 @@ describe('Pyodide 3.15: how a recording ends', () => {
     const sink = memorySink();
     const python = 'def spin():\n    while True:\n        sum(range(100))\n\nspin()\n';
     const stats = await recordPyodide({ python, filename: '/endless.py', rateHz: RATE_HZ, durationMs: 800, output: sink });
+    // ended by the interrupt at 800 ms: not before, and within the grace the recorder gives a
+    // program to stop (3 s by default; past it the ending would say 'killed', not 'duration')
     expect(stats.ended).toBe('duration');
     expect(stats.elapsedMs).toBeGreaterThanOrEqual(800);
-    expect(stats.elapsedMs).toBeLessThan(1500);
+    expect(stats.elapsedMs).toBeLessThan(800 + 3000);
     const { stacks, samples, closedCleanly, first, last } = await stacksOf(sink.bytes());
     expect(closedCleanly).toBe(true);
     expect(samples).toBe(stats.samples);
     // sampled all along, from its first fifth to its last (how many ticks were taken is the
     // machine's load: other tests' processes compete for the same cores)
-    expect(samples).toBeGreaterThan(100);
+    expect(samples).toBeGreaterThan(50);
     expect(first / 1000).toBeLessThan(stats.elapsedMs / 5);
     expect(last / 1000).toBeGreaterThan((stats.elapsedMs * 4) / 5);
     expect([...stacks.keys()].filter((s) => s !== '<module>;spin')).toEqual([]);

@@ -22,10 +22,9 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parentPort, workerData } from 'node:worker_threads';
 import { CaptureWriter, type CaptureSink } from '../capture/index.js';
-import { SAMPLE_FLAG } from '../capture/types.js';
 import { formatVersion } from '../layout/index.js';
 import { MemoryCopier } from './copier.js';
-import { emitCodes } from './sink.js';
+import { emitCodes, sampleRecord } from './sink.js';
 import { pyodideSource, type PyodideLike, type PyodideSource } from './pyodide.js';
 import {
   CONTROL,
@@ -409,22 +408,11 @@ function takeSample(copier: MemoryCopier, writer: CaptureWriter, time: number, c
   for (const t of threads) {
     emitCodes(writer, t);
     codes += t.codes.length;
-    writer.addSample({
-      time,
-      interpreterId: t.interpreterId,
-      threadStateAddress: t.threadStateAddress,
-      threadId: t.threadId,
-      nativeThreadId: t.nativeThreadId,
-      // Pyodide has no threads (no pthreads build): its one thread state is the main thread,
-      // though interp->threads.main, where the copier looks, is never set there
-      flags: (t.holdsGil ? SAMPLE_FLAG.GIL : 0) | (t.mainThread || threads.length === 1 ? SAMPLE_FLAG.MAIN : 0),
-      // the copy runs at a safe point, in the thread that runs Python: nothing can move under
-      // it; should the copier ever say otherwise, keep its word
-      recorderStatus: t.moved ? 'torn' : 'ok',
-      copyMicros: t.copyMicros,
-      regions: t.regions,
-      errors: t.errors,
-    });
+    // Pyodide has no threads (no pthreads build): its one thread state is the main thread,
+    // though interp->threads.main, where the copier looks, is never set there. The copy runs
+    // at a safe point, in the thread that runs Python: nothing can move under it; should the
+    // copier ever say otherwise, the record keeps its word (torn).
+    writer.addSample(sampleRecord(t, time, threads.length === 1));
     copyMicros.total += t.copyMicros;
     if (t.copyMicros > copyMicros.max) copyMicros.max = t.copyMicros;
   }

@@ -14,7 +14,7 @@ import type { SampleRecord } from '../capture/types.js';
 import { SAMPLE_FLAG } from '../capture/types.js';
 import type { Consistency, MemoryCopier, Stopper, ThreadSnapshot } from './copier.js';
 import { copierFor, copyThreads, type ModeOptions, type SamplingMode } from './modes.js';
-import { emitCodes, type SampleSink } from './sink.js';
+import { emitCodes, sampleRecord, type SampleSink } from './sink.js';
 import { loadNative } from './native.js';
 import { TickSchedule } from './schedule.js';
 import { ReadError, type MemorySource } from './source.js';
@@ -269,22 +269,7 @@ async function sampleLoop(
     stats.ticks++;
     const samples: SampleRecord[] = [];
     for (const t of threads) {
-      const s: SampleRecord = {
-        time: tickTime,
-        interpreterId: t.interpreterId,
-        threadStateAddress: t.threadStateAddress,
-        threadId: t.threadId,
-        nativeThreadId: t.nativeThreadId,
-        flags:
-          (t.holdsGil ? SAMPLE_FLAG.GIL : 0) |
-          (t.mainThread ? SAMPLE_FLAG.MAIN : 0) |
-          (t.stopped ? SAMPLE_FLAG.STOPPED : 0) |
-          (t.attempts > 1 ? SAMPLE_FLAG.RETRIED : 0),
-        recorderStatus: t.moved ? 'torn' : 'ok',
-        copyMicros: t.copyMicros,
-        regions: t.regions,
-        errors: t.errors,
-      };
+      const s = sampleRecord(t, tickTime);
       samples.push(s);
       if (t.codes.length > 0 || t.codeReplaced) emitCodes(sink, t);
       stats.codeObjects += t.codes.length;

@@ -1,6 +1,6 @@
 // Where a recorder's records go (a CaptureWriter is a sink), and the one rule for their order.
 
-import type { CodeRecord, SampleRecord } from '../capture/types.js';
+import { SAMPLE_FLAG, type CodeRecord, type SampleRecord } from '../capture/types.js';
 import type { ThreadSnapshot } from './copier.js';
 
 export interface SampleSink {
@@ -22,3 +22,29 @@ export function emitCodes(sink: Pick<SampleSink, 'addCode' | 'flush'>, thread: T
   for (const c of thread.codes) sink.addCode({ address: c.address, regions: c.regions });
 }
 
+
+/**
+ * The sample record of a thread's copy taken at `time` (µs since the recording started) —
+ * the one conversion from a copy to what a capture holds. `onlyThread`: the copy is of the
+ * target's only thread state, the main thread whatever the interpreter says (Pyodide never
+ * sets interp->threads.main).
+ */
+export function sampleRecord(t: ThreadSnapshot, time: number, onlyThread = false): SampleRecord {
+  return {
+    time,
+    interpreterId: t.interpreterId,
+    threadStateAddress: t.threadStateAddress,
+    threadId: t.threadId,
+    nativeThreadId: t.nativeThreadId,
+    flags:
+      (t.holdsGil ? SAMPLE_FLAG.GIL : 0) |
+      (t.mainThread || onlyThread ? SAMPLE_FLAG.MAIN : 0) |
+      (t.stopped ? SAMPLE_FLAG.STOPPED : 0) |
+      (t.attempts > 1 ? SAMPLE_FLAG.RETRIED : 0),
+    // a copy the copier says moved is never passed off as a stack of one moment
+    recorderStatus: t.moved ? 'torn' : 'ok',
+    copyMicros: t.copyMicros,
+    regions: t.regions,
+    errors: t.errors,
+  };
+}

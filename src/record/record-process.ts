@@ -80,7 +80,7 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
   const childEnded = (): boolean => started !== null && (started.exitCode !== null || started.signalCode !== null);
   const alive = (): boolean => !childEnded() && processIsRunning(pid);
 
-  let writer: CaptureWriter;
+  let writer: CaptureWriter | undefined;
   let stopper: ReturnType<typeof openStopper> | null = null;
   try {
     writer = new CaptureWriter(typeof options.output === 'string' ? fileSink(options.output) : options.output, {
@@ -98,11 +98,15 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
     });
     stopper = mode === 'optimistic' ? null : openStopper(pid);
   } catch (e) {
+    try {
+      writer?.close();
+    } catch {
+      // the first failure is the one reported
+    }
     source.close();
     if (child && alive()) child.kill('SIGTERM');
     throw e;
   }
-  options.onStart?.(source.layout);
   const tap = options.onRecord;
   const sink = tap
     ? {
@@ -116,6 +120,7 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
   // the first failure is the one reported (closing a file whose writes fail fails again)
   let failure: { error: unknown } | null = null;
   try {
+    options.onStart?.(source.layout);
     stats = await runSampler(source, sink, {
       rateHz,
       mode,

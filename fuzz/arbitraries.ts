@@ -109,7 +109,8 @@ export const structuredMemory = (p: WalkParams) =>
       return { sample: { threadStateAddress: tstate, regions }, codes, maxDepth: g.deep ? 5 : p.maxDepth };
     });
 
-function concat(parts: Uint8Array[]): Uint8Array {
+/** The parts, one after the other, in one array. */
+export function concat(parts: readonly Uint8Array[]): Uint8Array {
   const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
   let o = 0;
   for (const p of parts) {

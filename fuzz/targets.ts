@@ -23,7 +23,7 @@ import { checkParams, walkParams, type WalkParams } from '../src/walk/params.js'
 import { ReferenceWalker } from '../src/walk/reference-walker.js';
 import { KernelWalker, readKernelBytes } from '../src/walk/kernel-walker.js';
 import { RegionMemory } from '../src/walk/region-memory.js';
-import { hostileParams, randomMemory, structuredMemory, WALK_PARAMS } from './arbitraries.js';
+import { concat, hostileParams, randomMemory, structuredMemory, WALK_PARAMS } from './arbitraries.js';
 
 export interface Target {
   name: string;
@@ -118,13 +118,7 @@ export function mutatePayload(file: Uint8Array, blockPick: number, ms: readonly 
     parts.push(encodeBlock(BLOCK_TYPE.RECORDS, i, payload, 0));
   });
   parts.push(encodeBlock(BLOCK_TYPE.END, blocks.length, encodeTrailer({ blocks: blocks.length, samples: 0, codes: 0, missed: 0 }), 0));
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
+  return concat(parts);
 }
 
 // ---- processing a capture both ways ----

@@ -14,7 +14,7 @@ export const TOO_DEEP: u32 = 6;
 export const CORRUPT: u32 = 7;
 export const NO_THREAD_STATE: u32 = 8;
 
-// ---- parameter block: i32 slots (src/walk/params.ts) ----
+// ---- parameter block: i32 slots (src/layout/walk-params.ts) ----
 const P_PTR_SIZE = 0;
 const P_TS_NEED = 1;
 const P_TS_CURRENT_FRAME = 2;
@@ -200,7 +200,7 @@ export function loadParams(p: u32): bool {
   if (tsNeed > 1 << 20 || tsCurrentFrame + ptrSize > tsNeed) return false;
   if (tsBaseFrame >= 0 && <u32>tsBaseFrame + ptrSize > tsNeed) return false;
   if (cframeCurrent > 4096) return false;
-  // as the host's checkParams (src/walk/params.ts): a rule, tag and limits both walkers read alike
+  // as the host's checkParams (src/layout/walk-params.ts): a rule, tag and limits both walkers read alike
   if (bottom != BOTTOM_BASE_FRAME && bottom != BOTTOM_ENTRY_FRAME && bottom != BOTTOM_IS_ENTRY_FLAG) return false;
   if (tagMask >= <u64>ptrSize) return false;
   if (maxDepth < 1 || maxDepth > 1 << 24) return false;

@@ -41,8 +41,8 @@ import { CodeTable } from '../src/unwind.js';
 import { KernelWalker, statusName, walkParams, type WalkParams } from '../src/walk/index.js';
 import { layBatch } from '../src/walk/kernel-walker.js';
 import type { CodeRange, WalkResult, WalkSample } from '../src/walk/types.js';
-import { nativeInterpreters } from '../test/helpers/interpreters.js';
-import { spawnUntilReady } from '../test/helpers/spawn.js';
+import { nativeInterpreters } from '../harness/interpreters.js';
+import { spawnUntilReady } from '../harness/spawn.js';
 
 const ROUND_MS = Number(process.env.ROUND_MS ?? 100);
 const ROUNDS = Number(process.env.ROUNDS ?? 15);

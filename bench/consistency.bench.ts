@@ -14,7 +14,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { CHURN_STACKS } from '../test/helpers/churn.js';
+import { CHURN_STACKS } from '../harness/churn.js';
 
 const BIN = path.resolve('bin/pyunwind.js');
 const CHURN = path.resolve('workloads/churn.py');

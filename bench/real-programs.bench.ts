@@ -1,5 +1,5 @@
 // The real-program suite side by side: each program of workloads/ (see
-// test/helpers/real-programs.ts) recorded by pyunwind in its default mode and with --blocking,
+// harness/real-programs.ts) recorded by pyunwind in its default mode and with --blocking,
 // and — on 3.15 — by CPython's own profiler with --blocking (exact), one after the other on one
 // machine. Per program: samples, rejected %, copied stopped %, target slowdown against
 // unprofiled runs, and the largest per-function gap of self share against pyunwind --blocking.
@@ -19,7 +19,7 @@ import {
   recordWithTachyon,
   topShares,
   type Recording,
-} from '../test/helpers/real-programs.js';
+} from '../harness/real-programs.js';
 
 const VERSIONS = (process.env.VERSIONS ?? '3.13,3.14,3.15').split(',');
 const SECONDS = Number(process.env.SECONDS ?? 6);

@@ -12,8 +12,8 @@ import { takeSnapshot } from '../src/record/snapshot.js';
 import { CodeTable } from '../src/unwind.js';
 import { KernelWalker, ReferenceWalker, walkParams } from '../src/walk/index.js';
 import type { WalkSample } from '../src/walk/types.js';
-import { nativeInterpreters } from '../test/helpers/interpreters.js';
-import { spawnUntilReady } from '../test/helpers/spawn.js';
+import { nativeInterpreters } from '../harness/interpreters.js';
+import { spawnUntilReady } from '../harness/spawn.js';
 
 const BATCH = 1000;
 

@@ -3,7 +3,7 @@
 // parameter blocks shaped like real layouts — and parameter blocks a hostile capture header
 // could make.
 import fc from 'fast-check';
-import type { WalkParams } from '../src/walk/params.js';
+import type { WalkParams } from '../src/layout/walk-params.js';
 import type { CodeRange, Region, WalkSample } from '../src/walk/types.js';
 
 // Parameter sets shaped like real layouts (64-bit 3.15, 3.14, 3.12 via cframe, 3.11 is_entry; wasm32 3.15)

@@ -5,8 +5,8 @@
 //
 // The inputs start from real memory: captures recorded from real interpreters and real
 // _Py_DebugOffsets (test/fixtures/), mutated — bytes flipped, runs zeroed or repeated, blocks
-// truncated — at the file level and inside the blocks' payloads (re-framed with valid
-// checksums, so that the decoding past the checksums is what gets the hostile bytes).
+// truncated — at the file level and inside the blocks' payloads (under new block headers
+// with valid checksums, so that the decoding past the checksums is what gets the hostile bytes).
 
 import fs from 'node:fs';
 import path from 'node:path';
@@ -19,7 +19,7 @@ import { layoutFromDebugOffsets, layoutFromSource, LayoutError, type Layout } fr
 import { Profile } from '../src/profile/profile.js';
 import { decodeCodeObject } from '../src/symbols/code-object.js';
 import { decodeLocationTable, SymbolError } from '../src/symbols/location-table.js';
-import { checkParams, walkParams, type WalkParams } from '../src/walk/params.js';
+import { checkParams, walkParams, type WalkParams } from '../src/layout/walk-params.js';
 import { ReferenceWalker } from '../src/walk/reference-walker.js';
 import { KernelWalker, readKernelBytes } from '../src/walk/kernel-walker.js';
 import { RegionMemory } from '../src/walk/region-memory.js';
@@ -103,7 +103,7 @@ function mutate(bytes: Uint8Array, ms: readonly Mutation[]): Uint8Array {
   return b;
 }
 
-/** A capture with one block's payload mutated and framed again (valid checksum and trailer). */
+/** A capture with one block's payload mutated and given a new block header (valid checksums and trailer). */
 export function mutatePayload(file: Uint8Array, blockPick: number, ms: readonly Mutation[]): Uint8Array {
   const reader = readCaptureBytes(file, 'fixture');
   const blocks: RawBlock[] = [...reader.rawBlocks()];

@@ -18,7 +18,7 @@ import { Profile } from './profile/index.js';
 import type { ProfileTransfer } from './profile/profile.js';
 import type { SampleInput } from './profile/types.js';
 import { CodeTable } from './symbols/code-table.js';
-import { BlockEngine, CopyStats, type BlockResult, type PayloadBlock } from './walk/engine.js';
+import { BlockEngine, CopyStats, type BlockResult, type PayloadBlock } from './block-engine.js';
 import type { Walker } from './walk/index.js';
 import { KernelWalker } from './walk/kernel-walker.js';
 

@@ -4,7 +4,7 @@
 
 export { reportCapture, recordingStats, type CaptureReport, type RecordingStats, type ReportOptions } from './report.js';
 export { SampleProcessor, type ProcessedSample } from './sample-processor.js';
-export { unwindSnapshot, type ThreadStack, type StackFrame } from './unwind.js';
+export { unwindSnapshot, type ThreadStack, type SymbolizedFrame } from './unwind.js';
 export {
   CaptureReader,
   CaptureWriter,
@@ -19,7 +19,7 @@ export {
 } from './capture/index.js';
 export type { CaptureBlock, CaptureHeader, CaptureWarning, CodeRecord, SampleRecord, RecorderStatus } from './capture/types.js';
 export { Profile, ProfileFormatError, ThreadProfile, PROFILE_FORMAT, PROFILE_VERSION } from './profile/index.js';
-export type { ProfileJSON, ThreadJSON, FrameJSON, StackJSON, ProfileStats, StatusCounts, ValidationStats, FunctionStat } from './profile/index.js';
+export type { ProfileJSON, ThreadJSON, SourceFrame, StackJSON, ProfileStats, StatusCounts, ValidationStats, FunctionStat } from './profile/index.js';
 export { exportCollapsed, exportJson, exportSpeedscope, exportText, jsonDocument, speedscopeDocument } from './export/index.js';
 export type { CollapsedOptions, JsonOptions, SpeedscopeOptions, TextOptions } from './export/index.js';
 export { KernelWalker, ReferenceWalker, walkParams, STATUS_NAMES, TRUSTED, type Walker, type WalkParams, type Status } from './walk/index.js';

@@ -1,6 +1,6 @@
 // From a capture file to a profile: read the blocks in order (the file is streamed, a block at
 // a time), inflate each, and process it — by default in the WebAssembly block engine
-// (src/walk/engine.ts), which decodes, patches, walks and counts a block's samples without the
+// (src/block-engine.ts), which decodes, patches, walks and counts a block's samples without the
 // host touching one; a block the engine would not decode exactly as the reference reader does
 // goes the reference way (decode, walk each sample, add it), as every block does when a caller
 // wants each sample (onSample) or brings its own walker (src/block-processor.ts). With workers,
@@ -14,7 +14,7 @@ import { layoutFromSource } from './layout/index.js';
 import { BlockProcessor, openBlock, sampleInput, skipped, type ProcessedBlock } from './block-processor.js';
 import type { ProcessedSample } from './sample-processor.js';
 import { Profile } from './profile/index.js';
-import { CopyStats } from './walk/engine.js';
+import { CopyStats } from './block-engine.js';
 import type { Walker } from './walk/index.js';
 import { readKernelBytes } from './walk/kernel-walker.js';
 

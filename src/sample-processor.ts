@@ -5,8 +5,9 @@
 
 import type { CodeRecord, SampleRecord } from './capture/types.js';
 import type { Layout } from './layout/layout.js';
-import { CodeTable, type StackFrame } from './symbols/code-table.js';
-import { walkParams, type WalkParams } from './walk/params.js';
+import { CodeTable } from './symbols/code-table.js';
+import type { SymbolizedFrame } from './symbols/types.js';
+import { walkParams, type WalkParams } from './layout/walk-params.js';
 import { TRUSTED, type Status } from './walk/status.js';
 import type { Walker } from './walk/index.js';
 import type { WalkResult } from './walk/types.js';
@@ -15,7 +16,7 @@ export interface ProcessedSample {
   sample: SampleRecord;
   status: Status;
   /** innermost first; empty for rejected samples */
-  frames: StackFrame[];
+  frames: SymbolizedFrame[];
   /** the walk's own result (null for samples the recorder marked torn: not walked) */
   walk: WalkResult | null;
 }

@@ -4,12 +4,14 @@
 
 import type { Layout } from './layout/layout.js';
 import type { Snapshot } from './record/snapshot.js';
-import { CodeTable, type StackFrame } from './symbols/code-table.js';
+import { CodeTable } from './symbols/code-table.js';
+import type { SymbolizedFrame } from './symbols/types.js';
 import { walkParams, type Walker } from './walk/index.js';
 import type { Status } from './walk/status.js';
 import type { WalkResult } from './walk/types.js';
 
-export { CodeTable, type StackFrame } from './symbols/code-table.js';
+export { CodeTable } from './symbols/code-table.js';
+export type { SymbolizedFrame } from './symbols/types.js';
 
 export interface ThreadStack {
   interpreterId: bigint;
@@ -18,7 +20,7 @@ export interface ThreadStack {
   nativeThreadId: bigint;
   status: Status;
   /** innermost first */
-  frames: StackFrame[];
+  frames: SymbolizedFrame[];
   walk: WalkResult;
   /** what the copy could not read, if anything */
   copyErrors: string[];

@@ -4,14 +4,14 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  BLOCK_HEADER_SIZE,
   BLOCK_TYPE,
   COMPRESSION,
-  FRAME_SIZE,
   ByteWriter,
   RECORD_TYPE,
   crc32,
   encodeBlock,
-  frameBlock,
+  blockWithHeader,
 } from '../src/capture/format.js';
 import { SampleEncoder } from '../src/capture/patch.js';
 import {
@@ -90,7 +90,7 @@ function build(count: number, blockBytes: number, level = 6): Built {
   const spans: Array<[number, number]> = [];
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   for (let pos = reader.dataStart; pos < bytes.length; ) {
-    const end = pos + FRAME_SIZE + view.getUint32(pos + 12, true);
+    const end = pos + BLOCK_HEADER_SIZE + view.getUint32(pos + 12, true);
     spans.push([pos, end]);
     pos = end;
   }
@@ -193,7 +193,7 @@ describe('a flipped byte', () => {
     fc.assert(
       fc.property(fc.nat({ max: spans.length - 1 }), fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), fc.integer({ min: 1, max: 255 }), (k, where, xor) => {
         const [start, end] = spans[k]!;
-        const at = start + FRAME_SIZE + Math.floor(where * (end - start - FRAME_SIZE));
+        const at = start + BLOCK_HEADER_SIZE + Math.floor(where * (end - start - BLOCK_HEADER_SIZE));
         const damaged = bytes.slice();
         damaged[at]! ^= xor;
         const { reader, blocks: got } = readAllOf(damaged);
@@ -209,7 +209,7 @@ describe('a flipped byte', () => {
     );
   });
 
-  it('anywhere after the header (frames too) costs at most the block it hit (property)', () => {
+  it('anywhere after the header (block headers too) costs at most the block it hit (property)', () => {
     const { bytes, blocks, spans, dataStart } = big;
     fc.assert(
       fc.property(fc.integer({ min: dataStart, max: bytes.length - 1 }), fc.integer({ min: 1, max: 255 }), (at, xor) => {
@@ -225,7 +225,7 @@ describe('a flipped byte', () => {
     );
   });
 
-  it('in a frame: the reader scans to the next intact block and says how far it skipped', () => {
+  it('in a block header: the reader scans to the next intact block and says how far it skipped', () => {
     const { bytes, blocks, spans } = big;
     const damaged = bytes.slice();
     damaged[spans[3]![0] + 13]! ^= 0xff; // the stored length
@@ -233,7 +233,7 @@ describe('a flipped byte', () => {
     expect(got.map((b) => b.index)).toEqual(blocks.map((b) => b.index).filter((i) => i !== 3));
     expect(reader!.warnings.map((w) => w.message)).toEqual([
       expect.stringMatching(
-        new RegExp(`^byte ${spans[3]![0]}: no intact block frame where block 3 should start \\(frame checksum mismatch .*\\); skipped ${spans[4]![0] - spans[3]![0]} bytes to the next intact block at byte ${spans[4]![0]}$`),
+        new RegExp(`^byte ${spans[3]![0]}: no intact block header where block 3 should start \\(block header checksum mismatch .*\\); skipped ${spans[4]![0] - spans[3]![0]} bytes to the next intact block at byte ${spans[4]![0]}$`),
       ),
     ]);
   });
@@ -291,7 +291,7 @@ describe('garbage', () => {
     );
   });
 
-  it('well-framed blocks with garbage payloads (checksums valid): warnings, never an exception', () => {
+  it('blocks with intact headers and garbage payloads (checksums valid): warnings, never an exception', () => {
     const head = big.bytes.subarray(0, big.dataStart);
     const payload = fc.oneof(
       fc.uint8Array({ maxLength: 2000 }),
@@ -318,7 +318,7 @@ describe('garbage', () => {
   it('mutated real payloads (checksums valid): decodeBlock warns and keeps the rest, never throws', () => {
     // uncompressed blocks: their stored bytes are the raw payload, which the test mutates
     const plain = build(300, 3000, 0);
-    const raws = plain.spans.slice(0, -1).map(([s, e], i) => ({ index: i, stored: plain.bytes.slice(s + FRAME_SIZE, e) }));
+    const raws = plain.spans.slice(0, -1).map(([s, e], i) => ({ index: i, stored: plain.bytes.slice(s + BLOCK_HEADER_SIZE, e) }));
     fc.assert(
       fc.property(
         fc.nat({ max: raws.length - 1 }),
@@ -344,21 +344,21 @@ describe('garbage', () => {
   it('a deflate bomb stops at the announced length instead of inflating on', () => {
     const raw = new Uint8Array(32 << 20); // 32 MiB of zeros deflate to ~32 KiB
     const block = encodeBlock(BLOCK_TYPE.RECORDS, 0, raw, 9);
-    // the frame claims 1 KiB: the inflater must stop soon after 1 KiB, not make 32 MiB
+    // the block header claims 1 KiB: the inflater must stop soon after 1 KiB, not make 32 MiB
     const view = new DataView(block.buffer, block.byteOffset);
     view.setUint32(16, 1024, true);
-    const stored = block.subarray(FRAME_SIZE);
+    const stored = block.subarray(BLOCK_HEADER_SIZE);
     const t0 = performance.now();
     const { block: got, warnings } = decodeBlock({ index: 0, offset: 99, compression: COMPRESSION.DEFLATE, rawLength: 1024, stored });
     const ms = performance.now() - t0;
     expect(got).toBeNull();
-    expect(warnings[0]!.message).toMatch(/^block 0 at byte 99: cannot be decompressed \(inflates to more than the 1024 bytes the frame announces\); block skipped$/);
+    expect(warnings[0]!.message).toMatch(/^block 0 at byte 99: cannot be decompressed \(inflates to more than the 1024 bytes the block header announces\); block skipped$/);
     expect(ms).toBeLessThan(2000);
   });
 
-  it('a crafted frame announcing a huge block is skipped without reading it', () => {
+  it('a crafted block header announcing a huge block is skipped without reading it', () => {
     const head = big.bytes.subarray(0, big.dataStart);
-    const lie = frameBlock({ type: BLOCK_TYPE.RECORDS, compression: 1, seq: 0, storedLength: 0xffff_fff0, rawLength: 0xffff_fff0, payloadCrc: crc32(new Uint8Array(0)) }, new Uint8Array(0));
+    const lie = blockWithHeader({ type: BLOCK_TYPE.RECORDS, compression: 1, seq: 0, storedLength: 0xffff_fff0, rawLength: 0xffff_fff0, payloadCrc: crc32(new Uint8Array(0)) }, new Uint8Array(0));
     const bytes = new Uint8Array(head.length + lie.length);
     bytes.set(head);
     bytes.set(lie, head.length);
@@ -426,7 +426,7 @@ describe('streaming', () => {
     for (const b of reader.blocks()) n += b.samples.length;
     expect(n).toBe(600);
     expect(maxRead).toBeLessThanOrEqual(Math.max(largest, 4096));
-    // the header, one tail read for the end marker, each block once (frame + payload)
+    // the header, one tail read for the end marker, each block once (header + payload)
     expect(total).toBeLessThan(bytes.length * 1.2 + 4096);
   });
 });

@@ -9,7 +9,7 @@ import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { nobody, runAs } from './helpers/as-nobody.js';
 import { recordCoverage } from './helpers/coverage.js';
-import { nativeInterpreters } from './helpers/interpreters.js';
+import { nativeInterpreters } from '../harness/interpreters.js';
 import { untilReadable, untilRunning } from './helpers/wait.js';
 
 const BIN = path.resolve('bin/pyunwind.js');

@@ -18,7 +18,7 @@ import { openStopper } from '../src/record/stopper.js';
 import type { MemorySource } from '../src/record/source.js';
 import { TRUSTED } from '../src/walk/status.js';
 import { recordCoverage } from './helpers/coverage.js';
-import { nativeInterpreters } from './helpers/interpreters.js';
+import { nativeInterpreters } from '../harness/interpreters.js';
 import { checkedWalker } from './helpers/walkers.js';
 
 const WORKLOAD = path.resolve('workloads/reuse.py');

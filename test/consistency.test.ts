@@ -11,8 +11,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { openLinuxProcess } from '../src/record/linux-process.js';
 import { readPointer } from '../src/walk/region-memory.js';
 import { recordCoverage } from './helpers/coverage.js';
-import { CHURN_STACKS } from './helpers/churn.js';
-import { nativeInterpreters, type Interpreter } from './helpers/interpreters.js';
+import { CHURN_STACKS } from '../harness/churn.js';
+import { nativeInterpreters, type Interpreter } from '../harness/interpreters.js';
 import { untilReadable, waitUntil } from './helpers/wait.js';
 
 const BIN = path.resolve('bin/pyunwind.js');

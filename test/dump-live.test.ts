@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { TRUSTED, type Status } from '../src/walk/status.js';
 import { recordCoverage } from './helpers/coverage.js';
-import { nativeInterpreters } from './helpers/interpreters.js';
+import { nativeInterpreters } from '../harness/interpreters.js';
 
 const BIN = path.resolve('bin/pyunwind.js');
 const DEPTH = 60;

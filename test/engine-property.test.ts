@@ -14,14 +14,14 @@ import { CaptureWriter, fileSink, openCapture } from '../src/capture/index.js';
 import type { CaptureHeader, CodeRecord, SampleRecord } from '../src/capture/types.js';
 import { layoutFromSource } from '../src/layout/index.js';
 import { reportCapture } from '../src/report.js';
-import { BlockEngine, CopyStats } from '../src/walk/engine.js';
+import { BlockEngine, CopyStats } from '../src/block-engine.js';
 import { Profile } from '../src/profile/index.js';
 import { blockCodes, unpack } from '../src/capture/reader.js';
 import { CodeTable } from '../src/symbols/code-table.js';
 import { ReferenceWalker, walkParams } from '../src/walk/index.js';
 import { recordCoverage } from './helpers/coverage.js';
-import { nativeInterpreters } from './helpers/interpreters.js';
-import { BIN } from './helpers/real-programs.js';
+import { nativeInterpreters } from '../harness/interpreters.js';
+import { BIN } from '../harness/real-programs.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pyunwind-engine-prop-'));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));

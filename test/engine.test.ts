@@ -1,4 +1,4 @@
-// The block engine (assembly/engine.ts + src/walk/engine.ts) against the reference path
+// The block engine (assembly/engine.ts + src/block-engine.ts) against the reference path
 // (decode each block, walk each sample with the kernel walker, add it to the profile), on real
 // captures of every native interpreter the suite covers: the profile JSON, the recording's
 // statistics and the warnings must be identical — in this thread and with any number of
@@ -15,8 +15,8 @@ import { CaptureWriter, fileSink, openCapture } from '../src/capture/index.js';
 import { unpack } from '../src/capture/reader.js';
 import { reportCapture, type ReportOptions } from '../src/report.js';
 import { recordCoverage } from './helpers/coverage.js';
-import { nativeInterpreters } from './helpers/interpreters.js';
-import { BIN } from './helpers/real-programs.js';
+import { nativeInterpreters } from '../harness/interpreters.js';
+import { BIN } from '../harness/real-programs.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pyunwind-engine-'));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));

@@ -2,13 +2,13 @@
 // (speedscope has its own file: it validates against the schema in the speedscope package.)
 import { describe, expect, it } from 'vitest';
 import { escapeCollapsed, exportCollapsed, exportJson, exportText, jsonDocument, unescapeCollapsed } from '../src/export/index.js';
-import { Profile, type SampleFrame, type SampleThread } from '../src/profile/index.js';
+import { Profile, type SourceFrame, type SampleThread } from '../src/profile/index.js';
 
 const MAIN: SampleThread = { interpreterId: 0n, threadId: 140_000_000_000_001n, nativeThreadId: 1234n, name: 'MainThread' };
 const WORKER: SampleThread = { interpreterId: 0n, threadId: 140_000_000_000_002n, nativeThreadId: 1235n };
 // a subinterpreter thread whose names need escaping in the collapsed format
 const SUB: SampleThread = { interpreterId: 1n, threadId: (1n << 64n) - 1n, nativeThreadId: 1234n, name: 'w;x' };
-const F = (qualname: string, line: number | null, filename = 'app.py'): SampleFrame => ({ qualname, filename, line });
+const F = (qualname: string, line: number | null, filename = 'app.py'): SourceFrame => ({ qualname, filename, line });
 
 /**
  * MainThread: 6 × <module>→main:3→compute, 3 × <module>→main:4→fib:6→fib:5 (recursion),

@@ -9,7 +9,7 @@
 import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
 import { exportCollapsed, exportSpeedscope, speedscopeDocument, escapeCollapsed, type SpeedscopeFile } from '../src/export/index.js';
-import { Profile, type SampleFrame, type SampleThread } from '../src/profile/index.js';
+import { Profile, type SourceFrame, type SampleThread } from '../src/profile/index.js';
 
 type Validate = ((doc: unknown) => boolean) & { errors?: unknown };
 
@@ -30,7 +30,7 @@ function schemaValidator(): Validate {
 const MAIN: SampleThread = { interpreterId: 0n, threadId: 140_000_000_000_001n, nativeThreadId: 1234n, name: 'MainThread' };
 const WORKER: SampleThread = { interpreterId: 0n, threadId: 140_000_000_000_002n, nativeThreadId: 1235n };
 const SUB: SampleThread = { interpreterId: 1n, threadId: 7n, nativeThreadId: 1234n, name: 'w;x' };
-const F = (qualname: string, line: number | null, filename = 'app.py'): SampleFrame => ({ qualname, filename, line });
+const F = (qualname: string, line: number | null, filename = 'app.py'): SourceFrame => ({ qualname, filename, line });
 
 function knownProfile(): Profile {
   const p = new Profile();

@@ -27,7 +27,7 @@ import {
   type Layout,
 } from '../src/layout/index.js';
 import { recordCoverage } from './helpers/coverage.js';
-import { liveLayout, nativeInterpreters } from './helpers/interpreters.js';
+import { liveLayout, nativeInterpreters } from '../harness/interpreters.js';
 
 const FIXTURES = path.resolve('test/fixtures/debug-offsets');
 const fixture = (name: string): Uint8Array => new Uint8Array(fs.readFileSync(path.join(FIXTURES, name)));

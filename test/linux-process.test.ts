@@ -22,7 +22,7 @@ import { parseProcMaps, ProcMapsError, readProcMaps } from '../src/record/proc-m
 import { ReadError } from '../src/record/source.js';
 import { nobody, runAs } from './helpers/as-nobody.js';
 import { recordCoverage } from './helpers/coverage.js';
-import { nativeInterpreters } from './helpers/interpreters.js';
+import { nativeInterpreters } from '../harness/interpreters.js';
 
 const SUITE = 'linux-process';
 const SCRIPT = 'import os, sys, time\nprint(sys.hexversion, os.getpid(), flush=True)\ntime.sleep(600)\n';

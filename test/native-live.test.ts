@@ -8,8 +8,8 @@ import { openLinuxProcess } from '../src/record/linux-process.js';
 import { takeSnapshot } from '../src/record/snapshot.js';
 import { unwindSnapshot } from '../src/unwind.js';
 import { recordCoverage } from './helpers/coverage.js';
-import { nativeInterpreters } from './helpers/interpreters.js';
-import { spawnUntilReady, type ReportedStack, type Spawned } from './helpers/spawn.js';
+import { nativeInterpreters } from '../harness/interpreters.js';
+import { spawnUntilReady, type ReportedStack, type Spawned } from '../harness/spawn.js';
 import { checkedWalker } from './helpers/walkers.js';
 
 const KNOWN_STACK = path.resolve('test/fixtures/known_stack.py');

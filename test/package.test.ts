@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { recordCoverage } from './helpers/coverage.js';
-import { nativeInterpreters } from './helpers/interpreters.js';
+import { nativeInterpreters } from '../harness/interpreters.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pyunwind-package-'));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));

@@ -1,14 +1,14 @@
 // Building a profile from synthetic samples: stacks only from trusted samples, recursion
 // counted once in totals, statistics that add up, and the input contract enforced.
 import { describe, expect, it } from 'vitest';
-import { Profile, ProfileFormatError, type SampleFrame, type SampleInput, type SampleThread } from '../src/profile/index.js';
+import { Profile, ProfileFormatError, type SourceFrame, type SampleInput, type SampleThread } from '../src/profile/index.js';
 import { STATUS_NAMES, type Status } from '../src/walk/status.js';
 
 const MAIN: SampleThread = { interpreterId: 0n, threadId: 140_737_488_355_328n, nativeThreadId: 4242n, name: 'MainThread' };
 const WORKER: SampleThread = { interpreterId: 0n, threadId: 140_737_488_355_999n, nativeThreadId: 4243n };
 
-const f = (qualname: string, line: number | null, filename = 'app.py'): SampleFrame => ({ qualname, filename, line });
-const sample = (frames: SampleFrame[], status: Status = 'complete', extra: Partial<SampleInput> = {}): SampleInput => ({
+const f = (qualname: string, line: number | null, filename = 'app.py'): SourceFrame => ({ qualname, filename, line });
+const sample = (frames: SourceFrame[], status: Status = 'complete', extra: Partial<SampleInput> = {}): SampleInput => ({
   time: 0,
   thread: MAIN,
   status,

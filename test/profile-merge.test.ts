@@ -4,7 +4,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { exportCollapsed, exportJson, exportSpeedscope, exportText } from '../src/export/index.js';
-import { Profile, type SampleFrame, type SampleInput, type SampleThread } from '../src/profile/index.js';
+import { Profile, type SourceFrame, type SampleInput, type SampleThread } from '../src/profile/index.js';
 import { STATUS_NAMES, TRUSTED } from '../src/walk/status.js';
 
 const THREADS: SampleThread[] = [
@@ -15,7 +15,7 @@ const THREADS: SampleThread[] = [
 ];
 
 // few names, files and lines, so that stacks share prefixes and functions recurse
-const frameArb: fc.Arbitrary<SampleFrame> = fc.record({
+const frameArb: fc.Arbitrary<SourceFrame> = fc.record({
   qualname: fc.constantFrom('main', 'f', 'g', 'C.m', 'outer.<locals>.inner', 'a;b'),
   filename: fc.constantFrom('app.py', 'lib/x.py'),
   line: fc.oneof(fc.integer({ min: 1, max: 4 }), fc.constant(null)),

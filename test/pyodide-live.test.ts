@@ -11,7 +11,7 @@ import { takeSnapshot, type Snapshot } from '../src/record/snapshot.js';
 import { unwindSnapshot } from '../src/unwind.js';
 import { recordCoverage } from './helpers/coverage.js';
 import { loadPyodideVersion, runWithCapture, type PyodideVersion } from './helpers/pyodide.js';
-import type { ReportedStack } from './helpers/spawn.js';
+import type { ReportedStack } from '../harness/spawn.js';
 import { checkedWalker } from './helpers/walkers.js';
 
 const SOURCE = fs.readFileSync(path.resolve('test/fixtures/known_stack.py'), 'utf8');

@@ -11,7 +11,7 @@ import { findDebugOffsets, plausibleDebugOffsetsAt, pyodideSource, type PyodideL
 import { ReadError } from '../src/record/source.js';
 import { readPointer } from '../src/walk/region-memory.js';
 import { recordCoverage } from './helpers/coverage.js';
-import { nativeInterpreters } from './helpers/interpreters.js';
+import { nativeInterpreters } from '../harness/interpreters.js';
 import { type LoadedPyodide, loadPyodideVersion, type PyodideVersion, runWithCapture, withoutNetwork } from './helpers/pyodide.js';
 
 const FIXTURES = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures');

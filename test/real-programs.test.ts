@@ -21,8 +21,8 @@ import { openStopper } from '../src/record/stopper.js';
 import { KernelWalker } from '../src/walk/kernel-walker.js';
 import { TRUSTED } from '../src/walk/status.js';
 import { recordCoverage } from './helpers/coverage.js';
-import { nativeInterpreters } from './helpers/interpreters.js';
-import { REAL_PROGRAMS, largestGap, topShares, type RealProgram, type Shares } from './helpers/real-programs.js';
+import { nativeInterpreters } from '../harness/interpreters.js';
+import { REAL_PROGRAMS, largestGap, topShares, type RealProgram, type Shares } from '../harness/real-programs.js';
 
 const RATE_HZ = 2000;
 const GAP_POINTS = 3;

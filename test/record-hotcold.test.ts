@@ -13,7 +13,7 @@ import { openLinuxProcess } from '../src/record/linux-process.js';
 import { takeSnapshot } from '../src/record/snapshot.js';
 import { unwindSnapshot } from '../src/unwind.js';
 import { recordCoverage } from './helpers/coverage.js';
-import { nativeInterpreters } from './helpers/interpreters.js';
+import { nativeInterpreters } from '../harness/interpreters.js';
 import { checkedWalker } from './helpers/walkers.js';
 
 const BIN = path.resolve('bin/pyunwind.js');

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CaptureWriter, fileSink, openCapture, readCaptureBytes } from '../src/capture/index.js';
 import type { CodeRecord, SampleRecord } from '../src/capture/types.js';
-import { FRAME_SIZE } from '../src/capture/format.js';
+import { BLOCK_HEADER_SIZE } from '../src/capture/format.js';
 import { formatVersion, layoutFromSource } from '../src/layout/index.js';
 import { SampleProcessor } from '../src/sample-processor.js';
 import { Profile } from '../src/profile/index.js';
@@ -16,7 +16,7 @@ import { openLinuxProcess } from '../src/record/linux-process.js';
 import { runSampler } from '../src/record/sampler.js';
 import { reportCapture, sampleInput } from '../src/report.js';
 import { recordCoverage } from './helpers/coverage.js';
-import { nativeInterpreters } from './helpers/interpreters.js';
+import { nativeInterpreters } from '../harness/interpreters.js';
 import { checkedWalker } from './helpers/walkers.js';
 
 const BIN = path.resolve('bin/pyunwind.js');
@@ -64,7 +64,7 @@ function blocksOf(bytes: Uint8Array): { offset: number; end: number; samples: nu
   const reader = readCaptureBytes(bytes);
   const raws = [...reader.rawBlocks()];
   const decoded = [...readCaptureBytes(bytes).blocks()];
-  return raws.map((raw, i) => ({ offset: raw.offset, end: raw.offset + FRAME_SIZE + raw.stored.length, samples: decoded[i]?.samples.length ?? 0 }));
+  return raws.map((raw, i) => ({ offset: raw.offset, end: raw.offset + BLOCK_HEADER_SIZE + raw.stored.length, samples: decoded[i]?.samples.length ?? 0 }));
 }
 
 describe('record → report on a live interpreter', () => {

@@ -9,11 +9,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { MemoryCopier, type ThreadSnapshot } from '../src/record/copier.js';
+import { MemoryCopier } from '../src/record/copier.js';
+import type { ThreadSnapshot } from '../src/record/thread-snapshot.js';
 import { openLinuxProcess } from '../src/record/linux-process.js';
 import { SteadyCopy } from '../src/record/steady-copy.js';
 import { recordCoverage } from './helpers/coverage.js';
-import { nativeInterpreters } from './helpers/interpreters.js';
+import { nativeInterpreters } from '../harness/interpreters.js';
 import { untilReadable, waitUntil } from './helpers/wait.js';
 
 const running: ChildProcess[] = [];

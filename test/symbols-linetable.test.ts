@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { recordCoverage } from './helpers/coverage.js';
-import { nativeInterpreters } from './helpers/interpreters.js';
+import { nativeInterpreters } from '../harness/interpreters.js';
 import {
   SymbolError,
   decodeLocationTable,

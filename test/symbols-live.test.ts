@@ -10,7 +10,7 @@ import type { Layout } from '../src/layout/layout.js';
 import { RegionMemory } from '../src/walk/region-memory.js';
 import { SymbolError, Symbolizer, readPyString } from '../src/symbols/index.js';
 import { recordCoverage } from './helpers/coverage.js';
-import { liveLayout, nativeInterpreters } from './helpers/interpreters.js';
+import { liveLayout, nativeInterpreters } from '../harness/interpreters.js';
 
 const SCRIPT = path.resolve('test/fixtures/dump_objects.py');
 const SUITE = 'symbols-live';

@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { openLinuxProcess } from '../src/record/linux-process.js';
 import { MemoryCopier } from '../src/record/copier.js';
 import { recordCoverage } from './helpers/coverage.js';
-import { nativeInterpreters } from './helpers/interpreters.js';
+import { nativeInterpreters } from '../harness/interpreters.js';
 
 const PROGRAM = `import threading, time
 def work():

@@ -10,14 +10,15 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { BottomRule } from '../src/layout/layout.js';
 import { openLinuxProcess } from '../src/record/linux-process.js';
 import { MemoryCopier } from '../src/record/copier.js';
-import { takeSnapshot, type CodeObjectSnapshot, type Snapshot } from '../src/record/snapshot.js';
+import type { CodeRecord } from '../src/capture/types.js';
+import { takeSnapshot, type Snapshot } from '../src/record/snapshot.js';
 import { unwindSnapshot, type ThreadStack } from '../src/unwind.js';
 import { TRUSTED } from '../src/walk/status.js';
 import { readPointer } from '../src/walk/region-memory.js';
 import type { Region } from '../src/walk/types.js';
 import { recordCoverage } from './helpers/coverage.js';
-import { nativeInterpreters } from './helpers/interpreters.js';
-import { spawnInteractive, type Interactive } from './helpers/spawn.js';
+import { nativeInterpreters } from '../harness/interpreters.js';
+import { spawnInteractive, type Interactive } from '../harness/spawn.js';
 import { checkedWalker } from './helpers/walkers.js';
 
 const PROGRAM = path.resolve('test/fixtures/two_moments.py');
@@ -47,7 +48,7 @@ function readPtrIn(regions: Region[], address: bigint, size: 4 | 8): bigint {
   throw new Error(`0x${address.toString(16)} is not in the copy`);
 }
 
-function withRegions(s: Snapshot, regions: Region[], codeObjects?: CodeObjectSnapshot[]): Snapshot {
+function withRegions(s: Snapshot, regions: Region[], codeObjects?: CodeRecord[]): Snapshot {
   return { ...s, threads: [{ ...s.threads[0]!, regions }], codeObjects: codeObjects ?? s.codeObjects };
 }
 

@@ -65,7 +65,7 @@ static inline void store_u32(u32 base, u32 off, u32 v) { memcpy(mem + (u64)base 
 enum { COMPLETE = 0, COMPLETE_UNVERIFIABLE = 1, IDLE = 2, INCOMPLETE = 3, DANGLING = 4,
        CYCLE = 5, TOO_DEEP = 6, CORRUPT = 7, NO_THREAD_STATE = 8 };
 
-// ---- parameter block: i32 slots (src/walk/params.ts) ----
+// ---- parameter block: i32 slots (src/layout/walk-params.ts) ----
 enum { P_PTR_SIZE, P_TS_NEED, P_TS_CURRENT_FRAME, P_CFRAME_CURRENT, P_TS_BASE_FRAME, P_FR_SIZE,
        P_FR_PREVIOUS, P_FR_EXECUTABLE, P_FR_INSTR_PTR, P_FR_OWNER, P_FR_IS_ENTRY, P_TAG_MASK,
        P_OWNER_PYTHON, P_OWNER_SKIP, P_BOTTOM, P_IP_PREVIOUS, P_MAX_DEPTH, P_OWNER_THREAD,

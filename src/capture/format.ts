@@ -1,5 +1,5 @@
 // The byte-level vocabulary of a .pyuw capture: constants, limits, checksums, varints, the
-// file header and block framing. The writer and the reader both build on this file so that
+// file header and block headers. The writer and the reader both build on this file so that
 // the two can never disagree about a number; docs/capture-format.md is its prose twin.
 //
 // Everything a reader parses here comes from outside: every length is checked against what
@@ -8,8 +8,7 @@
 import CRC32 from 'crc-32';
 import { Inflate, deflateSync, inflateSync } from 'fflate';
 import type { LayoutSource } from '../layout/layout.js';
-import type { Region } from '../walk/types.js';
-import { CaptureError, type CaptureHeader, type CodeRecord } from './types.js';
+import { CaptureError, type CaptureHeader, type CodeRecord, type Region } from './types.js';
 
 // ---------------------------------------------------------------------------------------
 // Constants
@@ -19,7 +18,7 @@ import { CaptureError, type CaptureHeader, type CodeRecord } from './types.js';
  * 7-bit transfers and the CR LF / SUB bytes catch text-mode line-ending translation.
  */
 export const FILE_MAGIC = Uint8Array.of(0x89, 0x50, 0x59, 0x55, 0x57, 0x0d, 0x0a, 0x1a); // \x89 P Y U W \r \n \x1a
-/** First 4 bytes of every block frame; the reader scans for them to resynchronize. */
+/** First 4 bytes of every block header; the reader scans for them to resynchronize. */
 export const BLOCK_MAGIC = Uint8Array.of(0x50, 0x59, 0x55, 0x42); // "PYUB"
 
 /** Readers refuse a different major version; any minor version of their major is readable. */
@@ -28,8 +27,8 @@ export const FORMAT_MINOR = 0;
 
 /** magic(8) major(2) minor(2) body length(4) */
 export const HEADER_PREFIX_SIZE = 16;
-/** magic(4) type(1) compression(1) reserved(2) seq(4) stored(4) raw(4) payload crc(4) frame crc(4) */
-export const FRAME_SIZE = 28;
+/** magic(4) type(1) compression(1) reserved(2) seq(4) stored(4) raw(4) payload crc(4) header crc(4) */
+export const BLOCK_HEADER_SIZE = 28;
 
 export const BLOCK_TYPE = { RECORDS: 1, END: 2 } as const;
 export const COMPRESSION = { NONE: 0, DEFLATE: 1 } as const;
@@ -602,9 +601,10 @@ function headerFromJson(name: string, json: unknown, blob: Uint8Array): CaptureH
 }
 
 // ---------------------------------------------------------------------------------------
-// Block framing
+// Block headers
 
-export interface Frame {
+/** What precedes every block's stored payload (docs/capture-format.md, Blocks). */
+export interface BlockHeader {
   type: number;
   compression: number;
   /** the writer's 0-based block number */
@@ -614,7 +614,7 @@ export interface Frame {
   payloadCrc: number;
 }
 
-/** Frame + payload, ready for one write. Deflated unless that would not be smaller. */
+/** Block header + payload, ready for one write. Deflated unless that would not be smaller. */
 export function encodeBlock(type: number, seq: number, raw: Uint8Array, level = DEFAULT_COMPRESSION_LEVEL): Uint8Array {
   if (raw.length > MAX_BLOCK_RAW) throw new RangeError(`block of ${raw.length} bytes exceeds the format's limit of ${MAX_BLOCK_RAW}`);
   let stored = raw;
@@ -627,12 +627,12 @@ export function encodeBlock(type: number, seq: number, raw: Uint8Array, level = 
       compression = COMPRESSION.DEFLATE;
     }
   }
-  return frameBlock({ type, compression, seq, storedLength: stored.length, rawLength: raw.length, payloadCrc: crc32(stored) }, stored);
+  return blockWithHeader({ type, compression, seq, storedLength: stored.length, rawLength: raw.length, payloadCrc: crc32(stored) }, stored);
 }
 
-/** Writes a frame around already-stored bytes (the tests use it to frame crafted payloads). */
-export function frameBlock(f: Frame, stored: Uint8Array): Uint8Array {
-  const w = new ByteWriter(FRAME_SIZE + stored.length);
+/** Writes a block header before already-stored bytes (the tests use it to wrap crafted payloads). */
+export function blockWithHeader(f: BlockHeader, stored: Uint8Array): Uint8Array {
+  const w = new ByteWriter(BLOCK_HEADER_SIZE + stored.length);
   w.bytes(BLOCK_MAGIC);
   w.u8(f.type);
   w.u8(f.compression);
@@ -647,11 +647,11 @@ export function frameBlock(f: Frame, stored: Uint8Array): Uint8Array {
   return w.view();
 }
 
-/** The frame at `at` in `bytes`, or why there is none (magic or frame checksum). */
-export function parseFrame(bytes: Uint8Array, at = 0): Frame | string {
-  if (bytes.length - at < FRAME_SIZE) return 'too short';
+/** The block header at `at` in `bytes`, or why there is none (magic or header checksum). */
+export function parseBlockHeader(bytes: Uint8Array, at = 0): BlockHeader | string {
+  if (bytes.length - at < BLOCK_HEADER_SIZE) return 'too short';
   if (!startsWith(bytes, at, BLOCK_MAGIC)) return `no block magic (found ${describeBytes(bytes.subarray(at, at + 4), 4)})`;
-  const r = new ByteReader(bytes, at + 4, at + FRAME_SIZE);
+  const r = new ByteReader(bytes, at + 4, at + BLOCK_HEADER_SIZE);
   const type = r.u8('type');
   const compression = r.u8('compression');
   r.pos += 2; // reserved
@@ -659,9 +659,9 @@ export function parseFrame(bytes: Uint8Array, at = 0): Frame | string {
   const storedLength = r.u32('stored length');
   const rawLength = r.u32('raw length');
   const payloadCrc = r.u32('payload crc');
-  const stored = r.u32('frame crc');
-  const computed = crc32(bytes.subarray(at, at + FRAME_SIZE - 4));
-  if (stored !== computed) return `frame checksum mismatch (stored ${hex32(stored)}, computed ${hex32(computed)})`;
+  const stored = r.u32('header crc');
+  const computed = crc32(bytes.subarray(at, at + BLOCK_HEADER_SIZE - 4));
+  if (stored !== computed) return `block header checksum mismatch (stored ${hex32(stored)}, computed ${hex32(computed)})`;
   return { type, compression, seq, storedLength, rawLength, payloadCrc };
 }
 
@@ -766,7 +766,7 @@ export function inflatePrefix(stored: Uint8Array, n: number, maxOut: number): Ui
 const Z_SYNC_FLUSH = 2;
 
 function tooLong(rawLength: number): Error {
-  return new Error(`inflates to more than the ${rawLength} bytes the frame announces`);
+  return new Error(`inflates to more than the ${rawLength} bytes the block header announces`);
 }
 
 /**
@@ -789,7 +789,7 @@ export function inflateExact(stored: Uint8Array, rawLength: number): Uint8Array 
       throw e;
     }
     if (got.length > rawLength) throw tooLong(rawLength);
-    if (got.length !== rawLength) throw new Error(`inflates to ${got.length} bytes, the frame announces ${rawLength}`);
+    if (got.length !== rawLength) throw new Error(`inflates to ${got.length} bytes, the block header announces ${rawLength}`);
     return out.subarray(0, rawLength);
   }
   const out = new Uint8Array(rawLength);
@@ -809,7 +809,7 @@ export function inflateExact(stored: Uint8Array, rawLength: number): Uint8Array 
     inflater.push(stored.subarray(p, end), end === stored.length);
   }
   if (overflow) throw tooLong(rawLength);
-  if (length !== rawLength) throw new Error(`inflates to ${length} bytes, the frame announces ${rawLength}`);
+  if (length !== rawLength) throw new Error(`inflates to ${length} bytes, the block header announces ${rawLength}`);
   return out;
 }
 

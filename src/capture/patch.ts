@@ -11,7 +11,7 @@
 // read-only. The cost of a sample is the size of its changed regions — a memcpy — not an
 // inflate of the whole stack.
 
-import type { Region } from '../walk/types.js';
+import type { Region } from './types.js';
 import {
   ByteReader,
   ByteWriter,

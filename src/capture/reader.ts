@@ -1,6 +1,6 @@
 // Reads a .pyuw capture block by block. The file is read incrementally (one block's stored
 // bytes at a time), every block is checked before it is used, and damage costs only what it
-// touches: a bad block is reported and skipped, a damaged frame is skipped by scanning for the
+// touches: a bad block is reported and skipped, a damaged block header is skipped by scanning for the
 // next intact one, a cut file yields every block before the cut. Only a file whose header
 // cannot be used is refused (CaptureError): without the header no region means anything.
 //
@@ -13,7 +13,7 @@ import {
   ByteReader,
   COMPRESSION,
   DecodeError,
-  FRAME_SIZE,
+  BLOCK_HEADER_SIZE,
   MAX_BLOCK_RAW,
   RECORD_TYPE,
   crc32,
@@ -24,7 +24,7 @@ import {
   hex32,
   inflateExact,
   inflatePrefix,
-  parseFrame,
+  parseBlockHeader,
   readCodeRecord,
   type CaptureTrailer,
 } from './format.js';
@@ -41,13 +41,13 @@ export interface CaptureSource {
 }
 
 /**
- * A block whose frame and stored bytes passed their checksums, not yet decompressed or
+ * A block whose header and stored bytes passed their checksums, not yet decompressed or
  * decoded. Plain data (it can be posted to a worker); `decodeBlock` turns it into records.
  */
 export interface RawBlock {
   /** the writer's 0-based block number */
   index: number;
-  /** byte offset of the block's frame in the file */
+  /** byte offset of the block's header in the file */
   offset: number;
   compression: number;
   rawLength: number;
@@ -290,17 +290,17 @@ export class CaptureReader {
     // every pass either returns or moves pos forward by at least one byte
     while (pos < size) {
       const left = size - pos;
-      const head = this.source.read(pos, Math.min(FRAME_SIZE, left));
-      if (head.length < FRAME_SIZE) {
+      const head = this.source.read(pos, Math.min(BLOCK_HEADER_SIZE, left));
+      if (head.length < BLOCK_HEADER_SIZE) {
         this.warn(pos, this.endsInside(head, pos, expected, complete));
         return;
       }
-      const frame = parseFrame(head);
-      if (typeof frame === 'string') {
+      const header = parseBlockHeader(head);
+      if (typeof header === 'string') {
         const next = this.scan(pos + 1);
         this.warn(
           pos,
-          `byte ${pos}: no intact block frame where block ${expected} should start (${frame}); ` +
+          `byte ${pos}: no intact block header where block ${expected} should start (${header}); ` +
             (next < 0 ? `no intact block follows up to the end of the file (byte ${size}); ${complete} complete blocks read` : `skipped ${next - pos} bytes to the next intact block at byte ${next}`),
         );
         if (next < 0) return;
@@ -308,47 +308,47 @@ export class CaptureReader {
         explained = true;
         continue;
       }
-      const where = `block ${frame.seq} at byte ${pos}`;
-      if (frame.seq !== expected && !explained) {
+      const where = `block ${header.seq} at byte ${pos}`;
+      if (header.seq !== expected && !explained) {
         this.warn(pos, `${where}: expected block ${expected} here (blocks are missing or out of order)`);
       }
       explained = false;
-      expected = frame.seq + 1;
-      const end = pos + FRAME_SIZE + frame.storedLength;
-      if (frame.storedLength > MAX_BLOCK_RAW || frame.rawLength > MAX_BLOCK_RAW) {
+      expected = header.seq + 1;
+      const end = pos + BLOCK_HEADER_SIZE + header.storedLength;
+      if (header.storedLength > MAX_BLOCK_RAW || header.rawLength > MAX_BLOCK_RAW) {
         if (end > size) {
-          this.warn(pos, `${where}: stored length ${frame.storedLength} passes the end of the file (byte ${size}) and any block's limit; ${complete} complete blocks read`);
+          this.warn(pos, `${where}: stored length ${header.storedLength} passes the end of the file (byte ${size}) and any block's limit; ${complete} complete blocks read`);
           return;
         }
-        this.warn(pos, `${where}: stored length ${frame.storedLength} / raw length ${frame.rawLength} exceed the limit of ${MAX_BLOCK_RAW}; block skipped`);
+        this.warn(pos, `${where}: stored length ${header.storedLength} / raw length ${header.rawLength} exceed the limit of ${MAX_BLOCK_RAW}; block skipped`);
         pos = end;
         continue;
       }
-      const stored = end <= size ? this.source.read(pos + FRAME_SIZE, frame.storedLength) : null;
-      if (!stored || stored.length < frame.storedLength) {
-        this.warn(pos, `file ends at byte ${size} inside block ${frame.seq} (started at byte ${pos}, ${end - pos} bytes long): the recording was cut short; ${complete} complete blocks read`);
+      const stored = end <= size ? this.source.read(pos + BLOCK_HEADER_SIZE, header.storedLength) : null;
+      if (!stored || stored.length < header.storedLength) {
+        this.warn(pos, `file ends at byte ${size} inside block ${header.seq} (started at byte ${pos}, ${end - pos} bytes long): the recording was cut short; ${complete} complete blocks read`);
         return;
       }
       const computed = crc32(stored);
-      if (computed !== frame.payloadCrc) {
-        const isEnd = frame.type === BLOCK_TYPE.END; // the frame's checksum vouches for its type
-        this.warn(pos, `${where}${isEnd ? ' (the end marker)' : ''}: checksum mismatch (stored ${hex32(frame.payloadCrc)}, computed ${hex32(computed)}); block skipped`);
+      if (computed !== header.payloadCrc) {
+        const isEnd = header.type === BLOCK_TYPE.END; // the header's checksum vouches for its type
+        this.warn(pos, `${where}${isEnd ? ' (the end marker)' : ''}: checksum mismatch (stored ${hex32(header.payloadCrc)}, computed ${hex32(computed)}); block skipped`);
         if (isEnd) return;
         pos = end;
         explained = true;
         continue;
       }
-      if (frame.type === BLOCK_TYPE.END) {
+      if (header.type === BLOCK_TYPE.END) {
         if (end < size) this.warn(end, `${size - end} bytes after the end marker (${where}) were ignored`);
         return;
       }
-      if (frame.type !== BLOCK_TYPE.RECORDS) {
-        this.warn(pos, `${where}: unknown block type ${frame.type} skipped (written by a newer pyunwind?)`);
+      if (header.type !== BLOCK_TYPE.RECORDS) {
+        this.warn(pos, `${where}: unknown block type ${header.type} skipped (written by a newer pyunwind?)`);
         pos = end;
         continue;
       }
       complete++;
-      yield { index: frame.seq, offset: pos, compression: frame.compression, rawLength: frame.rawLength, stored };
+      yield { index: header.seq, offset: pos, compression: header.compression, rawLength: header.rawLength, stored };
       pos = end;
     }
     const after = expected === 0 ? 'its header' : `block ${expected - 1}`;
@@ -372,7 +372,7 @@ export class CaptureReader {
     this.warnings.push({ offset, message });
   }
 
-  /** The warning for a file that ends less than a frame after `pos`. */
+  /** The warning for a file that ends less than a block header after `pos`. */
   private endsInside(head: Uint8Array, pos: number, expected: number, complete: number): string {
     const size = this.source.size;
     const magicPart = head.subarray(0, Math.min(head.length, BLOCK_MAGIC.length));
@@ -382,7 +382,7 @@ export class CaptureReader {
     return `file ends at byte ${size} with ${head.length} bytes that are not a block (${describeBytes(head)}) at byte ${pos}; ${complete} complete blocks read`;
   }
 
-  /** Offset of the next intact frame (magic and frame checksum) at or after `from`, or -1. */
+  /** Offset of the next intact block header (magic and header checksum) at or after `from`, or -1. */
   private scan(from: number): number {
     const size = this.source.size;
     for (let base = from; base < size; base += SCAN_CHUNK) {
@@ -390,7 +390,7 @@ export class CaptureReader {
       const chunk = this.source.read(base, Math.min(SCAN_CHUNK + BLOCK_MAGIC.length - 1, size - base));
       for (let i = findMagic(chunk, 0); i !== -1 && i < SCAN_CHUNK; i = findMagic(chunk, i + 1)) {
         const at = base + i;
-        if (typeof parseFrame(this.source.read(at, FRAME_SIZE)) !== 'string') return at;
+        if (typeof parseBlockHeader(this.source.read(at, BLOCK_HEADER_SIZE)) !== 'string') return at;
       }
     }
     return -1;
@@ -403,12 +403,12 @@ export class CaptureReader {
     const tail = this.source.read(from, size - from);
     const m0 = BLOCK_MAGIC[0]!;
     for (let i = tail.lastIndexOf(m0); i >= 0; i = i > 0 ? tail.lastIndexOf(m0, i - 1) : -1) {
-      const frame = parseFrame(tail, i);
-      if (typeof frame === 'string' || frame.type !== BLOCK_TYPE.END) continue;
-      if (i + FRAME_SIZE + frame.storedLength !== tail.length) continue;
-      const stored = tail.subarray(i + FRAME_SIZE);
-      if (crc32(stored) !== frame.payloadCrc) continue;
-      const raw = unpack({ index: frame.seq, offset: from + i, compression: frame.compression, rawLength: frame.rawLength, stored });
+      const header = parseBlockHeader(tail, i);
+      if (typeof header === 'string' || header.type !== BLOCK_TYPE.END) continue;
+      if (i + BLOCK_HEADER_SIZE + header.storedLength !== tail.length) continue;
+      const stored = tail.subarray(i + BLOCK_HEADER_SIZE);
+      if (crc32(stored) !== header.payloadCrc) continue;
+      const raw = unpack({ index: header.seq, offset: from + i, compression: header.compression, rawLength: header.rawLength, stored });
       if (typeof raw === 'string') continue;
       try {
         return decodeTrailer(raw);

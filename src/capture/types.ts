@@ -2,7 +2,12 @@
 // docs/capture-format.md; src/capture/writer.ts and reader.ts are the only code that knows it.
 
 import type { LayoutSource } from '../layout/layout.js';
-import type { Region } from '../walk/types.js';
+
+/** A copy of target memory: `bytes` were at `address` in the target. */
+export interface Region {
+  address: bigint;
+  bytes: Uint8Array;
+}
 
 /** The file header: everything needed to interpret the regions, written once. */
 export interface CaptureHeader {

@@ -11,7 +11,6 @@ import { TRUSTED } from '../walk/status.js';
 import { UsageError } from './errors.js';
 import { percent } from './format.js';
 import { modeOption, parsePid, parsePositive } from './options.js';
-import { VERSION } from '../version.js';
 
 export const RECORD_HELP = `Usage: pyunwind record [OPTIONS] -o FILE (--pid PID | -- COMMAND [ARGS...])
 

@@ -1,7 +1,7 @@
 // Names every export shares, so a thread or a frame reads the same in each format.
 
 import type { ThreadProfile } from '../profile/thread.js';
-import type { SampleFrame } from '../profile/types.js';
+import type { SourceFrame } from '../profile/types.js';
 
 /** The pseudo-frame that idle samples (trusted, no Python frame) get when an export shows them. */
 export const IDLE_FRAME = '<idle>';
@@ -18,6 +18,6 @@ export function threadLabel(t: Pick<ThreadProfile, 'name' | 'nativeThreadId' | '
 }
 
 /** `qualname (file:line)`, `qualname (file)` without a line (or with `lines` false). */
-export function frameLabel(f: SampleFrame, lines = true): string {
+export function frameLabel(f: SourceFrame, lines = true): string {
   return lines && f.line !== null ? `${f.qualname} (${f.filename}:${f.line})` : `${f.qualname} (${f.filename})`;
 }

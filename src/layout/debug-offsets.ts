@@ -4,7 +4,7 @@
 // shape is not known (3.15 changed it several times during its cycle) is rejected rather
 // than guessed at.
 
-import { checkParams, walkParams } from '../walk/params.js';
+import { checkParams, walkParams } from './walk-params.js';
 import { LayoutError, type Layout, type PythonVersion } from './layout.js';
 
 /** Bytes to read from the start of `_PyRuntime`: more than every known table (888 at most). */

@@ -1,12 +1,12 @@
 // Aggregation: per-thread frame and stack tables, validation statistics, exact merge.
 export { Profile, ProfileFormatError, threadToJSON, PROFILE_FORMAT, PROFILE_VERSION } from './profile.js';
-export type { ProfileJSON, ThreadJSON, FrameJSON, StackJSON } from './profile.js';
+export type { ProfileJSON, ThreadJSON, StackJSON } from './profile.js';
 export { ThreadProfile, threadKey, compareThreads, compareFrames } from './thread.js';
 export type { FunctionId, ThreadIds } from './thread.js';
 export { emptyStatusCounts } from './types.js';
 export type {
   SampleInput,
-  SampleFrame,
+  SourceFrame,
   SampleThread,
   StatusCounts,
   ValidationStats,

@@ -12,16 +12,10 @@
 
 import { STATUS_NAMES, TRUSTED, type Status } from '../walk/status.js';
 import { ThreadProfile, compareFrames, compareThreads, threadKey, type ThreadIds, type ThreadTransfer } from './thread.js';
-import { emptyStatusCounts, type CountedNode, type ProfileStats, type SampleFrame, type SampleInput, type SampleThread, type StatusCounts } from './types.js';
+import { emptyStatusCounts, type CountedNode, type ProfileStats, type SourceFrame, type SampleInput, type SampleThread, type StatusCounts } from './types.js';
 
 export const PROFILE_FORMAT = 'pyunwind-profile';
 export const PROFILE_VERSION = 2;
-
-export interface FrameJSON {
-  qualname: string;
-  filename: string;
-  line: number | null;
-}
 
 /** [parent stack index or −1, frame index, weight of the samples that ended here] */
 export type StackJSON = [parent: number, frame: number, weight: number];
@@ -38,7 +32,7 @@ export interface ThreadJSON {
   lastTime: number;
   statuses: StatusCounts;
   idleWeight: number;
-  frames: FrameJSON[];
+  frames: SourceFrame[];
   stacks: StackJSON[];
 }
 
@@ -100,7 +94,7 @@ export class Profile {
   }
 
   /**
-   * Adds many samples of one thread at once — what the block engine counted (src/walk/engine.ts):
+   * Adds many samples of one thread at once — what the block engine counted (src/block-engine.ts):
    * the time span of the samples, the time of the latest one that carried the thread's name,
    * the number of samples per status (in STATUS_NAMES order; idle samples weigh 1 each), and
    * the stacks of the trusted ones as a tree: each node a frame under its caller's node (−1: an
@@ -271,7 +265,7 @@ export class Profile {
 
 const emptyCounts: StatusCounts = emptyStatusCounts();
 
-function checkFrame(f: SampleFrame): void {
+function checkFrame(f: SourceFrame): void {
   if (typeof f.qualname !== 'string' || typeof f.filename !== 'string') {
     throw new TypeError(`frame qualname and filename must be strings, got ${show(f.qualname)}, ${show(f.filename)}`);
   }

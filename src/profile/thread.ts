@@ -6,7 +6,7 @@
 // backward pass over the table accumulates subtrees and one forward pass visits parents first.
 
 import { STATUS_NAMES, TRUSTED, type Status } from '../walk/status.js';
-import { emptyStatusCounts, type FunctionStat, type SampleFrame, type StatusCounts, type ValidationStats } from './types.js';
+import { emptyStatusCounts, type FunctionStat, type SourceFrame, type StatusCounts, type ValidationStats } from './types.js';
 
 /** A function identity: (qualname, filename). */
 export interface FunctionId {
@@ -31,7 +31,7 @@ export interface ThreadTransfer {
   /** in STATUS_NAMES order */
   statuses: number[];
   idleWeight: number;
-  frames: readonly SampleFrame[];
+  frames: readonly SourceFrame[];
   stackParent: Int32Array;
   stackFrame: Int32Array;
   stackWeight: Float64Array;
@@ -60,7 +60,7 @@ export function cmpStr(a: string, b: string): number {
 }
 
 /** Frames by qualname, filename, then line (null first). */
-export function compareFrames(a: SampleFrame, b: SampleFrame): number {
+export function compareFrames(a: SourceFrame, b: SourceFrame): number {
   return (
     cmpStr(a.qualname, b.qualname) ||
     cmpStr(a.filename, b.filename) ||
@@ -91,7 +91,7 @@ export class ThreadProfile {
 
   // qualname → filename → line → frame index: nested maps cost no key strings per frame
   private readonly frameIndex = new Map<string, Map<string, Map<number | null, number>>>();
-  private readonly _frames: SampleFrame[] = [];
+  private readonly _frames: SourceFrame[] = [];
   private readonly _frameFunction: number[] = [];
   private readonly functionIndex = new Map<string, number>();
   private readonly _functions: FunctionId[] = [];
@@ -192,7 +192,7 @@ export class ThreadProfile {
   }
 
   /** @internal Adds a trusted sample's frames (innermost first, at least one). */
-  addFrames(frames: readonly SampleFrame[], weight: number): void {
+  addFrames(frames: readonly SourceFrame[], weight: number): void {
     const path = this.lastPath;
     const n = frames.length;
     let depth = 0;
@@ -247,7 +247,7 @@ export class ThreadProfile {
     nameTime: number,
     statuses: ArrayLike<number>,
     idleWeight: number,
-    frames: readonly SampleFrame[],
+    frames: readonly SourceFrame[],
     stackParent: ArrayLike<number>,
     stackFrame: ArrayLike<number>,
     stackWeight: ArrayLike<number>,
@@ -321,7 +321,7 @@ export class ThreadProfile {
   }
 
   /** The frame table. */
-  get frames(): readonly SampleFrame[] {
+  get frames(): readonly SourceFrame[] {
     return this._frames;
   }
 

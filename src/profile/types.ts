@@ -1,17 +1,13 @@
 // What the profile takes (one validated, symbolized sample) and the plain shapes its queries
 // give back. The report pipeline (src/report.ts) builds SampleInputs; nothing here knows about memory.
 
+import type { SourceFrame } from '../symbols/types.js';
 import { STATUS_NAMES, type Status } from '../walk/status.js';
 
 export type { Status };
 
-/** One symbolized Python frame. */
-export interface SampleFrame {
-  qualname: string;
-  filename: string;
-  /** null when CPython has no line for the instruction */
-  line: number | null;
-}
+/** One symbolized Python frame (defined with the symbols, which cannot import the profile). */
+export type { SourceFrame };
 
 /** The thread a sample was taken from. */
 export interface SampleThread {
@@ -27,7 +23,7 @@ export interface SampleInput {
   thread: SampleThread;
   status: Status;
   /** innermost first; only read for trusted statuses */
-  frames: SampleFrame[];
+  frames: SourceFrame[];
   /** default 1; must be finite and > 0 */
   weight?: number;
 }
@@ -78,6 +74,6 @@ export interface FunctionStat {
 /** A stack counted by the block engine: a frame under its caller's node (−1: outermost), and the weight of the samples that ended on it. */
 export interface CountedNode {
   parent: number;
-  frame: SampleFrame;
+  frame: SourceFrame;
   weight: number;
 }

@@ -25,22 +25,13 @@ import { pyBytesExtent, pyBytesHeaderSize, pyStringExtent, pyStringHeaderSize, r
 import { RegionMemory, readPointer } from '../walk/region-memory.js';
 import type { Region } from '../walk/types.js';
 import type { MemorySource } from './source.js';
-
-export interface CodeObjectSnapshot {
-  address: bigint;
-  /**
-   * the code object header, and its qualname, name, filename and location-table objects; empty
-   * when the address was found to hold no code object any more (a record that withdraws the
-   * one recorded before)
-   */
-  regions: Region[];
-}
+import type { CodeRecord } from '../capture/types.js';
 
 const MAX_OBJECT_BYTES = 64 << 20;
 
 interface Entry {
   /** the copy recorded for this address (null: none, or withdrawn) */
-  snapshot: CodeObjectSnapshot | null;
+  snapshot: CodeRecord | null;
   /** what the processing side will make of the snapshot (see contentKey) */
   key: string;
   /** header fields that tell code objects apart (type, size, names, line table, first line) */
@@ -77,7 +68,7 @@ export class CodeCache {
   }
 
   /** The copy recorded for a code object (null: none). */
-  snapshot(address: bigint): CodeObjectSnapshot | null {
+  snapshot(address: bigint): CodeRecord | null {
     return this.entries.get(address)?.snapshot ?? null;
   }
 
@@ -162,8 +153,8 @@ export class CodeCache {
    * its address (the capture must then start a new block, so that earlier samples keep the
    * earlier record).
    */
-  commit(pending: PendingCodes): { fresh: CodeObjectSnapshot[]; replaced: boolean } {
-    const fresh: CodeObjectSnapshot[] = [];
+  commit(pending: PendingCodes): { fresh: CodeRecord[]; replaced: boolean } {
+    const fresh: CodeRecord[] = [];
     let replaced = false;
     for (const [address, next] of pending) {
       const had = this.entries.get(address);
@@ -202,7 +193,7 @@ export class CodeCache {
    * What the processing side will make of a copy: its decoded names, first line, bytecode
    * length and frame size, and the line table's bytes — or the reason it does not decode.
    */
-  private contentOf(snapshot: CodeObjectSnapshot | null): { key: string; qualname: string | null } {
+  private contentOf(snapshot: CodeRecord | null): { key: string; qualname: string | null } {
     if (!snapshot) return { key: 'none', qualname: null };
     const mem = new RegionMemory(snapshot.regions, this.P);
     try {
@@ -253,7 +244,7 @@ export class CodeCache {
     return out;
   }
 
-  private copyCode(address: bigint, header: Uint8Array): CodeObjectSnapshot {
+  private copyCode(address: bigint, header: Uint8Array): CodeRecord {
     const L = this.layout;
     const regions: Region[] = [{ address, bytes: header }];
     const field = (off: number): bigint => readPointer(header, off, this.P);

@@ -2,7 +2,8 @@
 
 export { recordProcess, MAX_RATE_HZ, type RecordProcessOptions, type RecordProcessResult } from './record-process.js';
 export { openLinuxProcess, processIsRunning, TargetError, type LinuxProcessSource, type TargetErrorKind } from './linux-process.js';
-export { takeSnapshot, type Snapshot, type SnapshotOptions, type ThreadSnapshot, type CodeObjectSnapshot } from './snapshot.js';
+export { takeSnapshot, type Snapshot, type SnapshotOptions, type ThreadSnapshot } from './snapshot.js';
+export type { CodeRecord } from '../capture/types.js';
 export { SAMPLING_MODES, type SamplingMode } from './modes.js';
 export type { SamplerStats, SamplerEnd } from './sampler.js';
 export type { MemorySource } from './source.js';

@@ -1,7 +1,10 @@
 // How copies are kept consistent — one set of rules for every command that copies a live
 // target (record, dump).
 
-import { MemoryCopier, type Consistency, type CopierOptions, type Stopper, type ThreadSnapshot } from './copier.js';
+import type { Consistency } from './consistency.js';
+import { MemoryCopier, type CopierOptions } from './copier.js';
+import type { Stopper } from './stopper.js';
+import type { ThreadSnapshot } from './thread-snapshot.js';
 import type { MemorySource } from './source.js';
 
 /**

@@ -28,6 +28,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { fileSink, type CaptureSink } from '../capture/index.js';
 import { RECORDER } from '../version.js';
+import { Sleeper } from './sleeper.js';
 
 // ---- protocol with the worker (src/record/pyodide-worker.ts) --------------------------------
 
@@ -153,7 +154,7 @@ export type PyodideRecordingEnd =
   /** the program raised (error holds the traceback) */
   | 'error';
 
-export interface PyodideRecordingStats {
+export interface PyodideRecordingStats extends Omit<WorkerTotals, 'ticks' | 'missed' | 'samples'> {
   /** e.g. "3.15.0rc1" */
   pythonVersion: string;
   /** e.g. "pyodide 315.0.0a2 (CPython 3.15.0rc1)" */
@@ -169,11 +170,6 @@ export interface PyodideRecordingStats {
   lateTicks: number;
   /** thread samples written (one per tick: Pyodide has one thread) */
   samples: number;
-  failedTicks: number;
-  firstFailure: string | null;
-  codeObjects: number;
-  copyMicros: { total: number; max: number };
-  handlerMicros: { total: number; max: number };
   /** from the first scheduled tick to the program's end (or its interruption) */
   elapsedMs: number;
   /** time loading Pyodide took */
@@ -223,16 +219,6 @@ function workerSpec(): { url: URL } {
   return { url: new URL(`data:text/javascript,${encodeURIComponent(code)}`) };
 }
 
-const sleepWord = new Int32Array(new SharedArrayBuffer(4));
-/** Block until `performance.now()` reaches `until`: timers for the bulk, Atomics.wait for the last few ms. */
-async function sleepUntil(until: number): Promise<void> {
-  let left = until - performance.now();
-  if (left > 3) {
-    await new Promise((r) => setTimeout(r, left - 2));
-    left = until - performance.now();
-  }
-  if (left > 0) Atomics.wait(sleepWord, 0, 0, left);
-}
 /** Atomics.waitAsync (ES2024, in Node 20) as a promise; polls where it is missing. */
 function waitAsync(array: Int32Array, index: number, value: number, timeoutMs: number): Promise<unknown> {
   const wa = (Atomics as unknown as { waitAsync?: (a: Int32Array, i: number, v: number, t: number) => { async: boolean; value: unknown } }).waitAsync;
@@ -363,15 +349,17 @@ export async function recordPyodide(options: PyodideRecordOptions): Promise<Pyod
     let next = start;
     let lastProgress = start;
     let stoppedForDuration = false;
+    // (no spin: the program runs on a thread of this process, and needs the CPU more)
+    const sleeper = new Sleeper(false);
     for (;;) {
       if (Atomics.load(control, CONTROL.FINISHED) !== 0 || done || failure || exited) break;
       if (options.durationMs !== undefined && next - start >= options.durationMs) {
         // the program runs (unsampled) to the end of the duration, then is interrupted
-        await sleepUntil(start + options.durationMs);
+        await sleeper.until(start + options.durationMs);
         if (Atomics.load(control, CONTROL.FINISHED) === 0) stoppedForDuration = true;
         break;
       }
-      await sleepUntil(next);
+      await sleeper.until(next);
       if (Atomics.load(control, CONTROL.FINISHED) !== 0) break;
       const now = performance.now();
       const late = Math.floor((now - next) / interval);

@@ -23,6 +23,7 @@ import { pathToFileURL } from 'node:url';
 import { parentPort, workerData } from 'node:worker_threads';
 import { CaptureWriter, type CaptureSink } from '../capture/index.js';
 import { formatVersion } from '../layout/index.js';
+import { captureHeader } from './capture-header.js';
 import { MemoryCopier } from './copier.js';
 import { emitCodes, sampleRecord } from './sink.js';
 import { pyodideSource, type PyodideLike, type PyodideSource } from './pyodide.js';
@@ -107,18 +108,13 @@ async function main(): Promise<void> {
     },
   };
   const startTime = Date.now();
-  const writer = new CaptureWriter(sink, {
-    layoutSource: layout.source,
-    pointerSize: layout.pointerSize,
-    pythonVersion,
-    target: source.description,
+  const writer = new CaptureWriter(sink, captureHeader(source, {
     command: [init.filename, ...init.args],
-    runtimeAddress: source.runtimeAddress,
     rateHz: init.rateHz,
     startTime,
     recorder: init.recorder,
     mode: 'signal',
-  });
+  }));
   let lastFlush = 0;
   let sampling = true;
   const flushEvery = init.flushEveryMs;
@@ -429,18 +425,8 @@ function takeSample(copier: MemoryCopier, writer: CaptureWriter, time: number, c
  * on these nearly identical samples.) Returns the address of the thread state.
  */
 function warmUp(py: Pyodide, source: PyodideSource): bigint | null {
-  const layout = source.layout;
   const copier = new MemoryCopier(source);
-  const writer = new CaptureWriter({ write: () => {} }, {
-    layoutSource: layout.source,
-    pointerSize: layout.pointerSize,
-    pythonVersion: formatVersion(layout.version),
-    target: source.description,
-    runtimeAddress: source.runtimeAddress,
-    rateHz: 1,
-    startTime: 0,
-    recorder: 'warm-up',
-  });
+  const writer = new CaptureWriter({ write: () => {} }, captureHeader(source, { rateHz: 1, startTime: 0, recorder: 'warm-up' }));
   const copyMicros = { total: 0, max: 0 };
   let tstate: bigint | null = null;
   let n = 0;

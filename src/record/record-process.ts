@@ -4,7 +4,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { CaptureWriter, fileSink, type CaptureSink } from '../capture/writer.js';
 import type { CodeRecord, SampleRecord } from '../capture/types.js';
-import { formatVersion, type Layout } from '../layout/index.js';
+import type { Layout } from '../layout/index.js';
+import { captureHeader } from './capture-header.js';
 import { openLinuxProcess, processIsRunning, TargetError, type LinuxProcessSource } from './linux-process.js';
 import type { SamplingMode } from './modes.js';
 import { runSampler, type SamplerStats } from './sampler.js';
@@ -83,19 +84,14 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
   let writer: CaptureWriter | undefined;
   let stopper: ReturnType<typeof openStopper> | null = null;
   try {
-    writer = new CaptureWriter(typeof options.output === 'string' ? fileSink(options.output) : options.output, {
-      layoutSource: source.layout.source,
-      pointerSize: source.layout.pointerSize,
-      pythonVersion: formatVersion(source.layout.version),
-      target: source.description,
+    writer = new CaptureWriter(typeof options.output === 'string' ? fileSink(options.output) : options.output, captureHeader(source, {
       ...(command ? { command } : {}),
       pid,
-      runtimeAddress: source.runtimeAddress,
       rateHz,
       startTime: Date.now(),
       recorder: RECORDER,
       mode: `${mode}${options.readOnly ? ', read-only' : ''}`,
-    });
+    }));
     stopper = mode === 'optimistic' ? null : openStopper(pid);
   } catch (e) {
     try {

@@ -12,10 +12,14 @@
 
 import type { SampleRecord } from '../capture/types.js';
 import { SAMPLE_FLAG } from '../capture/types.js';
-import type { Consistency, MemoryCopier, Stopper, ThreadSnapshot } from './copier.js';
+import type { Consistency } from './consistency.js';
+import type { MemoryCopier } from './copier.js';
+import type { Stopper } from './stopper.js';
+import type { ThreadSnapshot } from './thread-snapshot.js';
 import { copierFor, copyThreads, type ModeOptions, type SamplingMode } from './modes.js';
 import { emitCodes, sampleRecord, type SampleSink } from './sink.js';
 import { loadNative } from './native.js';
+import { Sleeper } from './sleeper.js';
 import { TickSchedule } from './schedule.js';
 import { ReadError, type MemorySource } from './source.js';
 
@@ -81,43 +85,6 @@ export interface SamplerStats {
   ended: SamplerEnd | null;
   /** why the profiler anchor could not be written (copies were then checked by re-reading) */
   anchorWriteFailure: string | null;
-}
-
-const sab = new Int32Array(new SharedArrayBuffer(4));
-
-/**
- * A thread put to sleep wakes up late: by the kernel's timer slack (50 µs unless the recorder
- * could lower it, see native.ts setTimerSlack) and by the wait's own cost (measured here for a
- * 100 µs Atomics.wait: 106 µs late at the median with the default slack, 55 µs with 1 ns).
- * The last stretch before a tick is therefore spun, not slept: as long as waits lately
- * overshot (a moving average, times 1.5), within [MIN_SPIN_MS, MAX_SPIN_MS]. At 10 kHz that is
- * most of every interval; at 1 kHz a fraction.
- */
-const MIN_SPIN_MS = 0.05;
-const MAX_SPIN_MS = 0.3;
-
-/** Sleeps until a time: timers for the bulk, Atomics.wait, then a spin as long as waits overshoot. */
-class Sleeper {
-  /** how late recent Atomics.waits woke, ms (moving average) */
-  private overshoot = 0.1;
-
-  async until(until: number): Promise<void> {
-    let left = until - performance.now();
-    if (left > 3) {
-      await new Promise((r) => setTimeout(r, left - 2));
-      left = until - performance.now();
-    }
-    const spin = Math.min(MAX_SPIN_MS, Math.max(MIN_SPIN_MS, this.overshoot * 1.5));
-    if (left > spin) {
-      const asked = left - spin;
-      const t0 = performance.now();
-      Atomics.wait(sab, 0, 0, asked);
-      this.overshoot += (performance.now() - t0 - asked - this.overshoot) * 0.1;
-    }
-    while (performance.now() < until) {
-      // spin: the tick is due within `spin`
-    }
-  }
 }
 
 /** How far behind its schedule the sampler may take a tick; slots further behind are missed. */

@@ -1,7 +1,7 @@
 // Where a recorder's records go (a CaptureWriter is a sink), and the one rule for their order.
 
 import { SAMPLE_FLAG, type CodeRecord, type SampleRecord } from '../capture/types.js';
-import type { ThreadSnapshot } from './copier.js';
+import type { ThreadSnapshot } from './thread-snapshot.js';
 
 export interface SampleSink {
   addCode(record: CodeRecord): void;
@@ -19,7 +19,7 @@ export interface SampleSink {
  */
 export function emitCodes(sink: Pick<SampleSink, 'addCode' | 'flush'>, thread: ThreadSnapshot): void {
   if (thread.codeReplaced) sink.flush();
-  for (const c of thread.codes) sink.addCode({ address: c.address, regions: c.regions });
+  for (const c of thread.codes) sink.addCode(c);
 }
 
 

@@ -6,11 +6,14 @@
 
 import type { Layout } from '../layout/layout.js';
 import type { CopierOptions } from './copier.js';
-import { MemoryCopier, type CodeObjectSnapshot, type Stopper, type ThreadSnapshot } from './copier.js';
+import { MemoryCopier } from './copier.js';
+import type { Stopper } from './stopper.js';
+import type { CodeRecord } from '../capture/types.js';
+import type { ThreadSnapshot } from './thread-snapshot.js';
 import { copierFor, copyThreads, type SamplingMode } from './modes.js';
 import type { MemorySource } from './source.js';
 
-export type { CodeObjectSnapshot, ThreadSnapshot } from './copier.js';
+export type { ThreadSnapshot } from './thread-snapshot.js';
 
 export interface Snapshot {
   layout: Layout;
@@ -20,7 +23,7 @@ export interface Snapshot {
   time: number;
   threads: ThreadSnapshot[];
   /** the code objects the threads' stacks reach */
-  codeObjects: CodeObjectSnapshot[];
+  codeObjects: CodeRecord[];
 }
 
 export interface SnapshotOptions extends CopierOptions {
@@ -40,6 +43,6 @@ export function takeSnapshot(source: MemorySource, options: SnapshotOptions = {}
   const copier = options.copier ?? (options.stopper || options.mode ? copierFor(source, modeOptions) : new MemoryCopier(source, options));
   const time = Date.now();
   const threads = copyThreads(copier, modeOptions);
-  const codeObjects = [...copier.used].map((a) => copier.codeObject(a)).filter((c): c is CodeObjectSnapshot => c !== null);
+  const codeObjects = [...copier.used].map((a) => copier.codeObject(a)).filter((c): c is CodeRecord => c !== null);
   return { layout: source.layout, description: source.description, runtimeAddress: source.runtimeAddress, time, threads, codeObjects };
 }

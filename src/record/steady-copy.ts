@@ -20,6 +20,7 @@
 
 import type { Layout } from '../layout/layout.js';
 import type { Region } from '../walk/types.js';
+import { ANCHOR_DEPTH } from './consistency.js';
 import type { PreparedRead } from './native.js';
 import type { MemorySource } from './source.js';
 
@@ -79,9 +80,6 @@ const FEWER_READINGS_ABOVE = 32 << 10;
 export function readingsOf(bytes: number): number {
   return bytes > FEWER_READINGS_ABOVE ? 3 : READINGS;
 }
-
-/** How far below the innermost frame the profiler anchor may sit before it is set again (as copier.ts). */
-export const ANCHOR_DEPTH = 4;
 
 /** Zero bytes [from, to) of `out`, which starts at word `base` of `words`. */
 function zero(out: Uint8Array, words: Int32Array, base: number, from: number, to: number): void {
@@ -467,7 +465,6 @@ export class SteadyCopy {
     const fs = L.frame.size;
     const C = L.chunk;
     const dv = this.dv;
-    const bytes = this.bytes;
     const h = this.half;
     const n = this.n;
     const anchorAt = this.anchorAt;

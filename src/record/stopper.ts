@@ -16,8 +16,22 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import type { Stopper } from './copier.js';
 import { loadNative, type NativeCalls } from './native.js';
+
+/** Stops and resumes the whole target (every thread), for copies that must not move. */
+export interface Stopper {
+  /**
+   * Stop what must not run while thread `tid` (its kernel thread id; 0: unknown) is copied —
+   * that thread, or the whole target; true when it was seen stopped.
+   */
+  stopThread(tid: number): boolean;
+  /** stop every thread of the target; true when every thread was seen stopped */
+  stopAll(): boolean;
+  /** let everything stopped since the last resume run on */
+  resume(): void;
+  /** time the target has spent stopped by this stopper so far, µs */
+  readonly stoppedMicros: number;
+}
 
 /** How long to wait for a thread (or every thread) to be stopped before copying anyway. */
 const STOP_TIMEOUT_MS = 50;

@@ -13,15 +13,9 @@ import type { CodeRange, Region } from '../walk/types.js';
 import { codeRange, decodeCodeObject, type CodeInfo } from './code-object.js';
 import { SymbolError } from './location-table.js';
 import { lineOf } from './symbolizer.js';
+import type { SymbolizedFrame } from './types.js';
 
-export interface StackFrame {
-  qualname: string;
-  filename: string;
-  /** null where CPython has no line for the instruction */
-  line: number | null;
-  code: bigint;
-  instrPtr: bigint;
-}
+export type { SymbolizedFrame } from './types.js';
 
 interface Entry {
   info: CodeInfo | SymbolError;
@@ -90,7 +84,7 @@ export class CodeTable {
    * A frame of a trusted walk, named. Throws SymbolError if the code object was not decodable
    * or the instruction pointer is outside it: the walk rejects such frames, so that is a bug.
    */
-  frame(code: bigint, instrPtr: bigint): StackFrame {
+  frame(code: bigint, instrPtr: bigint): SymbolizedFrame {
     const e = this.entries.get(code);
     if (!e) throw new SymbolError(`code object at 0x${code.toString(16)}: no record`, code);
     if (e.info instanceof SymbolError) throw e.info;

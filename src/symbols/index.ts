@@ -13,3 +13,4 @@ export {
 } from './strings.js';
 export { decodeCodeObject, codeRange, type CodeInfo } from './code-object.js';
 export { Symbolizer } from './symbolizer.js';
+export type { SourceFrame, SymbolizedFrame } from './types.js';

@@ -3,7 +3,7 @@
 // bytes — calls `walk`, and reads the results back. Bytes go into the memory once; only
 // integers cross the call.
 
-import { checkParams, encodeParams, PARAM_COUNT, type WalkParams } from './params.js';
+import { checkParams, encodeParams, PARAM_COUNT, type WalkParams } from '../layout/walk-params.js';
 import { normalizeCodeRanges, sortRegions, U64_MASK } from './normalize.js';
 import { statusName } from './status.js';
 import type { CodeRange, WalkFrame, WalkResult, WalkSample } from './types.js';

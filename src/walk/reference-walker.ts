@@ -2,7 +2,8 @@
 // with exactly the same rules and results. Tests run both over every sample the suite makes
 // and require identical output; it is also the walker for places without WebAssembly.
 
-import { BOTTOM_CODE, checkParams, type WalkParams } from './params.js';
+import { BOTTOM_CODE, checkParams, type WalkParams } from '../layout/walk-params.js';
+import { lastAtOrBelow } from './region-index.js';
 import { normalizeCodeRanges, sortRegions, U64_MASK } from './normalize.js';
 import { statusName } from './status.js';
 import type { CodeRange, Region, WalkFrame, WalkResult, WalkSample } from './types.js';
@@ -31,16 +32,7 @@ class SampleMemory {
 
   /** the region holding [addr, addr+len) (its index, bytes and the offset), or a LOC_* failure code */
   locate(addr: bigint, len: number): { index: number; bytes: Uint8Array; offset: number } | typeof LOC_MISSING | typeof LOC_CROSSES {
-    let lo = 0;
-    let hi = this.starts.length - 1;
-    let found = -1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >>> 1;
-      if (this.starts[mid]! <= addr) {
-        found = mid;
-        lo = mid + 1;
-      } else hi = mid - 1;
-    }
+    const found = lastAtOrBelow(this.starts, addr);
     if (found < 0) return LOC_MISSING;
     const r = this.regions[found]!;
     const off = addr - r.address;

@@ -2,6 +2,7 @@
 // up by binary search. Every read is bounds-checked: a read that is not wholly inside one
 // region returns null (or throws from the `*OrThrow` helpers), never garbage.
 
+import { lastAtOrBelow } from './region-index.js';
 import type { Region } from './types.js';
 
 export class RegionMemory {
@@ -18,17 +19,7 @@ export class RegionMemory {
 
   /** The region containing [address, address+length), and the offset of address in it. */
   locate(address: bigint, length: number): { region: Region; offset: number } | null {
-    // last region whose start <= address
-    let lo = 0;
-    let hi = this.starts.length - 1;
-    let found = -1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >> 1;
-      if (this.starts[mid]! <= address) {
-        found = mid;
-        lo = mid + 1;
-      } else hi = mid - 1;
-    }
+    const found = lastAtOrBelow(this.starts, address);
     if (found < 0) return null;
     const region = this.regions[found]!;
     const offset = address - region.address;

@@ -1,13 +1,11 @@
 // What a walk takes and gives: a sample is a thread state address plus the regions of memory
 // copied for it; the walk emits its Python frames and one status.
 
+import type { Region } from '../capture/types.js';
 import type { Status } from './status.js';
 
-/** A copy of target memory: `bytes` were at `address` in the target. */
-export interface Region {
-  address: bigint;
-  bytes: Uint8Array;
-}
+/** A copy of target memory (defined with the capture, which stores it and cannot import the walk). */
+export type { Region };
 
 /** One captured code object, as the walk needs it: where its bytecode lies. */
 export interface CodeRange {

@@ -5,7 +5,7 @@ import type { LayoutSource } from '../layout/layout.js';
 import type { CodeRecord } from '../capture/types.js';
 import type { ProfileTransfer } from '../profile/profile.js';
 import type { RawBlock } from '../capture/reader.js';
-import type { BlockResult, CopyStatsJSON } from '../walk/engine.js';
+import type { BlockResult, CopyStatsJSON } from '../block-engine.js';
 
 export interface WorkerSetup {
   layoutSource: LayoutSource;

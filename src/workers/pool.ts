@@ -10,9 +10,8 @@
 import os from 'node:os';
 import { Worker } from 'node:worker_threads';
 import type { CodeRecord } from '../capture/types.js';
-import type { LayoutSource } from '../layout/layout.js';
 import type { ProcessedBlock } from '../block-processor.js';
-import { CopyStats } from '../walk/engine.js';
+import { CopyStats } from '../block-engine.js';
 import type { RawBlock } from '../capture/reader.js';
 import type { BlockJob, BlockReply, WorkerSetup } from './messages.js';
 

@@ -3,7 +3,7 @@
 // that does that and throws on the first difference, so any test that walks real or synthetic
 // memory also tests the agreement.
 import { KernelWalker, ReferenceWalker, type Walker } from '../../src/walk/index.js';
-import type { WalkParams } from '../../src/walk/params.js';
+import type { WalkParams } from '../../src/layout/walk-params.js';
 import type { CodeRange, WalkResult, WalkSample } from '../../src/walk/types.js';
 
 let kernel: Promise<KernelWalker> | null = null;

@@ -1,5 +1,5 @@
-// The native interpreters the live tests run on, found by version (pyenv via `pyenv root`,
-// Debian's own python3.11, and the Debian 3.13/3.14/3.15 unpacked by
+// The native interpreters the live tests and benchmarks run on, found by version (pyenv via
+// `pyenv root`, Debian's own python3.11, and the Debian 3.13/3.14/3.15 unpacked by
 // scripts/provision-cpython.sh into .cache/cpython). A missing one is reported with why.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -65,9 +65,9 @@ export function nativeInterpreters(): Interpreter[] {
  * The layout pyunwind builds for an interpreter, from a short-lived live process of it (debug
  * offsets on 3.13+, built-in tables before).
  */
-export async function liveLayout(command: string): Promise<import('../../src/layout/layout.js').Layout> {
+export async function liveLayout(command: string): Promise<import('../src/layout/layout.js').Layout> {
   const { spawn } = await import('node:child_process');
-  const { openLinuxProcess } = await import('../../src/record/linux-process.js');
+  const { openLinuxProcess } = await import('../src/record/linux-process.js');
   const child = spawn(command, ['-c', 'import time; print("up", flush=True); time.sleep(60)'], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });

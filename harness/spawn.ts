@@ -1,4 +1,4 @@
-// Spawning a Python program for a live test and reading what it says about itself.
+// Spawning a Python program for a live test or a benchmark and reading what it says about itself.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 

@@ -9,15 +9,15 @@
 // block gives the same profile either way: test/engine.test.ts checks it on real captures,
 // test/engine-property.test.ts on edited ones.
 
-import { ByteReader, readCodeRecord } from '../capture/format.js';
-import type { CaptureWarning } from '../capture/types.js';
-import type { Layout } from '../layout/layout.js';
-import { Profile } from '../profile/profile.js';
-import type { CountedNode, SampleFrame } from '../profile/types.js';
-import { CodeTable } from '../symbols/code-table.js';
-import { STATUS_NAMES } from './status.js';
-import { checkParams, encodeParams, PARAM_COUNT, walkParams, type WalkParams } from './params.js';
-import { readKernelBytes, writeCodeTable } from './kernel-walker.js';
+import { ByteReader, readCodeRecord } from './capture/format.js';
+import type { CaptureWarning } from './capture/types.js';
+import type { Layout } from './layout/layout.js';
+import { Profile } from './profile/profile.js';
+import type { CountedNode, SourceFrame } from './profile/types.js';
+import { CodeTable } from './symbols/code-table.js';
+import { STATUS_NAMES } from './walk/status.js';
+import { checkParams, encodeParams, PARAM_COUNT, walkParams, type WalkParams } from './layout/walk-params.js';
+import { readKernelBytes, writeCodeTable } from './walk/kernel-walker.js';
 
 const PAGE = 65536;
 const THREAD_SIZE = 112;
@@ -174,7 +174,7 @@ export type ReferencePath = (block: PayloadBlock, profile: Profile, copies: Copy
 export interface PayloadBlock {
   /** the writer's 0-based block number */
   index: number;
-  /** byte offset of the block's frame in the file */
+  /** byte offset of the block's header in the file */
   offset: number;
   payload: Uint8Array;
 }
@@ -390,11 +390,11 @@ export class BlockEngine {
   }
 
   /** Frame names by code address, then instruction address (numbers: exact below 2^53), for codes.version. */
-  private names = new Map<number, Map<number, SampleFrame>>();
+  private names = new Map<number, Map<number, SourceFrame>>();
   private namesVersion = -1;
 
   /** The name of (code, instruction), from the code table as it is now; each named once while the table stays. */
-  private frameName(codeLo: number, codeHi: number, ipLo: number, ipHi: number): SampleFrame {
+  private frameName(codeLo: number, codeHi: number, ipLo: number, ipHi: number): SourceFrame {
     if (this.namesVersion !== this.codes.version) {
       this.names.clear();
       this.namesVersion = this.codes.version;
@@ -409,7 +409,7 @@ export class BlockEngine {
     return f;
   }
 
-  private nameOf(codeLo: number, codeHi: number, ipLo: number, ipHi: number): SampleFrame {
+  private nameOf(codeLo: number, codeHi: number, ipLo: number, ipHi: number): SourceFrame {
     const sf = this.codes.frame((BigInt(codeHi) << 32n) | BigInt(codeLo), (BigInt(ipHi) << 32n) | BigInt(ipLo));
     return { qualname: sf.qualname, filename: sf.filename, line: sf.line };
   }

@@ -2,7 +2,7 @@
 // kernel's parameter block (assembly/kernel.ts P_*). Built in one place so the WebAssembly
 // kernel and the TypeScript reference walker can never disagree about an offset.
 
-import type { Layout } from '../layout/layout.js';
+import type { Layout } from './layout.js';
 
 export const BOTTOM_CODE = { 'base-frame': 0, 'entry-frame': 1, 'is-entry-flag': 2 } as const;
 

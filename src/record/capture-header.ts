@@ -1,0 +1,28 @@
+// The header of a recording's capture: what the memory source says about its target, and what
+// the recorder says about the recording.
+
+import type { CaptureHeader } from '../capture/types.js';
+import { formatVersion } from '../layout/index.js';
+import type { MemorySource } from './source.js';
+
+/** What only the recorder knows: how and when it records. */
+export type RecordingFields = Pick<CaptureHeader, 'rateHz' | 'startTime' | 'recorder' | 'mode' | 'command' | 'pid'>;
+
+export function captureHeader(source: MemorySource, recording: RecordingFields): CaptureHeader {
+  const layout = source.layout;
+  const header: CaptureHeader = {
+    layoutSource: layout.source,
+    pointerSize: layout.pointerSize,
+    pythonVersion: formatVersion(layout.version),
+    target: source.description,
+    runtimeAddress: source.runtimeAddress,
+    rateHz: recording.rateHz,
+    startTime: recording.startTime,
+    recorder: recording.recorder,
+  };
+  // (optional fields only when given: the header encodes what is present)
+  if (recording.command) header.command = recording.command;
+  if (recording.pid !== undefined) header.pid = recording.pid;
+  if (recording.mode !== undefined) header.mode = recording.mode;
+  return header;
+}

@@ -1,0 +1,397 @@
+// The general copy of one thread: what every copy can fall back to, on every version.
+//
+// Everything the previous copy of the thread needed — the thread state, the data-stack chunks,
+// the frames outside them, the _PyCFrame on 3.11/3.12, the count of code-object deaths — is
+// read in one gathered read, and (unless the target is stopped) read again at once in the same
+// call, to be compared (consistency.ts). What the previous copy did not foresee (a deeper
+// stack, a new chunk, a code object to check) is read after, and then all of it is read again
+// and compared. The copy does not judge the stack — the walk does, over exactly these bytes.
+
+import type { Layout } from '../layout/layout.js';
+import { readPointer } from '../walk/region-memory.js';
+import type { Region } from '../walk/types.js';
+import type { CodeCache, PendingCodes } from './code-cache.js';
+import { anchorTarget, unchanged, type Consistency, type Seen } from './consistency.js';
+import { GrowingMemory, hex, maskChunks, pick, u64 } from './copy-memory.js';
+import type { Range } from './native.js';
+import { readMany, type MemorySource } from './source.js';
+import type { ChunkGuess, ThreadCache } from './thread-cache.js';
+import type { ListEntry } from './thread-list.js';
+import { emptySnapshot, type ThreadSnapshot } from './thread-snapshot.js';
+
+// Bounds on what a (possibly corrupt) target can make the copy do.
+const MAX_CHUNKS = 4096;
+const MAX_CHUNK_BYTES = 64 << 20;
+const MAX_TSTATE_TAIL = 64 << 10;
+
+/** Bytes read past the top of the newest chunk, for a stack a little deeper at the next copy. */
+const NEWEST_CHUNK_SLACK = 512;
+
+/** Code objects of a thread read with each copy where there is no count of their deaths (3.11–3.13). */
+const RECENT_CODES = 64;
+
+/** What a copy of a thread needs of the copier making it. */
+export interface CopyContext {
+  readonly source: MemorySource;
+  readonly layout: Layout;
+  readonly codes: CodeCache;
+  /** frames followed per thread while looking for frames outside the chunks */
+  readonly maxFrames: number;
+  /** how copies are checked now */
+  readonly consistency: Consistency;
+  /** the copy's thread runs again after a stopped read: the copy may read nothing more */
+  readonly frozen: boolean;
+  /** a copy can be made again with the target stopped */
+  readonly canStop: boolean;
+  /** the code objects a copy's stack reached */
+  reached(codes: readonly bigint[]): void;
+  /** set the thread's profiler anchor */
+  writeAnchor(tstate: bigint, target: bigint): void;
+}
+
+/** A thread's copy in progress: the snapshot, the code checks made in its window, and what it is. */
+export interface Attempt {
+  snap: ThreadSnapshot;
+  codes: PendingCodes;
+  entry: ListEntry;
+}
+
+/** A thread's first read, made together with the other threads' (see MemoryCopier.copyInterpreters). */
+export interface Prefetched {
+  plan: Range[];
+  got: (Uint8Array | null)[];
+}
+
+/** Thrown by a read of a copy processed after its stopped thread was let go (see MemoryCopier.stoppedCopy). */
+export const FROZEN = new Error('the copy needs a read while its thread runs');
+const frozenRead = (): never => {
+  throw FROZEN;
+};
+
+/**
+ * One copy of a thread (see the top of this file). The copy is the first reading; it did not
+ * move if the second shows the same stack (consistency.ts). The window a change can slip
+ * through is one system call (a few microseconds), and a change confined to the innermost
+ * frames that undoes itself within it can only show a stack the program had. `stopped`: the
+ * thread cannot run meanwhile, nothing is read twice. `released` is called once the target's
+ * memory has been read, before the code checks (see MemoryCopier.stoppedCopy).
+ */
+export function copyThread(
+  ctx: CopyContext,
+  cache: ThreadCache,
+  interp: bigint,
+  interpreterId: bigint,
+  tstate: bigint,
+  stopped: boolean,
+  prefetched?: Prefetched,
+  replanned = false,
+  released?: () => void,
+): Attempt {
+  const L = ctx.layout;
+  const P = L.pointerSize;
+  const started = performance.now();
+  const errors: string[] = [];
+  const regions: Region[] = [];
+  const snap = emptySnapshot(interpreterId, tstate, regions, errors);
+  const attempt: Attempt = { snap, codes: new Map(), entry: 'thread' };
+  const checking = !stopped;
+  const tryRead = (address: bigint, length: number): Uint8Array | null => (ctx.frozen ? frozenRead() : ctx.source.tryRead(address, length));
+
+  // the first read, and (checking) the same ranges again: read now, or with the others
+  // (prefetched) when they were planned alike
+  const n = planLength(L, cache);
+  let whole: Range[];
+  let got: (Uint8Array | null)[];
+  const codeAt = (checking ? 2 : 1) * n;
+  if (prefetched && prefetched.plan.length === codeAt + codeRanges(ctx, cache).length) {
+    whole = prefetched.plan;
+    got = prefetched.got;
+  } else {
+    whole = planOf(ctx, tstate, interp, cache, checking);
+    got = ctx.frozen ? frozenRead() : readMany(ctx.source, whole);
+  }
+  const plan = whole.slice(0, n);
+  const again = checking ? got.slice(n, 2 * n) : null;
+  const codeRangesRead = whole.slice(codeAt);
+  const codeData = got.slice(codeAt);
+  const genAt = generationRange(L, interp);
+  const cframeAt = genAt ? 2 : 1;
+  const chunksAt = cframeAt + (cache.cframe !== 0n && L.tstate.cframeCurrentFrame !== null ? 1 : 0);
+  const outsideAt = chunksAt + cache.chunks.length;
+
+  let ts = got[0] ?? null;
+  let extra = 0; // reads after the first one
+  if (!ts && cache.tstateLength !== L.tstate.size) {
+    extra++;
+    ts = tryRead(tstate, L.tstate.size);
+  }
+  if (!ts || readPointer(ts, L.tstate.interp, P) !== interp) {
+    attempt.entry = 'stale';
+    return attempt;
+  }
+  const generation = genAt ? u64(got[1]) : null;
+  // 3.15: the base frame sits inside _PyThreadStateImpl, past thread_state.size; copy the
+  // thread state through its end in the same region
+  if (L.tstate.baseFrame !== null) {
+    const base = readPointer(ts, L.tstate.baseFrame, P);
+    const end = base + BigInt(L.frame.size);
+    if (base >= tstate + BigInt(L.tstate.size) && end - tstate <= BigInt(L.tstate.size + MAX_TSTATE_TAIL)) {
+      const need = Number(end - tstate);
+      if (ts.length < need) {
+        extra++;
+        const whole = tryRead(tstate, need);
+        if (whole) ts = whole;
+        else errors.push(`base frame ${hex(base)}: not readable`);
+      }
+      cache.tstateLength = need;
+    }
+  }
+  regions.push({ address: tstate, bytes: ts });
+  snap.threadId = readPointer(ts, L.tstate.threadId, P);
+  snap.nativeThreadId = readPointer(ts, L.tstate.nativeThreadId, P);
+  if (L.tstate.holdsGil !== null) snap.holdsGil = new DataView(ts.buffer, ts.byteOffset).getInt32(L.tstate.holdsGil, true) !== 0;
+  const mem = new GrowingMemory(regions, P);
+
+  const cframe = L.tstate.cframeCurrentFrame !== null ? readPointer(ts, L.tstate.currentFrame, P) : 0n;
+  let frame = readPointer(ts, L.tstate.currentFrame, P);
+  if (L.tstate.cframeCurrentFrame !== null) {
+    // 3.11/3.12: tstate->cframe->current_frame; root_cframe is inside the thread state, a
+    // running eval loop's _PyCFrame is on the C stack
+    frame = 0n;
+    cache.cframe = cframe;
+    if (cframe !== 0n) {
+      const field = cframe + BigInt(L.tstate.cframeCurrentFrame);
+      if (!mem.contains(field, P)) {
+        let bytes = chunksAt > cframeAt && plan[cframeAt]!.address === cframe ? got[cframeAt]! : null;
+        if (!bytes) {
+          extra++;
+          bytes = tryRead(cframe, L.tstate.cframeCurrentFrame + P);
+        }
+        if (bytes) mem.add({ address: cframe, bytes });
+        else errors.push(`cframe ${hex(cframe)}: not readable`);
+      }
+      frame = mem.ptr(field) ?? 0n;
+    }
+  }
+
+  const base = L.tstate.baseFrame !== null ? readPointer(ts, L.tstate.baseFrame, P) : 0n;
+  if ((frame === 0n || frame === base) && (snap.threadId === 0n || (ctx.source.nativeThreadIds === true && snap.nativeThreadId === 0n))) {
+    attempt.entry = 'unborn';
+    return attempt;
+  }
+  cache.nativeThreadId = snap.nativeThreadId;
+
+  const guessedOutside = new Map<bigint, Uint8Array>();
+  cache.outside.forEach((f, i) => {
+    const b = got[outsideAt + i];
+    if (b) guessedOutside.set(f, b);
+  });
+  extra += copyChunks(L, ts, mem, errors, cache, got.slice(chunksAt, outsideAt), tryRead);
+  const chain = followFrames(L, ctx.maxFrames, frame, base, mem, errors, guessedOutside, tryRead);
+  extra += chain.reads;
+  // (the base frame lies in the thread state's own read: not read again on its own)
+  const tsEnd = tstate + BigInt(ts.length);
+  cache.outside = chain.frames.filter((f) => !mem.inChunk(f, L.frame.size) && !(f >= tstate && f + BigInt(L.frame.size) <= tsEnd));
+  // the chain's code objects, inside the window (see code-cache.ts)
+  const codes = codesOf(L, chain.frames, mem);
+  ctx.reached(codes);
+  released?.();
+  const before = attempt.codes.size;
+  ctx.codes.check(codes, interp, generation, attempt.codes, (a, len) => pick(codeRangesRead, codeData, a, len), ctx.frozen ? frozenRead : null);
+  // the code objects it used lately, most recent first, to read with the next copy
+  cache.codes = [...new Set([...codes, ...cache.codes])].slice(0, RECENT_CODES);
+  // code objects checked with what the first read brought along cost no read of their own
+  const codeReads = attempt.codes.size - before;
+  if (codeReads > 0 && codes.some((c) => !codeRangesRead.some((r) => r.address === c))) extra += codeReads;
+
+  if (checking) {
+    // the first read did not bring everything (a deeper stack, a new chunk or code object):
+    // once, copy again with the plan this copy learned, for a window of one call again
+    if (extra > 0 && !replanned) return copyThread(ctx, cache, interp, interpreterId, tstate, stopped, undefined, true);
+    const anchor = ctx.consistency === 'anchor' ? readPointer(ts, L.tstate.lastProfiledFrame!, P) : 0n;
+    const seen: Seen = { tstate, ts, cframe, frame, chain: chain.frames, mem, anchor, generation, generationAt: genAt };
+    if (extra === 0) {
+      snap.moved = !unchanged(L, ctx.consistency, seen, (a, n) => pick(plan, again!, a, n));
+    } else {
+      // read again what the copy ended up using, and compare
+      const used: Range[] = [{ address: tstate, length: ts.length }];
+      if (genAt) used.push(genAt);
+      for (const r of mem.all()) if (r.address !== tstate) used.push({ address: r.address, length: r.bytes.length });
+      const second = readMany(ctx.source, used);
+      snap.moved = !unchanged(L, ctx.consistency, seen, (a, n) => pick(used, second, a, n));
+    }
+    // Without the death counter (3.11–3.13), a code object read in the window may still be
+    // of a function dropped and compiled again at the same address within it (the compare
+    // cannot see a frame popped and pushed again there): a copy that found a code object
+    // new or changed is made again with the target stopped, where it can be.
+    if (!snap.moved && generation === null && codeReads > 0 && ctx.canStop && ctx.codes.changes(attempt.codes)) snap.moved = true;
+    if (!snap.moved && ctx.consistency === 'anchor') {
+      const target = anchorTarget(L, anchor, chain.frames, mem);
+      if (target !== null) ctx.writeAnchor(tstate, target);
+    }
+  }
+  maskChunks(mem, chain.frames, L.frame.size, L.chunk.data);
+  snap.copyMicros = Math.round((performance.now() - started) * 1000);
+  return attempt;
+}
+
+/** The code objects of the chain's Python frames. */
+function codesOf(L: Layout, chain: readonly bigint[], mem: GrowingMemory): bigint[] {
+  const tag = BigInt(L.executableTagMask);
+  const out: bigint[] = [];
+  for (const f of chain) {
+    const bytes = mem.bytes(f, L.frame.size);
+    if (!bytes) continue;
+    const owner = bytes[L.frame.owner]!;
+    if (owner !== L.owners.thread && owner !== L.owners.generator) continue;
+    const code = readPointer(bytes, L.frame.executable, L.pointerSize) & ~tag;
+    if (code !== 0n) out.push(code);
+  }
+  return out;
+}
+
+/**
+ * The used part of every data-stack chunk: [chunk, datastack_top) for the newest, [chunk,
+ * data + top slots) below. `guessed` holds what the first read got at the chunks the previous
+ * copy found (in cache.chunks' order); a chunk not guessed, or guessed too short, is read now.
+ * Returns how many reads that took, and leaves in cache.chunks what the next copy should read.
+ */
+function copyChunks(
+  L: Layout,
+  ts: Uint8Array,
+  mem: GrowingMemory,
+  errors: string[],
+  cache: ThreadCache,
+  guessed: (Uint8Array | null)[],
+  tryRead: (address: bigint, length: number) => Uint8Array | null,
+): number {
+  const P = L.pointerSize;
+  let chunk = readPointer(ts, L.tstate.datastackChunk, P);
+  const top = readPointer(ts, L.tstate.datastackTop, P);
+  const header = L.chunk.data;
+  const found: ChunkGuess[] = [];
+  let reads = 0;
+  const read = (address: bigint, length: number): Uint8Array | null => {
+    reads++;
+    return tryRead(address, length);
+  };
+  for (let i = 0; chunk !== 0n && i < MAX_CHUNKS; i++) {
+    const guess = cache.chunks[i]?.address === chunk ? (guessed[i] ?? null) : null;
+    let used: number;
+    let bytes: Uint8Array | null;
+    if (i === 0 && top > chunk && top - chunk <= BigInt(MAX_CHUNK_BYTES)) {
+      used = Number(top - chunk);
+      bytes = guess && guess.length >= used ? guess.subarray(0, used) : read(chunk, used);
+    } else {
+      // an older chunk: its used part (data + top slots) is frozen while newer ones are in
+      // use; its header says how long it is
+      const head = guess && guess.length >= header ? guess : read(chunk, header);
+      if (!head) {
+        errors.push(`data-stack chunk ${hex(chunk)}: not readable`);
+        break;
+      }
+      const slots = readPointer(head, L.chunk.top, P);
+      const size = readPointer(head, L.chunk.size, P);
+      const u = BigInt(header) + slots * BigInt(P);
+      if (u > size || u > BigInt(MAX_CHUNK_BYTES)) {
+        errors.push(`data-stack chunk ${hex(chunk)}: top ${slots} is past its size ${size}`);
+        mem.add({ address: chunk, bytes: head.subarray(0, header) }, true);
+        chunk = readPointer(head, L.chunk.previous, P);
+        continue;
+      }
+      used = Number(u);
+      bytes = used <= head.length ? head.subarray(0, used) : read(chunk, used);
+    }
+    if (!bytes) {
+      errors.push(`data-stack chunk ${hex(chunk)} (${used} bytes): not readable`);
+      break;
+    }
+    // the newest chunk grows and shrinks: read a little more next time, within its size
+    const size = Number(readPointer(bytes, L.chunk.size, P));
+    // (the newest chunk's read keeps its length while the stack moves within the slack, so
+    // that the plan stays the same)
+    const had = cache.chunks[i];
+    const keep = i === 0 && had?.address === chunk && had.used >= used && had.used - used <= 2 * NEWEST_CHUNK_SLACK;
+    found.push({ address: chunk, used: keep ? had.used : i === 0 ? Math.min(used + NEWEST_CHUNK_SLACK, Number.isSafeInteger(size) && size >= used ? size : used) : used });
+    mem.add({ address: chunk, bytes }, true);
+    chunk = readPointer(bytes, L.chunk.previous, P);
+  }
+  cache.chunks = found;
+  return reads;
+}
+
+/**
+ * Follow the chain from the current frame, copying each frame that is not in memory yet
+ * (generator/coroutine frames, entry frames on the C stack); returns the chain and how many
+ * reads that took.
+ */
+function followFrames(
+  L: Layout,
+  maxFrames: number,
+  frame: bigint,
+  base: bigint,
+  mem: GrowingMemory,
+  errors: string[],
+  guessed: Map<bigint, Uint8Array>,
+  tryRead: (address: bigint, length: number) => Uint8Array | null,
+): { frames: bigint[]; reads: number } {
+  const size = L.frame.size;
+  const seen = new Set<bigint>();
+  const frames: bigint[] = [];
+  let reads = 0;
+  for (let depth = 0; frame !== 0n && depth < maxFrames && !seen.has(frame); depth++) {
+    seen.add(frame);
+    frames.push(frame);
+    let bytes = mem.bytes(frame, size);
+    if (!bytes) {
+      let copy = guessed.get(frame) ?? null;
+      if (!copy) {
+        reads++;
+        copy = tryRead(frame, size);
+      }
+      if (!copy) {
+        errors.push(`frame ${hex(frame)}: not readable`);
+        break;
+      }
+      mem.add({ address: frame, bytes: copy });
+      bytes = copy;
+    }
+    if (frame === base) break;
+    frame = readPointer(bytes, L.frame.previous, L.pointerSize);
+  }
+  return { frames, reads };
+}
+
+/**
+ * The ranges a copy of a thread reads first: its thread state, the count of code-object
+ * deaths, the _PyCFrame (3.11/3.12), the data-stack chunks and the frames outside them,
+ * as its previous copy found them — and, when the copy is to be checked, all of it again.
+ */
+export function planOf(ctx: CopyContext, tstate: bigint, interp: bigint, cache: ThreadCache, checking: boolean): Range[] {
+  const L = ctx.layout;
+  const plan: Range[] = [{ address: tstate, length: cache.tstateLength }];
+  const genAt = generationRange(L, interp);
+  if (genAt) plan.push(genAt);
+  if (cache.cframe !== 0n && L.tstate.cframeCurrentFrame !== null) plan.push({ address: cache.cframe, length: L.tstate.cframeCurrentFrame + L.pointerSize });
+  for (const c of cache.chunks) plan.push({ address: c.address, length: c.used });
+  for (const f of cache.outside) plan.push({ address: f, length: L.frame.size });
+  return [...plan, ...(checking ? plan : []), ...codeRanges(ctx, cache)];
+}
+
+/**
+ * Without a count of code-object deaths (3.11–3.13) every copy checks its code objects
+ * again: those the previous copy of the thread used are read with the first read.
+ */
+function codeRanges(ctx: CopyContext, cache: ThreadCache): Range[] {
+  return ctx.layout.interp.codeObjectGeneration === null ? ctx.codes.checkRanges(cache.codes) : [];
+}
+
+function planLength(L: Layout, cache: ThreadCache): number {
+  return 1 + (L.interp.codeObjectGeneration !== null ? 1 : 0) + (cache.cframe !== 0n && L.tstate.cframeCurrentFrame !== null ? 1 : 0) + cache.chunks.length + cache.outside.length;
+}
+
+/** Where the interpreter's code-object death count is (null: this Python has none). */
+function generationRange(L: Layout, interp: bigint): Range | null {
+  const off = L.interp.codeObjectGeneration;
+  return off === null ? null : { address: interp + BigInt(off), length: 8 };
+}

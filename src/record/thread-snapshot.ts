@@ -1,0 +1,58 @@
+// What a copy of one thread gives the recorder: its memory as regions, and what the copy saw.
+
+import type { Region } from '../walk/types.js';
+import type { CodeRecord } from '../capture/types.js';
+
+export interface ThreadSnapshot {
+  interpreterId: bigint;
+  threadStateAddress: bigint;
+  /** pthread handle (thread_id) */
+  threadId: bigint;
+  /** kernel thread id (0 where the platform has none) */
+  nativeThreadId: bigint;
+  /** the thread state says it holds the GIL (3.15+; false where unknown) */
+  holdsGil: boolean;
+  /** the main thread of its interpreter (false where unknown) */
+  mainThread: boolean;
+  regions: Region[];
+  /** what could not be copied (the walk will then reject the sample, with a reason) */
+  errors: string[];
+  /**
+   * The stack moved while it was copied: read again at once, it was not the stack the copy
+   * saw (see consistency.ts).
+   */
+  moved: boolean;
+  /** time the copy of this thread took (the last attempt), µs */
+  copyMicros: number;
+  /** copies made of this thread for this sample (1 + retries used) */
+  attempts: number;
+  /** the last copy was made with the target stopped */
+  stopped: boolean;
+  /**
+   * Code objects to record before this sample: seen for the first time, changed at their
+   * address, or withdrawn (empty regions). Empty for a copy that moved.
+   */
+  codes: CodeRecord[];
+  /** one of `codes` replaces a code object recorded earlier at the same address */
+  codeReplaced: boolean;
+}
+
+/** A snapshot not filled in yet: the ids, regions and outcome are set as the copy goes. */
+export function emptySnapshot(interpreterId: bigint, threadStateAddress: bigint, regions: Region[] = [], errors: string[] = []): ThreadSnapshot {
+  return {
+    interpreterId,
+    threadStateAddress,
+    threadId: 0n,
+    nativeThreadId: 0n,
+    holdsGil: false,
+    mainThread: false,
+    regions,
+    errors,
+    moved: false,
+    copyMicros: 0,
+    attempts: 1,
+    stopped: false,
+    codes: [],
+    codeReplaced: false,
+  };
+}

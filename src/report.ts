@@ -13,7 +13,7 @@ import type { CaptureHeader, CaptureWarning } from './capture/types.js';
 import { layoutFromSource } from './layout/index.js';
 import { BlockProcessor, openBlock, sampleInput, skipped, type ProcessedBlock } from './block-processor.js';
 import type { ProcessedSample } from './sample-processor.js';
-import { Profile } from './profile/index.js';
+import { Profile, Timeline } from './profile/index.js';
 import { CopyStats } from './block-engine.js';
 import type { Walker } from './walk/index.js';
 import { readKernelBytes } from './walk/kernel-walker.js';
@@ -38,6 +38,8 @@ export interface ReportOptions {
   workers?: number;
   /** stop after the block in which this many samples have been processed (a quick look, benchmarks) */
   maxSamples?: number;
+  /** also collect every sample in time order (CaptureReport.timeline); implies the reference path */
+  timeline?: boolean;
 }
 
 /** How the samples were copied: what the recorder measured, over the samples reported. */
@@ -60,6 +62,8 @@ export interface CaptureReport {
   blocks: number;
   /** blocks processed on the reference path although the engine was asked for */
   fallbackBlocks: number;
+  /** every sample in time order (with the `timeline` option) */
+  timeline?: Timeline;
 }
 
 export function recordingStats(copies: CopyStats): RecordingStats {
@@ -91,6 +95,12 @@ export async function reportCapture(path: string, options: ReportOptions = {}): 
 }
 
 async function processCapture(path: string, options: ReportOptions): Promise<CaptureReport> {
+  let timeline: Timeline | undefined;
+  if (options.timeline) {
+    const t = (timeline = new Timeline());
+    const onSample = options.onSample;
+    options = { ...options, onSample: (p) => (t.add(sampleInput(p)), onSample?.(p)) };
+  }
   const reader = await openCapture(path);
   let pool: import('./workers/pool.js').WorkerPool | null = null;
   try {
@@ -168,7 +178,7 @@ async function processCapture(path: string, options: ReportOptions): Promise<Cap
     }
     // in file order, whichever thread found them when
     const warnings = [...reader.warnings].sort((a, b) => a.offset - b.offset);
-    return { header, profile, recording: recordingStats(copies), warnings, closedCleanly: reader.closedCleanly, blocks, fallbackBlocks };
+    return { header, profile, recording: recordingStats(copies), warnings, closedCleanly: reader.closedCleanly, blocks, fallbackBlocks, ...(timeline ? { timeline } : {}) };
   } finally {
     reader.close();
     await pool?.close();

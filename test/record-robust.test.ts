@@ -41,6 +41,21 @@ print("started", flush=True)
 top()
 `;
 
+// A program that runs until the file named by its argument exists, then ends normally.
+const EXITS_WHEN = `
+import os, sys
+def leaf(n):
+    s = 0
+    for i in range(n):
+        s += i
+    return s
+def top(mark):
+    while not os.path.exists(mark):
+        leaf(2000)
+print("started", flush=True)
+top(sys.argv[1])
+`;
+
 const py = [...nativeInterpreters()].reverse().find((p) => !p.missing);
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pyunwind-robust-'));
 const children: ChildProcess[] = [];
@@ -198,9 +213,16 @@ describe('record → report on a live interpreter', () => {
 
   it('a target that exits while it is being copied: exit 0, said so, the file closed cleanly and read back', async () => {
     // recorded by pid at 10 kHz, so that the exit comes while a copy is under way (its reads
-    // fail part-way) or between two; either way the recording ends there
-    const target = spawn(py!.command, [path.resolve('workloads/hotcold.py'), '1.5'], { stdio: ['ignore', 'ignore', 'inherit'] });
+    // fail part-way) or between two; either way the recording ends there. The program ends
+    // itself (a normal interpreter shutdown) once the recording is known to be under way: a
+    // block is in the file.
+    const mark = path.join(dir, 'exit-now');
+    const target = spawn(py!.command, ['-c', EXITS_WHEN, mark], { stdio: ['ignore', 'pipe', 'inherit'] });
     children.push(target);
+    await new Promise<void>((resolve, reject) => {
+      target.stdout!.once('data', () => resolve());
+      target.once('exit', (c) => reject(new Error(`program exited ${c}`)));
+    });
     const file = path.join(dir, 'exited.pyuw');
     const r = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
       const p = spawn(process.execPath, [BIN, 'record', '--pid', String(target.pid), '-o', file, '-r', '10000', '-q'], { stdio: ['ignore', 'ignore', 'pipe'] });
@@ -208,6 +230,8 @@ describe('record → report on a live interpreter', () => {
       let stderr = '';
       p.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
       p.once('exit', (code) => resolve({ code, stderr }));
+      // (without a block in 30 s the program is ended anyway, and the checks below say what is missing)
+      void waitForBlocks(file, 1).finally(() => fs.writeFileSync(mark, '')).catch(() => {});
     });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);

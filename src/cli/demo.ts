@@ -46,7 +46,7 @@ function workloadPath(): string {
   return fileURLToPath(new URL('../../workloads/hotcold.py', import.meta.url));
 }
 
-export async function demo(argv: string[], out: (s: string) => void, err: (s: string) => void): Promise<number> {
+export async function demo(argv: string[], out: (s: string | Uint8Array) => void, err: (s: string) => void): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     options: {

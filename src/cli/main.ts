@@ -21,7 +21,8 @@ Statuses: complete (3.15: the chain reached the thread's base frame), complete-u
 corrupt, no-thread-state, torn. See docs/how-it-works.md.
 `;
 
-type Command = (argv: string[], out: (s: string) => void, err: (s: string) => void) => Promise<number>;
+/** `out` takes bytes as well as text: some formats are binary. */
+type Command = (argv: string[], out: (s: string | Uint8Array) => void, err: (s: string) => void) => Promise<number>;
 
 // Each command's module is loaded when it runs: `report` need not load the recorder's native
 // calls, nor `record` the exporters (start-up is part of every command's time).
@@ -36,7 +37,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
 /** Commands loaded so far: a module is loaded once per process however often main runs. */
 const loaded = new Map<string, Command>();
 
-export async function main(argv: string[], out = (s: string) => void process.stdout.write(s), err = (s: string) => void process.stderr.write(s)): Promise<number> {
+export async function main(argv: string[], out = (s: string | Uint8Array) => void process.stdout.write(s), err = (s: string) => void process.stderr.write(s)): Promise<number> {
   const [verb, ...rest] = argv;
   if (verb === undefined || verb === 'help' || verb === '--help' || verb === '-h') {
     out(HELP);

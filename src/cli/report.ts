@@ -1,42 +1,48 @@
-// pyunwind report FILE: walk, validate, symbolize and aggregate a capture, then write it as
-// text, json, collapsed stacks or speedscope.
+// pyunwind report FILE: walk, validate, symbolize and aggregate a capture, then write it in one
+// of the formats of report-formats.ts.
 
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { exportCollapsed, exportJson, exportSpeedscope, exportText } from '../export/index.js';
-import { reportCapture } from '../report.js';
+import { metaFromHeader } from '../export/meta.js';
+import { reportCapture, type CaptureReport } from '../report.js';
 import { UsageError } from './errors.js';
-import { percent } from './format.js';
+import { openInBrowser } from './open-browser.js';
+import { FORMAT_NAMES, FORMATS, formatsHelp, type Format, type FormatSpec } from './report-formats.js';
 
-export const REPORT_HELP = `Usage: pyunwind report FILE [--format text|json|collapsed|speedscope] [-o OUT] [--thread ID]
+export const REPORT_HELP = `Usage: pyunwind report FILE [--format FORMAT] [-o OUT] [--diff BASE] [--open] [--thread ID]
 
 Turn a capture (pyunwind record) into a profile. Every sample is walked and validated;
-rejected samples never enter the profile — they are counted, by reason, in the summary.
+rejected samples never enter the profile — they are counted, by reason, in the summary, and
+every format carries those numbers where it has a place for them.
 
 Options:
-  -f, --format FORMAT   text (default): top functions per thread and the validation summary
-                        json: the summary and the aggregated profile (docs/json-format.md)
-                        collapsed: "thread;root;...;leaf count" lines (flamegraph.pl, speedscope)
-                        speedscope: a file for https://www.speedscope.app
+  -f, --format FORMAT   one of:
+${formatsHelp('                          ')}
   -o, --output OUT      write to OUT instead of standard output
+      --diff BASE       compare with the capture BASE (flamegraph, the default with --diff,
+                        or collapsed): the change in each stack's share of the samples
+      --open            open an HTML format in the browser (written to OUT, or to a
+                        temporary file without -o)
   -t, --thread ID       only this thread (native thread id or thread_id)
   -n, --top N           functions listed per thread in text (default 15)
   -j, --workers N       worker threads that process blocks (default: one per core for a
                         capture of 4 MB or more, else 0: all in this thread); the profile
-                        is the same whatever N
+                        is the same whatever N. Formats with a timeline (gecko, cpuprofile,
+                        jsonl) process every sample in this thread.
   -q, --quiet           no progress line
   -h, --help            this help
 `;
 
-const FORMATS = ['text', 'json', 'collapsed', 'speedscope'] as const;
-type Format = (typeof FORMATS)[number];
-
-export async function report(argv: string[], out: (s: string) => void, err: (s: string) => void): Promise<number> {
+export async function report(argv: string[], out: (s: string | Uint8Array) => void, err: (s: string) => void): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     options: {
-      format: { type: 'string', short: 'f', default: 'text' },
+      format: { type: 'string', short: 'f' },
       output: { type: 'string', short: 'o' },
+      diff: { type: 'string' },
+      open: { type: 'boolean' },
       thread: { type: 'string', short: 't' },
       top: { type: 'string', short: 'n', default: '15' },
       workers: { type: 'string', short: 'j' },
@@ -52,8 +58,12 @@ export async function report(argv: string[], out: (s: string) => void, err: (s: 
   }
   if (positionals.length !== 1) throw new UsageError(positionals.length ? 'report takes one capture file' : 'report needs a capture FILE');
   const file = positionals[0]!;
-  const format = values.format as Format;
-  if (!FORMATS.includes(format)) throw new UsageError(`unknown format "${values.format}" (${FORMATS.join(', ')})`);
+  const format = (values.format ?? (values.diff !== undefined ? 'flamegraph' : 'text')) as Format;
+  if (!FORMAT_NAMES.includes(format)) throw new UsageError(`unknown format "${values.format}" (${FORMAT_NAMES.join(', ')})`);
+  const spec: FormatSpec = FORMATS[format];
+  if (values.diff !== undefined && !spec.diff) throw new UsageError(`--diff works with --format flamegraph or collapsed, not ${format}`);
+  if (values.open && !spec.html) throw new UsageError(`--open shows HTML formats (flamegraph, heatmap), not ${format}`);
+  if (spec.binary && !values.output && process.stdout.isTTY) throw new UsageError(`${format} is a binary format: write it to a file with -o OUT`);
   if (!/^\d+$/.test(values.top!)) throw new UsageError(`--top: "${values.top}" is not a number`);
   if (values.workers !== undefined && !/^\d{1,3}$/.test(values.workers)) throw new UsageError(`--workers: "${values.workers}" is not a number of threads`);
   let thread: bigint | undefined;
@@ -63,46 +73,38 @@ export async function report(argv: string[], out: (s: string) => void, err: (s: 
   }
 
   const tty = !values.quiet && process.stderr.isTTY === true;
-  const result = await reportCapture(file, {
-    ...(thread !== undefined ? { thread } : {}),
-    ...(values.workers !== undefined ? { workers: Number(values.workers) } : {}),
-    ...(tty ? { onProgress: (n: number, b: number) => err(`\rreport: ${n} samples, ${b} blocks\x1b[K`) } : {}),
+  const load = async (f: string, what: string): Promise<CaptureReport> => {
+    const result = await reportCapture(f, {
+      ...(thread !== undefined ? { thread } : {}),
+      ...(values.workers !== undefined ? { workers: Number(values.workers) } : {}),
+      ...(spec.timeline ? { timeline: true } : {}),
+      ...(tty ? { onProgress: (n: number, b: number) => err(`\rreport${what}: ${n} samples, ${b} blocks\x1b[K`) } : {}),
+    });
+    if (tty) err('\r\x1b[K');
+    for (const w of result.warnings) err(`pyunwind report: warning: ${f}: byte ${w.offset}: ${w.message}\n`);
+    return result;
+  };
+  const result = await load(file, '');
+  const base = values.diff !== undefined ? await load(values.diff, ' (base)') : undefined;
+  const made = await spec.make({
+    report: result,
+    meta: metaFromHeader(result.header),
+    top: Number(values.top),
+    ...(base ? { base: { report: base, meta: metaFromHeader(base.header) } } : {}),
   });
-  if (tty) err('\r\x1b[K');
-  for (const w of result.warnings) err(`pyunwind report: warning: ${file}: byte ${w.offset}: ${w.message}\n`);
 
-  const { profile, header, recording } = result;
-  const pct = (n: number): string => percent(n, recording.samples);
-  let text: string;
-  switch (format) {
-    case 'text':
-      text =
-        exportText(profile, { top: Number(values.top), title: `${header.target}, recorded at ${header.rateHz} Hz by ${header.recorder}` }) +
-        `\nRecording: mode ${header.mode ?? 'unknown'}; copy window ${recording.copyMicros.mean} µs mean, ` +
-        `${recording.copyMicros.p50} µs median, ${recording.copyMicros.p99} µs p99, ${recording.copyMicros.max} µs max; ` +
-        `copied again after moving ${pct(recording.retried)}, copied with the target stopped ${pct(recording.stopped)}\n`;
-      break;
-    case 'json':
-      text = exportJson(profile, {
-        metadata: {
-          target: header.target,
-          pythonVersion: header.pythonVersion,
-          rateHz: header.rateHz,
-          recorder: header.recorder,
-          startTime: header.startTime,
-          mode: header.mode ?? null,
-          recording: { samples: recording.samples, copyMicros: { ...recording.copyMicros }, stopped: recording.stopped, retried: recording.retried },
-        },
-      });
-      break;
-    case 'collapsed':
-      text = exportCollapsed(profile);
-      break;
-    case 'speedscope':
-      text = exportSpeedscope(profile, { name: `${header.target} (pyunwind)`, exporter: header.recorder, sampleIntervalMicros: Math.round(1e6 / header.rateHz) });
-      break;
+  let written = values.output;
+  if (!written && values.open) written = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'pyunwind-')), `${path.basename(file).replace(/\.pyuw$/, '')}.${spec.extension}`);
+  if (written) {
+    try {
+      fs.writeFileSync(written, made);
+    } catch (e) {
+      throw new Error(`cannot write ${written}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    }
+  } else out(made);
+  if (values.open) {
+    const why = openInBrowser(written!);
+    err(why === null ? `pyunwind report: opened ${written} in the browser\n` : `pyunwind report: wrote ${written}; cannot open a browser here: ${why}\n`);
   }
-  if (values.output) fs.writeFileSync(values.output, text);
-  else out(text);
   return 0;
 }

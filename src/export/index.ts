@@ -20,3 +20,25 @@ export {
   type SpeedscopeSampledProfile,
 } from './speedscope.js';
 export { threadLabel, frameLabel, IDLE_FRAME } from './common.js';
+export { exportGecko, geckoDocument, GECKO_PROCESSED_VERSION, GECKO_FORMAT_VERSION, type GeckoProfile, type GeckoThread } from './gecko.js';
+export { exportCpuprofile, cpuprofileDocument, type Cpuprofile, type CpuprofileNode, type CpuprofileCallFrame } from './cpuprofile.js';
+export { exportJsonl, mergeByTime, timelineStats, jsonId, JSONL_FORMAT, JSONL_VERSION, type TimelineSampleRef } from './jsonl.js';
+export { exportPprof, pprofProfile } from './pprof.js';
+export { exportPstats, pstatsFunctions, pstatsInterval, type PstatsFunction } from './pstats.js';
+export { exportFlamegraph, flamegraphData, flameView, flameViews, mergedThreads, FlameFrameTable } from './flamegraph.js';
+export { exportHeatmap, heatmapData, lineCounts, type LineCounts } from './heatmap.js';
+export {
+  FLAMEGRAPH_CSS,
+  FLAMEGRAPH_SCRIPT,
+  flamegraphBody,
+  type FlameGraphData,
+  type FlameView,
+  type FlameFrame,
+  type FlameFunction,
+  type FlameColumn,
+  type FlameColor,
+  type FlamegraphBodyOptions,
+} from './html/flamegraph-script.js';
+export { HEATMAP_CSS, HEATMAP_SCRIPT, heatmapBody, type HeatmapData, type HeatmapView, type HeatmapFile, type HeatmapFileCounts } from './html/heatmap-script.js';
+export { htmlPage, escapeHtml, jsonForScript, BASE_CSS, BASE_SCRIPT, DATA_ELEMENT_ID, recordingFacts, type PageParts } from './html/page.js';
+export { validationPanel, type ValidationPanelOptions } from './html/validation.js';

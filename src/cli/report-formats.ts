@@ -1,0 +1,178 @@
+// The formats `pyunwind report` writes: each one's name, help, what it needs and how it is
+// made. The exporters themselves (src/export/) are pure functions of a profile; this file
+// loads the one asked for, and gives it what only the command has (files on disk).
+
+import fs from 'node:fs';
+import type { CaptureReport } from '../report.js';
+import type { ExportMeta } from '../export/meta.js';
+
+export interface FormatInput {
+  report: CaptureReport;
+  meta: ExportMeta;
+  /** `--top N` */
+  top: number;
+  /** `--diff BASE`: the baseline's report and meta */
+  base?: { report: CaptureReport; meta: ExportMeta };
+}
+
+export interface FormatSpec {
+  /** lines of `--help`, the first starting with the format's name */
+  help: string[];
+  /** needs every sample in time order (processed on the reference path) */
+  timeline?: boolean;
+  /** an HTML page (`--open` can show it) */
+  html?: boolean;
+  /** can compare against `--diff BASE` */
+  diff?: boolean;
+  /** bytes that are not text: refused on a terminal */
+  binary?: boolean;
+  /** a usual file extension, for `--open` without `-o` */
+  extension: string;
+  make(input: FormatInput): Promise<string | Uint8Array>;
+}
+
+/** Read a source file named in the capture for the heatmap: null when it cannot be read here. */
+function readSource(filename: string): string | null {
+  try {
+    const st = fs.statSync(filename);
+    // (a capture names files; only regular files of reasonable size are read)
+    return st.isFile() && st.size <= 8 << 20 ? fs.readFileSync(filename, 'utf8') : null;
+  } catch {
+    return null;
+  }
+}
+
+export const FORMATS = {
+  text: {
+    help: ['text (default): top functions per thread and the validation summary'],
+    extension: 'txt',
+    async make({ report, top }) {
+      const { exportText } = await import('../export/text.js');
+      const { header, recording } = report;
+      const pct = (n: number): string => (recording.samples ? `${((100 * n) / recording.samples).toFixed(1)}%` : '0.0%');
+      return (
+        exportText(report.profile, { top, title: `${header.target}, recorded at ${header.rateHz} Hz by ${header.recorder}` }) +
+        `\nRecording: mode ${header.mode ?? 'unknown'}; copy window ${recording.copyMicros.mean} µs mean, ` +
+        `${recording.copyMicros.p50} µs median, ${recording.copyMicros.p99} µs p99, ${recording.copyMicros.max} µs max; ` +
+        `copied again after moving ${pct(recording.retried)}, copied with the target stopped ${pct(recording.stopped)}\n`
+      );
+    },
+  },
+  json: {
+    help: ['json: the summary and the aggregated profile (docs/json-format.md)'],
+    extension: 'json',
+    async make({ report }) {
+      const { exportJson } = await import('../export/json.js');
+      const { header, recording } = report;
+      return exportJson(report.profile, {
+        metadata: {
+          target: header.target,
+          pythonVersion: header.pythonVersion,
+          rateHz: header.rateHz,
+          recorder: header.recorder,
+          startTime: header.startTime,
+          mode: header.mode ?? null,
+          recording: { samples: recording.samples, copyMicros: { ...recording.copyMicros }, stopped: recording.stopped, retried: recording.retried },
+        },
+      });
+    },
+  },
+  collapsed: {
+    help: ['collapsed: "thread;root;...;leaf count" lines (flamegraph.pl, speedscope);', '  with --diff: the change per stack, normalised by sample counts'],
+    extension: 'txt',
+    diff: true,
+    async make({ report, base }) {
+      if (base) {
+        const { exportDiffCollapsed } = await import('../export/diff.js');
+        return exportDiffCollapsed(report.profile, base.report.profile);
+      }
+      const { exportCollapsed } = await import('../export/collapsed.js');
+      return exportCollapsed(report.profile);
+    },
+  },
+  speedscope: {
+    help: ['speedscope: a file for https://www.speedscope.app (or its npm package, offline)'],
+    extension: 'speedscope.json',
+    async make({ report }) {
+      const { exportSpeedscope } = await import('../export/speedscope.js');
+      const { header } = report;
+      return exportSpeedscope(report.profile, { name: `${header.target} (pyunwind)`, exporter: header.recorder, sampleIntervalMicros: Math.round(1e6 / header.rateHz) });
+    },
+  },
+  pprof: {
+    help: ["pprof: gzip'd profile.proto (go tool pprof, continuous profilers)"],
+    extension: 'pb.gz',
+    binary: true,
+    async make({ report, meta }) {
+      const { exportPprof } = await import('../export/pprof.js');
+      return exportPprof(report.profile, meta);
+    },
+  },
+  gecko: {
+    help: ['gecko: the Firefox Profiler (https://profiler.firefox.com: load the file)'],
+    extension: 'gecko.json',
+    timeline: true,
+    async make({ report, meta }) {
+      const { exportGecko } = await import('../export/gecko.js');
+      return exportGecko(report.profile, report.timeline!, meta);
+    },
+  },
+  cpuprofile: {
+    help: ['cpuprofile: Chrome DevTools (Performance panel: load profile)'],
+    extension: 'cpuprofile',
+    timeline: true,
+    async make({ report, meta }) {
+      const { exportCpuprofile } = await import('../export/cpuprofile.js');
+      return exportCpuprofile(report.timeline!, meta, report.profile);
+    },
+  },
+  pstats: {
+    help: ["pstats: Python's pstats.Stats(FILE), python -m pstats, snakeviz"],
+    extension: 'pstats',
+    binary: true,
+    async make({ report, meta }) {
+      const { exportPstats } = await import('../export/pstats.js');
+      return exportPstats(report.profile, meta);
+    },
+  },
+  flamegraph: {
+    help: ['flamegraph: an interactive flame graph, one HTML file that needs no network;', '  with --diff: a differential flame graph against BASE'],
+    extension: 'html',
+    html: true,
+    diff: true,
+    async make({ report, meta, base }) {
+      if (base) {
+        const { exportDiffFlamegraph } = await import('../export/diff.js');
+        return exportDiffFlamegraph(report.profile, base.report.profile, meta, base.meta);
+      }
+      const { exportFlamegraph } = await import('../export/flamegraph.js');
+      return exportFlamegraph(report.profile, meta);
+    },
+  },
+  heatmap: {
+    help: ['heatmap: samples per source line, over the source text (one HTML file)'],
+    extension: 'html',
+    html: true,
+    async make({ report, meta }) {
+      const { exportHeatmap } = await import('../export/heatmap.js');
+      return exportHeatmap(report.profile, meta, readSource);
+    },
+  },
+  jsonl: {
+    help: ['jsonl: one JSON object per trusted sample (time, thread, frames)'],
+    extension: 'jsonl',
+    timeline: true,
+    async make({ report, meta }) {
+      const { exportJsonl } = await import('../export/jsonl.js');
+      return exportJsonl(report.timeline!, meta, report.profile);
+    },
+  },
+} satisfies Record<string, FormatSpec>;
+
+export type Format = keyof typeof FORMATS;
+export const FORMAT_NAMES = Object.keys(FORMATS) as Format[];
+
+/** The help lines of every format, indented for `--help`. */
+export function formatsHelp(indent: string): string {
+  return FORMAT_NAMES.flatMap((f) => (FORMATS[f] as FormatSpec).help.map((l) => indent + l)).join('\n');
+}

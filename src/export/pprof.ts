@@ -1,0 +1,131 @@
+// pprof: a gzip'd profile.proto (github.com/google/pprof/blob/main/proto/profile.proto), what
+// `go tool pprof`, Grafana Pyroscope, Parca, Cloud Profiler and friends read. Encoded with the
+// `pprof-format` package; gzip'd with fflate.
+//
+// - Sample types: samples/count, and wall/nanoseconds (weight × 1e9/rate) when the rate is
+//   known (rate 0: counts only). period_type wall/nanoseconds, period 1e9/rate.
+// - A Function per (qualname, filename) over all threads: name = system_name = the qualname,
+//   start_line = the smallest line any sample saw in it (the profile keeps only the executing
+//   line of each frame, not the code's first line; 0 when no sample had a line).
+// - A Location per distinct (function, line) (line 0 when CPython had none), with one Line; no
+//   Mapping (there is no binary to symbolize: every location already has its function).
+// - A Sample per distinct stack of each thread, leaf first as pprof wants, valued by the summed
+//   weight of the trusted samples that ended on it (counts rounded to integers; weights are 1
+//   unless a producer said otherwise), labelled `thread` = the thread's name in every export
+//   (threadLabel) and `thread_id` = its native thread id. Idle samples (no Python frame) are
+//   left out, as in the collapsed export; rejected samples are never in a profile's stacks.
+// - Comments: the title, Python version, recorder, mode and rate, then the validation numbers
+//   (validationLines), so `go tool pprof -comments` shows how far the samples can be trusted.
+// - time_nanos: the recording's start (0 when unknown); duration_nanos: from the first sample
+//   to the last.
+// - Deterministic: the threads, frames and stacks are walked in their canonical order
+//   (threadToJSON), ids are given in that order, and the gzip header has no time.
+
+import { gzipSync } from 'fflate';
+import { Function as PprofFunction, Label, Line, Location, Profile as PprofProfile, Sample, StringTable, ValueType } from 'pprof-format';
+import type { Profile } from '../profile/profile.js';
+import { threadToJSON } from '../profile/profile.js';
+import { threadLabel } from './common.js';
+import { validationLines, type ExportMeta } from './meta.js';
+
+/** The profile.proto message before encoding (for callers that want to add to it). */
+export function pprofProfile(profile: Profile, meta: ExportMeta): PprofProfile {
+  const strings = new StringTable();
+  const str = (s: string): number => strings.dedup(s);
+  const nsPerSample = meta.rateHz > 0 ? 1e9 / meta.rateHz : 0;
+
+  const sampleType = [new ValueType({ type: str('samples'), unit: str('count') })];
+  const wall = nsPerSample > 0 ? new ValueType({ type: str('wall'), unit: str('nanoseconds') }) : undefined;
+  if (wall) sampleType.push(wall);
+
+  const threads = profile.threads();
+  const docs = threads.map(threadToJSON);
+
+  // functions (qualname, filename) and their smallest line, in canonical order of first use
+  const fnIndex = new Map<string, number>();
+  const fnKeys: { qualname: string; filename: string; startLine: number }[] = [];
+  const frameFn = docs.map((d) =>
+    d.frames.map((f) => {
+      const key = `${f.qualname.length}:${f.qualname}${f.filename}`;
+      let i = fnIndex.get(key);
+      if (i === undefined) {
+        fnIndex.set(key, (i = fnKeys.length));
+        fnKeys.push({ qualname: f.qualname, filename: f.filename, startLine: -1 });
+      }
+      const fn = fnKeys[i]!;
+      if (f.line !== null && (fn.startLine < 0 || f.line < fn.startLine)) fn.startLine = f.line;
+      return i;
+    }),
+  );
+  const functions = fnKeys.map(
+    (f, i) =>
+      new PprofFunction({ id: i + 1, name: str(f.qualname), systemName: str(f.qualname), filename: str(f.filename), startLine: Math.max(f.startLine, 0) }),
+  );
+
+  // locations (function, line)
+  const locIndex = new Map<string, number>();
+  const locations: Location[] = [];
+  const frameLoc = docs.map((d, ti) =>
+    d.frames.map((f, fi) => {
+      const fn = frameFn[ti]![fi]!;
+      const line = f.line ?? 0;
+      const key = `${fn}:${line}`;
+      let id = locIndex.get(key);
+      if (id === undefined) {
+        id = locations.length + 1;
+        locIndex.set(key, id);
+        locations.push(new Location({ id, line: [new Line({ functionId: fn + 1, line })] }));
+      }
+      return id;
+    }),
+  );
+
+  const threadKey = str('thread');
+  const threadIdKey = str('thread_id');
+  const samples: Sample[] = [];
+  docs.forEach((d, ti) => {
+    const labels = [new Label({ key: threadKey, str: str(threadLabel(threads[ti]!)) }), new Label({ key: threadIdKey, num: threads[ti]!.nativeThreadId })];
+    const locOf = frameLoc[ti]!;
+    d.stacks.forEach(([, , w], s) => {
+      if (!(w > 0)) return;
+      const locationId: number[] = [];
+      for (let x = s; x >= 0; x = d.stacks[x]![0]) locationId.push(locOf[d.stacks[x]![1]]!);
+      const value = [Math.round(w)];
+      if (wall) value.push(Math.round(w * nsPerSample));
+      samples.push(new Sample({ locationId, value, label: labels }));
+    });
+  });
+
+  const rate = meta.rateHz > 0 ? `${meta.rateHz} Hz` : 'rate unknown';
+  const comment = [
+    `pyunwind profile of ${meta.title}`,
+    `Python ${meta.pythonVersion ?? 'version unknown'}; recorded by ${meta.recorder} at ${rate}, mode ${meta.mode ?? 'unknown'}`,
+    ...validationLines(profile),
+  ].map(str);
+
+  const span = profile.timeSpan();
+  return new PprofProfile({
+    sampleType,
+    sample: samples,
+    location: locations,
+    function: functions,
+    stringTable: strings,
+    timeNanos: epochNanos(meta.startTime),
+    durationNanos: span ? Math.round((span.last - span.first) * 1000) : 0,
+    ...(wall ? { periodType: wall, period: Math.round(nsPerSample) } : {}),
+    comment,
+  });
+}
+
+/** ms since the epoch (maybe fractional) as ns, exactly enough: a double has no ns at this size. */
+function epochNanos(ms: number): bigint {
+  if (!(Number.isFinite(ms) && ms > 0)) return 0n;
+  const whole = Math.trunc(ms);
+  return BigInt(whole) * 1_000_000n + BigInt(Math.round((ms - whole) * 1e6));
+}
+
+/** The gzip'd profile.proto of a profile (see the file comment). */
+export function exportPprof(profile: Profile, meta: ExportMeta): Uint8Array {
+  // mtime 0: no time in the gzip header, so the same profile gives the same bytes
+  return gzipSync(pprofProfile(profile, meta).encode(), { mtime: 0 });
+}

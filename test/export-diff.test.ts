@@ -1,0 +1,328 @@
+// Differential profiles end to end: workloads/hotcold.py recorded twice by `pyunwind record`
+// from native CPython 3.15 — once with its default split (7:3 units: ≈70 % of main() in hot(),
+// ≈30 % in cold()), once turned around (3:7) — and compared with `pyunwind report --diff`.
+//
+// - A capture against itself: every line of the collapsed diff has equal shares, and every
+//   function of the HTML page a change of 0.
+// - 3:7 against 7:3: hot()'s total share changes by ≈ −40 points and cold()'s by ≈ +40, in
+//   the collapsed lines and in the HTML page (read in headless Chromium, offline). The expected
+//   change is each program's own truth (its JSON line: hot/total, cold/total, the time inside
+//   main()), scaled by main()'s share of the samples (the recording also sees the start-up
+//   before main()); the bound is max(5, 4σ) points, σ from the binomial with the samples taken
+//   on each side.
+// - UNIT 1000 (calls of a few hundred µs), as test/record-hotcold.test.ts records it: with the
+//   default UNIT 100 a call lasts about as long as a copy of the stack, and the samples can lean
+//   to one of the calls (the workload's docstring).
+// - On a machine loaded beyond its cores the truth and the samples both move with preemptions,
+//   more than the binomial σ covers. Measured while writing this test (load 7-10 on two cores,
+//   15 pairs of 2 s recordings): the diff's hot() change was 0.1-7.5 points off the truths'
+//   with UNIT 100 and 0.3-9.6 with UNIT 1000, beyond the bound (≈ 6.7) in 3 pairs out of 15.
+//   A failure under such load says more about the load than about the diff.
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { browserMissing, launchOffline, testOutputDir } from '../harness/browser.js';
+import { nativeInterpreters } from '../harness/interpreters.js';
+import { unescapeCollapsed } from '../src/export/collapsed.js';
+import { diffFlameData, exportDiffCollapsed, exportDiffFlamegraph } from '../src/export/diff.js';
+import { diffProfiles } from '../src/export/diff-model.js';
+import type { ExportMeta } from '../src/export/meta.js';
+import { Profile, type SampleThread, type SourceFrame } from '../src/profile/index.js';
+import { recordCoverage } from './helpers/coverage.js';
+
+const run = promisify(execFile);
+const BIN = path.resolve('bin/pyunwind.js');
+const WORKLOAD = path.resolve('workloads/hotcold.py');
+const SECONDS = '2';
+const UNIT = '1000';
+
+interface Truth {
+  hot: number;
+  cold: number;
+  total: number;
+}
+
+interface Recorded {
+  file: string;
+  truth: Truth;
+}
+
+/** Shares the page embeds (the part of DiffProfile this test reads). */
+interface DiffData {
+  diff: {
+    base: { samples: number };
+    current: { samples: number };
+    all: { functions: { qualname: string; baseTotalShare: number; currentTotalShare: number; totalChange: number }[] };
+  };
+  flame: { change: number; children: unknown[] };
+}
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pyunwind-diff-'));
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+async function record(command: string, name: string, args: string[]): Promise<Recorded> {
+  const file = path.join(dir, `${name}.pyuw`);
+  // the target inherits record's standard output: its JSON line is the last line there
+  const { stdout } = await run(process.execPath, [BIN, 'record', '-q', '-r', '1000', '-o', file, '--', command, WORKLOAD, ...args], {
+    env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' },
+    timeout: 60_000,
+  });
+  const line = stdout.trim().split('\n').filter((l) => l.startsWith('{"hot"')).pop();
+  if (line === undefined) throw new Error(`hotcold printed no truth line: ${JSON.stringify(stdout)}`);
+  return { file, truth: JSON.parse(line) as Truth };
+}
+
+async function report(...args: string[]): Promise<string> {
+  const { stdout } = await run(process.execPath, [BIN, 'report', '-q', ...args], { timeout: 60_000, maxBuffer: 64 << 20 });
+  return stdout;
+}
+
+/** A collapsed diff line: the stack's elements and its base and current shares. */
+function parseLines(text: string): { stack: string[]; base: number; current: number }[] {
+  return text
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => {
+      const m = /^(.*) (\d+\.\d{6}) (\d+\.\d{6})$/.exec(l);
+      if (!m) throw new Error(`not a collapsed diff line: ${JSON.stringify(l)}`);
+      return { stack: m[1]!.split(';'), base: Number(m[2]), current: Number(m[3]) };
+    });
+}
+
+/** Summed shares of the stacks that have `qualname` on them (its total share), per side. */
+function totalShare(lines: ReturnType<typeof parseLines>, qualname: string): { base: number; current: number } {
+  let base = 0;
+  let current = 0;
+  for (const l of lines) {
+    if (l.stack.slice(1).some((f) => f.startsWith(`${qualname} (`))) {
+      base += l.base;
+      current += l.current;
+    }
+  }
+  return { base, current };
+}
+
+const F = (qualname: string, line: number | null = 1, filename = 'app.py'): SourceFrame => ({ qualname, filename, line });
+const thread = (tid: bigint, name?: string, interp = 0n): SampleThread => ({ interpreterId: interp, threadId: tid + 1000n, nativeThreadId: tid, ...(name ? { name } : {}) });
+/** `n` samples of a stack given innermost first */
+function add(p: Profile, t: SampleThread, n: number, ...frames: SourceFrame[]): void {
+  for (let i = 0; i < n; i++) p.add({ time: i, thread: t, status: 'complete', frames });
+}
+const META = (title: string): ExportMeta => ({ title, pythonVersion: '3.15.2', rateHz: 1000, startTime: 0, recorder: 'pyunwind test', mode: null });
+
+describe('the diff model (made-up profiles)', () => {
+  // base: MainThread (tid 100) 6 samples, an unnamed thread 101 2 samples; current: MainThread
+  // (tid 200) 3 samples, an unnamed thread 201 1 sample, and a named subinterpreter thread
+  const base = new Profile();
+  add(base, thread(100n, 'MainThread'), 4, F('hot', 5), F('main', 2), F('<module>', 9));
+  add(base, thread(100n, 'MainThread'), 2, F('cold', 7), F('main', 3), F('<module>', 9));
+  add(base, thread(101n), 2, F('run', 1, 'w.py'));
+  base.add({ time: 9, thread: thread(100n, 'MainThread'), status: 'idle', frames: [] });
+  base.add({ time: 9, thread: thread(100n, 'MainThread'), status: 'torn', frames: [F('never')] });
+  const current = new Profile();
+  add(current, thread(200n, 'MainThread'), 1, F('hot', 5), F('main', 2), F('<module>', 9));
+  add(current, thread(200n, 'MainThread'), 2, F('cold', 7), F('main', 3), F('<module>', 9));
+  add(current, thread(201n), 1, F('run', 1, 'w.py'));
+  add(current, thread(7n, 'odd;name <b>', 1n), 4, F('f;<script>', null, 'x%y.py'));
+
+  it('matches threads by label, then by name, and shares every number with its side', () => {
+    const d = diffProfiles(current, base);
+    expect(d.base.samples).toBe(8);
+    expect(d.current.samples).toBe(8);
+    expect(d.threads.map((t) => [t.label, t.baseLabel, t.base, t.current])).toEqual([
+      ['MainThread (tid 200)', 'MainThread (tid 100)', 6, 3],
+      ['thread 201', null, 0, 1],
+      ['odd;name <b> (tid 7, interp 1)', null, 0, 4],
+      ['thread 101', 'thread 101', 2, 0],
+    ]);
+    const hot = d.all.functions.find((f) => f.qualname === 'hot')!;
+    expect([hot.baseTotalShare, hot.currentTotalShare, hot.totalChange]).toEqual([50, 12.5, -37.5]);
+    const main = d.all.functions.find((f) => f.qualname === 'main')!;
+    expect([main.baseTotalShare, main.currentTotalShare, main.selfChange]).toEqual([75, 37.5, 0]);
+    // functions by the size of the change: the subinterpreter's f (+50) first
+    expect(d.all.functions[0]!.qualname).toBe('f;<script>');
+    // the all-threads stacks are the per-thread ones summed
+    const stackSum = (ts: typeof d.threads, side: 'baseShare' | 'currentShare'): number => ts.flatMap((t) => t.stacks).reduce((a, s) => a + s[side], 0);
+    expect(stackSum(d.threads, 'baseShare')).toBeCloseTo(100, 12);
+    expect(stackSum([d.all], 'currentShare')).toBeCloseTo(100, 12);
+  });
+
+  it('writes difffolded-style lines: escaped stacks, base share, current share, each column 100', () => {
+    const text = exportDiffCollapsed(current, base);
+    const lines = text.trimEnd().split('\n');
+    expect(lines).toContain('MainThread (tid 200);<module> (app.py:9);main (app.py:2);hot (app.py:5) 50.000000 12.500000');
+    expect(lines).toContain('thread 101;run (w.py:1) 25.000000 0.000000');
+    expect(lines).toContain('odd%3Bname <b> (tid 7, interp 1);f%3B<script> (x%25y.py) 0.000000 50.000000');
+    expect([...lines].sort()).toEqual(lines);
+    let b = 0;
+    let c = 0;
+    for (const l of lines) {
+      const m = /^(.*) (\d+\.\d{6}) (\d+\.\d{6})$/.exec(l)!;
+      expect(m[1]!.split(';').map(unescapeCollapsed).length).toBeGreaterThanOrEqual(2);
+      b += Number(m[2]);
+      c += Number(m[3]);
+    }
+    expect(b).toBeCloseTo(100, 5);
+    expect(c).toBeCloseTo(100, 5);
+    expect(exportDiffCollapsed(new Profile(), new Profile())).toBe('');
+  });
+
+  it('gives no change against itself, and no NaN against nothing', () => {
+    const same = diffProfiles(base, base);
+    for (const t of [...same.threads, same.all]) {
+      for (const s of t.stacks) expect(s.change).toBe(0);
+      for (const f of t.functions) expect([f.selfChange, f.totalChange]).toEqual([0, 0]);
+    }
+    const none = diffProfiles(current, new Profile());
+    expect(none.base.samples).toBe(0);
+    for (const f of none.all.functions) expect(f.baseTotalShare).toBe(0);
+    expect(none.all.functions.every((f) => Number.isFinite(f.totalChange))).toBe(true);
+  });
+
+  it('gives the flame tree: shares per frame under its caller, change per node', () => {
+    const flame = diffFlameData(diffProfiles(current, base));
+    expect([flame.kind, flame.base, flame.current, flame.change]).toEqual(['root', 100, 100, 0]);
+    const main = flame.children.find((c) => c.name === 'MainThread (tid 200)')!;
+    expect(main.kind).toBe('thread');
+    const mod = main.children[0]!;
+    expect([mod.name, mod.base, mod.current, mod.change]).toEqual(['<module> (app.py:9)', 75, 37.5, -37.5]);
+    const hot = mod.children.find((c) => c.name === 'main (app.py:2)')!.children[0]!;
+    expect([hot.name, hot.baseSelf, hot.currentSelf, hot.change, hot.children]).toEqual(['hot (app.py:5)', 50, 12.5, -37.5, []]);
+  });
+
+  it('writes a page that escapes names and embeds the model', () => {
+    const html = exportDiffFlamegraph(current, base, META('now <1>'), META('then & before'));
+    expect(html).not.toContain('<script>');
+    expect(html).toContain('now &lt;1&gt;');
+    expect(html).toContain('then &amp; before');
+    expect(html).toMatch(/<tr data-qualname="f;&lt;script&gt;" data-filename="x%y.py" data-base="0.000000" data-current="50.000000" data-change="50.000000"/);
+    const data = JSON.parse(/<script type="application\/json" id="diff-data">([\s\S]*?)<\/script>/.exec(html)![1]!) as { diff: { all: { functions: { qualname: string }[] } } };
+    expect(data.diff.all.functions[0]!.qualname).toBe('f;<script>');
+  });
+});
+
+const py = nativeInterpreters().find((p) => p.label === 'debian-3.15');
+const missing = !py ? 'debian-3.15 is not among the native interpreters' : py.missing;
+
+describe('report --diff (hotcold 7:3 and 3:7 on debian-3.15)', () => {
+  if (missing) {
+    it(`is skipped: ${missing}`, () => recordCoverage('formats', 'diff', false, `native CPython 3.15: ${missing}`));
+    return;
+  }
+  let a: Recorded; // 7:3, the base
+  let b: Recorded; // 3:7, the current
+  beforeAll(async () => {
+    // one after the other: two CPU-bound targets at once would share the cores with the recorders
+    a = await record(py!.command, 'hot73', [SECONDS, UNIT]);
+    b = await record(py!.command, 'hot37', [SECONDS, UNIT, '3:7']);
+  });
+
+  it('shows no change between a capture and itself', async () => {
+    const lines = parseLines(await report(a.file, '--diff', a.file, '--format', 'collapsed'));
+    expect(lines.length).toBeGreaterThanOrEqual(3);
+    for (const l of lines) expect(l.current, l.stack.join(';')).toBe(l.base);
+    // each column is the whole of its side
+    expect(lines.reduce((s, l) => s + l.base, 0)).toBeCloseTo(100, 3);
+
+    const html = path.join(dir, 'same.html');
+    await report(a.file, '--diff', a.file, '-o', html);
+    const page = fs.readFileSync(html, 'utf8');
+    const table = /<table id="diff-functions">([\s\S]*?)<\/table>/.exec(page)![1]!;
+    const unescape = (x: string): string => x.replace(/&(lt|gt|quot|#39|amp);/g, (_, e: string) => ({ lt: '<', gt: '>', quot: '"', '#39': "'", amp: '&' })[e]!);
+    const changes = [...table.matchAll(/<tr data-qualname="([^"]*)"[^>]*data-change="([^"]*)"/g)].map((m) => [unescape(m[1]!), m[2]!]);
+    expect(changes.map((c) => c[0])).toEqual(expect.arrayContaining(['hot', 'cold', 'main', '<module>']));
+    for (const [name, change] of changes) expect(Number(change), name).toBe(0);
+  });
+
+  it('shows hot() −40 points and cold() +40 points for 3:7 against 7:3', async () => {
+    const text = await report(b.file, '--diff', a.file, '--format', 'collapsed');
+    const lines = parseLines(text);
+    // every stack is one hotcold can have, under the one thread
+    for (const l of lines) expect(l.stack.slice(1).map((f) => f.slice(0, f.indexOf(' ('))).join(';')).toMatch(/^<module>(;main(;hot|;cold)?)?$/);
+    expect(new Set(lines.map((l) => l.stack[0])).size).toBe(1);
+    expect(lines[0]!.stack[0]).toMatch(/^MainThread \(tid \d+\)$/);
+
+    const html = path.join(dir, 'diff.html');
+    await report(b.file, '--diff', a.file, '-o', html);
+    const data = JSON.parse(/<script type="application\/json" id="diff-data">([\s\S]*?)<\/script>/.exec(fs.readFileSync(html, 'utf8'))![1]!) as DiffData;
+    const nA = data.diff.base.samples;
+    const nB = data.diff.current.samples;
+    const main = totalShare(lines, 'main');
+    const truthLine = (t: Truth): string => `hot ${((100 * t.hot) / t.total).toFixed(1)}%, cold ${((100 * t.cold) / t.total).toFixed(1)}% of main()`;
+    const summary: string[] = [`base 7:3: ${nA} samples with frames (truth ${truthLine(a.truth)}), current 3:7: ${nB} (truth ${truthLine(b.truth)})`];
+    for (const [name, sign] of [['hot', -1], ['cold', 1]] as const) {
+      const got = totalShare(lines, name);
+      const change = got.current - got.base;
+      // the program's truth is of the time in main(); the recording also saw the start-up
+      const expected = ((100 * b.truth[name]) / b.truth.total) * (main.current / 100) - ((100 * a.truth[name]) / a.truth.total) * (main.base / 100);
+      const pA = got.base / 100;
+      const pB = got.current / 100;
+      const sigma = 100 * Math.sqrt((pA * (1 - pA)) / nA + (pB * (1 - pB)) / nB);
+      const bound = Math.max(5, 4 * sigma);
+      summary.push(`${name}: ${got.base.toFixed(1)}% → ${got.current.toFixed(1)}%, change ${change.toFixed(2)} points (expected ${expected.toFixed(2)}, bound ±${bound.toFixed(2)})`);
+      expect(Math.sign(change)).toBe(sign);
+      expect(Math.abs(change - expected), summary.join('; ')).toBeLessThanOrEqual(bound);
+      // the page's model says the same as the collapsed lines
+      const f = data.diff.all.functions.find((x) => x.qualname === name)!;
+      expect(f.totalChange).toBeCloseTo(change, 4);
+    }
+    console.log(summary.join('\n'));
+    // the flame tree: the root is every sample on both sides, so it does not change
+    expect(data.flame.change).toBeCloseTo(0, 9);
+    recordCoverage('formats', 'diff', true);
+  });
+
+  it('shows the changes in the HTML page in Chromium, offline', async () => {
+    const why = browserMissing();
+    if (why) {
+      recordCoverage('formats', 'diff-html-browser', false, why);
+      return;
+    }
+    const html = path.join(dir, 'diff-browser.html');
+    await report(b.file, '--diff', a.file, '--format', 'flamegraph', '-o', html);
+    const browser = await launchOffline();
+    try {
+      const page = await browser.page();
+      const errors: string[] = [];
+      page.on('pageerror', (e) => errors.push(e.message));
+      page.on('console', (m) => {
+        if (m.type() === 'error') errors.push(m.text());
+      });
+      await page.goto(pathToFileURL(html).href);
+      await page.waitForSelector('#diff-functions tbody tr');
+      const rows = await page.$$eval('#diff-functions tbody tr', (trs) =>
+        trs.map((tr) => {
+          const d = (tr as HTMLElement).dataset;
+          return { qualname: d.qualname!, base: Number(d.base), current: Number(d.current), change: Number(d.change), text: (tr as HTMLElement).innerText };
+        }),
+      );
+      const header = await page.textContent('#diff-header');
+      await page.screenshot({ path: path.join(testOutputDir(), 'diff.png'), fullPage: true });
+      const hot = rows.find((r) => r.qualname === 'hot')!;
+      const cold = rows.find((r) => r.qualname === 'cold')!;
+      console.log(`page: hot ${hot.base.toFixed(1)}% → ${hot.current.toFixed(1)}% (${hot.change.toFixed(2)}), cold ${cold.base.toFixed(1)}% → ${cold.current.toFixed(1)}% (${cold.change.toFixed(2)})`);
+      expect(hot.change).toBeLessThan(-25);
+      expect(cold.change).toBeGreaterThan(25);
+      expect(hot.change).toBeCloseTo(hot.current - hot.base, 5);
+      // the largest changes come first, and the row shows the signed change
+      expect(rows.slice(0, 2).map((r) => r.qualname).sort()).toEqual(['cold', 'hot']);
+      expect(hot.text).toContain(`${hot.change.toFixed(2)}`);
+      expect(cold.text).toContain(`+${cold.change.toFixed(2)}`);
+      // both recordings are named (record names a target by its pid)
+      const currentPid = /Current: pid (\d+)/.exec(header!)?.[1];
+      const basePid = /Base: pid (\d+)/.exec(header!)?.[1];
+      expect(currentPid, header!).toBeDefined();
+      expect(basePid, header!).toBeDefined();
+      expect(currentPid).not.toBe(basePid);
+      expect(browser.blocked).toEqual([]);
+      expect(errors).toEqual([]);
+      recordCoverage('formats', 'diff-html-browser', true);
+    } finally {
+      await browser.close();
+    }
+  });
+});

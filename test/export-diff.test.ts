@@ -3,9 +3,10 @@
 // ≈30 % in cold()), once turned around (3:7) — and compared with `pyunwind report --diff`.
 //
 // - A capture against itself: every line of the collapsed diff has equal shares, and every
-//   function of the HTML page a change of 0.
+//   function of the HTML page's table and every node of its flame graph a change of 0.
 // - 3:7 against 7:3: hot()'s total share changes by ≈ −40 points and cold()'s by ≈ +40, in
-//   the collapsed lines and in the HTML page (read in headless Chromium, offline). The expected
+//   the collapsed lines and in the HTML page (its data, and its table and flame graph read in
+//   headless Chromium, offline: hot() drawn blue, cold() red). The expected
 //   change is each program's own truth (its JSON line: hot/total, cold/total, the time inside
 //   main()), scaled by main()'s share of the samples (the recording also sees the start-up
 //   before main()); the bound is max(5, 4σ) points, σ from the binomial with the samples taken
@@ -28,8 +29,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserMissing, launchOffline, testOutputDir } from '../harness/browser.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import { unescapeCollapsed } from '../src/export/collapsed.js';
-import { diffFlameData, exportDiffCollapsed, exportDiffFlamegraph } from '../src/export/diff.js';
+import { diffFlamegraphData, exportDiffCollapsed, exportDiffFlamegraph } from '../src/export/diff.js';
 import { diffProfiles } from '../src/export/diff-model.js';
+import type { FlameGraphData, FlameView } from '../src/export/html/flamegraph-script.js';
 import type { ExportMeta } from '../src/export/meta.js';
 import { Profile, type SampleThread, type SourceFrame } from '../src/profile/index.js';
 import { recordCoverage } from './helpers/coverage.js';
@@ -51,14 +53,28 @@ interface Recorded {
   truth: Truth;
 }
 
-/** Shares the page embeds (the part of DiffProfile this test reads). */
-interface DiffData {
+/** The page's data: the renderer's views and the diff's summary (the part this test reads). */
+interface DiffData extends FlameGraphData {
   diff: {
     base: { samples: number };
     current: { samples: number };
-    all: { functions: { qualname: string; baseTotalShare: number; currentTotalShare: number; totalChange: number }[] };
+    functions: { qualname: string; baseTotalShare: number; currentTotalShare: number; totalChange: number }[];
   };
-  flame: { change: number; children: unknown[] };
+}
+
+function pageData(html: string): DiffData {
+  return JSON.parse(/<script type="application\/json" id="pyunwind-data">([\s\S]*?)<\/script>/.exec(html)![1]!) as DiffData;
+}
+
+/** The nodes of a view as objects: frame, caller (−1: under the root), path of qualnames from the root, and the numbers per node. */
+function viewNodes(data: FlameGraphData, v: FlameView): { name: string; file: string | null; line: number | null; parent: number; path: string; self: number; value: number; base: number; current: number }[] {
+  const out: ReturnType<typeof viewNodes> = [];
+  for (let i = 0; i < v.parent.length; i++) {
+    const [name, file, line] = data.frames[v.frame[i]!]!;
+    const p = v.parent[i]!;
+    out.push({ name, file, line, parent: p, path: p < 0 ? name : `${out[p]!.path};${name}`, self: v.self[i]!, value: v.value![i]!, base: v.columns![0]!.values[i]!, current: v.columns![1]!.values[i]! });
+  }
+  return out;
 }
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pyunwind-diff-'));
@@ -183,25 +199,52 @@ describe('the diff model (made-up profiles)', () => {
     expect(none.all.functions.every((f) => Number.isFinite(f.totalChange))).toBe(true);
   });
 
-  it('gives the flame tree: shares per frame under its caller, change per node', () => {
-    const flame = diffFlameData(diffProfiles(current, base));
-    expect([flame.kind, flame.base, flame.current, flame.change]).toEqual(['root', 100, 100, 0]);
-    const main = flame.children.find((c) => c.name === 'MainThread (tid 200)')!;
-    expect(main.kind).toBe('thread');
-    const mod = main.children[0]!;
-    expect([mod.name, mod.base, mod.current, mod.change]).toEqual(['<module> (app.py:9)', 75, 37.5, -37.5]);
-    const hot = mod.children.find((c) => c.name === 'main (app.py:2)')!.children[0]!;
-    expect([hot.name, hot.baseSelf, hot.currentSelf, hot.change, hot.children]).toEqual(['hot (app.py:5)', 50, 12.5, -37.5, []]);
+  it('gives the flame views: widths of the current side, each node its change of total share', () => {
+    const data = diffFlamegraphData(diffProfiles(current, base));
+    expect(data.views.map((v) => [v.id, v.label, v.base])).toEqual([
+      ['all', 'all threads (4)', 8],
+      ['thread-0', 'MainThread (tid 200)', 8],
+      ['thread-1', 'thread 201', 8],
+      ['thread-2', 'odd;name <b> (tid 7, interp 1)', 8],
+      ['thread-3', 'thread 101', 8],
+    ]);
+    // one scale for the page: the largest change of a node (f: 0 → 50 %)
+    expect(data.color).toMatchObject({ mode: 'value', scale: 0.5, label: 'change', format: 'signed-percent' });
+    expect(data.frames).toContainEqual(['f;<script>', 'x%y.py', null]);
+    const all = viewNodes(data, data.views[0]!);
+    // the nodes under the root are every sample of each side
+    const top = all.filter((n) => n.parent < 0);
+    expect(top.reduce((a, n) => a + n.base, 0)).toBeCloseTo(1, 12);
+    expect(top.reduce((a, n) => a + n.current, 0)).toBeCloseTo(1, 12);
+    expect(all.reduce((a, n) => a + n.self, 0)).toBe(8);
+    const main = viewNodes(data, data.views[1]!);
+    const at = (nodes: typeof main, path: string) => nodes.find((n) => n.path === path)!;
+    const mod = at(main, '<module>');
+    expect([mod.file, mod.line, mod.base, mod.current, mod.value, mod.self]).toEqual(['app.py', 9, 0.75, 0.375, -0.375, 0]);
+    // main() from two lines of <module>: two nodes
+    expect(main.filter((n) => n.path === '<module>;main').map((n) => n.line).sort()).toEqual([2, 3]);
+    const hot = at(main, '<module>;main;hot');
+    expect([hot.line, hot.base, hot.current, hot.value, hot.self]).toEqual([5, 0.5, 0.125, -0.375, 1]);
+    const cold = at(main, '<module>;main;cold');
+    expect([cold.value, cold.self]).toEqual([0, 2]);
+    // a thread only the base has: in the tree, with no width, and the note says so
+    const gone = data.views[4]!;
+    expect(viewNodes(data, gone).map((n) => [n.path, n.self, n.base, n.value])).toEqual([['run', 0, 0.25, -0.25]]);
+    expect(gone.note).toContain('not drawn: 2 base samples (25.0% of the base)');
+    expect(data.views[0]!.note).not.toContain('not drawn');
   });
 
   it('writes a page that escapes names and embeds the model', () => {
     const html = exportDiffFlamegraph(current, base, META('now <1>'), META('then & before'));
-    expect(html).not.toContain('<script>');
+    expect(html).not.toContain('f;<script>');
+    expect(html).not.toContain('name <b>');
     expect(html).toContain('now &lt;1&gt;');
     expect(html).toContain('then &amp; before');
     expect(html).toMatch(/<tr data-qualname="f;&lt;script&gt;" data-filename="x%y.py" data-base="0.000000" data-current="50.000000" data-change="50.000000"/);
-    const data = JSON.parse(/<script type="application\/json" id="diff-data">([\s\S]*?)<\/script>/.exec(html)![1]!) as { diff: { all: { functions: { qualname: string }[] } } };
-    expect(data.diff.all.functions[0]!.qualname).toBe('f;<script>');
+    for (const id of ['validation-current', 'validation-base', 'diff-recordings', 'diff-functions', 'flame']) expect(html.split(`id="${id}"`).length, id).toBe(2);
+    const data = pageData(html);
+    expect(data.diff.functions[0]!.qualname).toBe('f;<script>');
+    expect(data.views.map((v) => v.id)).toEqual(['all', 'thread-0', 'thread-1', 'thread-2', 'thread-3']);
   });
 });
 
@@ -231,11 +274,17 @@ describe('report --diff (hotcold 7:3 and 3:7 on debian-3.15)', () => {
     const html = path.join(dir, 'same.html');
     await report(a.file, '--diff', a.file, '-o', html);
     const page = fs.readFileSync(html, 'utf8');
-    const table = /<table id="diff-functions">([\s\S]*?)<\/table>/.exec(page)![1]!;
+    const table = /<table class="data" id="diff-functions">([\s\S]*?)<\/table>/.exec(page)![1]!;
     const unescape = (x: string): string => x.replace(/&(lt|gt|quot|#39|amp);/g, (_, e: string) => ({ lt: '<', gt: '>', quot: '"', '#39': "'", amp: '&' })[e]!);
     const changes = [...table.matchAll(/<tr data-qualname="([^"]*)"[^>]*data-change="([^"]*)"/g)].map((m) => [unescape(m[1]!), m[2]!]);
     expect(changes.map((c) => c[0])).toEqual(expect.arrayContaining(['hot', 'cold', 'main', '<module>']));
     for (const [name, change] of changes) expect(Number(change), name).toBe(0);
+    // and every node of the flame graph: no colour anywhere
+    const data = pageData(page);
+    for (const v of data.views) {
+      expect(v.value!.length).toBe(v.parent.length);
+      expect(v.value!.every((x) => x === 0), v.label).toBe(true);
+    }
   });
 
   it('shows hot() −40 points and cold() +40 points for 3:7 against 7:3', async () => {
@@ -248,7 +297,7 @@ describe('report --diff (hotcold 7:3 and 3:7 on debian-3.15)', () => {
 
     const html = path.join(dir, 'diff.html');
     await report(b.file, '--diff', a.file, '-o', html);
-    const data = JSON.parse(/<script type="application\/json" id="diff-data">([\s\S]*?)<\/script>/.exec(fs.readFileSync(html, 'utf8'))![1]!) as DiffData;
+    const data = pageData(fs.readFileSync(html, 'utf8'));
     const nA = data.diff.base.samples;
     const nB = data.diff.current.samples;
     const main = totalShare(lines, 'main');
@@ -267,12 +316,18 @@ describe('report --diff (hotcold 7:3 and 3:7 on debian-3.15)', () => {
       expect(Math.sign(change)).toBe(sign);
       expect(Math.abs(change - expected), summary.join('; ')).toBeLessThanOrEqual(bound);
       // the page's model says the same as the collapsed lines
-      const f = data.diff.all.functions.find((x) => x.qualname === name)!;
+      const f = data.diff.functions.find((x) => x.qualname === name)!;
       expect(f.totalChange).toBeCloseTo(change, 4);
+      // and the flame graph: its nodes of the function (a leaf, never recursive) add up to the change
+      const nodes = viewNodes(data, data.views[0]!).filter((n) => n.name === name);
+      expect(nodes.length).toBeGreaterThanOrEqual(1);
+      expect(100 * nodes.reduce((a, n) => a + n.value, 0)).toBeCloseTo(change, 4);
     }
     console.log(summary.join('\n'));
-    // the flame tree: the root is every sample on both sides, so it does not change
-    expect(data.flame.change).toBeCloseTo(0, 9);
+    // the flame graph: the nodes under the root are every sample on both sides, so together they do not change
+    const top = viewNodes(data, data.views[0]!).filter((n) => n.parent < 0);
+    expect(top.reduce((a, n) => a + n.value, 0)).toBeCloseTo(0, 9);
+    expect(data.views[0]!.self.reduce((a, w) => a + w, 0)).toBe(nB);
     recordCoverage('formats', 'diff', true);
   });
 
@@ -293,14 +348,34 @@ describe('report --diff (hotcold 7:3 and 3:7 on debian-3.15)', () => {
         if (m.type() === 'error') errors.push(m.text());
       });
       await page.goto(pathToFileURL(html).href);
-      await page.waitForSelector('#diff-functions tbody tr');
+      await page.waitForSelector('body[data-ready="1"]');
+      // the flame graph is drawn, hot() and cold() in it: blue where the current shrank, red where it grew
+      const drawn = await page.$$eval('#flame .frame', (els) =>
+        els.map((e) => ({ name: (e as HTMLElement).dataset.name!, samples: Number((e as HTMLElement).dataset.samples), color: getComputedStyle(e).backgroundColor })),
+      );
+      const rgb = (c: string): number[] => (/rgba?\((\d+), (\d+), (\d+)/.exec(c) ?? []).slice(1).map(Number);
+      for (const [name, sign] of [['hot', -1], ['cold', 1]] as const) {
+        const frames = drawn.filter((d) => d.name === name);
+        expect(frames.length, `#flame .frame[data-name=${name}]`).toBeGreaterThanOrEqual(1);
+        const widest = frames.sort((x, y) => y.samples - x.samples)[0]!;
+        const [r, , b] = rgb(widest.color);
+        expect(Math.sign(r! - b!), `${name}: ${widest.color}`).toBe(sign);
+      }
+      const api = await page.evaluate(() => {
+        const p = (window as unknown as { __pyunwind: { ready: boolean; frames: { name: string; width: number }[] } }).__pyunwind;
+        return { ready: p.ready, frames: p.frames.map((f) => ({ name: f.name, width: f.width })) };
+      });
+      expect(api.ready).toBe(true);
+      expect(api.frames.some((f) => f.name === 'hot' && f.width > 0)).toBe(true);
+      expect(await page.textContent('#legend')).toContain('more than base');
+      expect(await page.$$eval('.validation', (els) => els.map((e) => e.id))).toEqual(['validation-current', 'validation-base']);
       const rows = await page.$$eval('#diff-functions tbody tr', (trs) =>
         trs.map((tr) => {
           const d = (tr as HTMLElement).dataset;
           return { qualname: d.qualname!, base: Number(d.base), current: Number(d.current), change: Number(d.change), text: (tr as HTMLElement).innerText };
         }),
       );
-      const header = await page.textContent('#diff-header');
+      const header = await page.textContent('#diff-recordings');
       await page.screenshot({ path: path.join(testOutputDir(), 'diff.png'), fullPage: true });
       const hot = rows.find((r) => r.qualname === 'hot')!;
       const cold = rows.find((r) => r.qualname === 'cold')!;

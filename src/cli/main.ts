@@ -10,7 +10,8 @@ Usage: pyunwind COMMAND [OPTIONS]
 
 Commands:
   record    sample a running Python (--pid PID, or -- COMMAND) into a capture file
-  report    turn a capture into a profile: text, json, collapsed stacks, speedscope
+  report    turn a capture into a profile: text, a flame graph, a heatmap, or a file for
+            speedscope, Firefox Profiler, DevTools, pprof, pstats (--format; --diff BASE)
   bench     measure how fast this machine processes a capture (kernel, reference, workers)
   dump      print the current stack of every thread of a running Python, once
   demo      record a bundled program in Pyodide (or --python PATH) and print its profile

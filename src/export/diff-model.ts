@@ -10,7 +10,8 @@
 // - Change: current share − base share, in percentage points (positive: the current profile
 //   spends a larger part of its samples there).
 // - Stacks: root → leaf frame labels (frameLabel: `qualname (file:line)`, or `qualname (file)`
-//   with `lines: false`): the stacks `--format collapsed` prints, the thread apart.
+//   with `lines: false`): the stacks `--format collapsed` prints, the thread apart; with the
+//   frames themselves (`sources`: qualname, file, line) for exports that need more than labels.
 // - Functions: (qualname, filename) with self (the innermost frame) and total (anywhere on the
 //   stack, once per sample even when it recurses) shares, as in the text and json reports.
 // - Threads: each side's threads are named with threadLabel (`MainThread (tid 1234)`). A thread
@@ -28,7 +29,7 @@
 import type { Profile } from '../profile/profile.js';
 import type { ThreadProfile } from '../profile/thread.js';
 import { cmpStr } from '../profile/thread.js';
-import type { ProfileStats } from '../profile/types.js';
+import type { ProfileStats, SourceFrame } from '../profile/types.js';
 import { frameLabel, threadLabel } from './common.js';
 
 export interface DiffOptions {
@@ -49,6 +50,8 @@ export interface DiffSide {
 export interface DiffStack {
   /** frame labels, root first */
   frames: string[];
+  /** the frames themselves, root first (of the side that has the stack; the current's when both do) */
+  sources: SourceFrame[];
   /** summed weight of the samples that ended on this stack, per side */
   base: number;
   current: number;
@@ -143,7 +146,7 @@ export function matchThreads(current: ThreadProfile[], base: ThreadProfile[]): {
 
 // Accumulates the weights of stacks and functions of one side.
 interface Tally {
-  stacks: Map<string, { frames: string[]; w: number }>;
+  stacks: Map<string, { frames: string[]; sources: SourceFrame[]; w: number }>;
   functions: Map<string, { qualname: string; filename: string; self: number; total: number }>;
   weight: number;
 }
@@ -158,10 +161,11 @@ function addThread(into: Tally, t: ThreadProfile, lines: boolean): void {
   for (let s = 0; s < weights.length; s++) {
     const w = weights[s]!;
     if (!(w > 0)) continue;
-    const frames = t.stackPath(s).map((f) => labels[f]!);
+    const path = t.stackPath(s);
+    const frames = path.map((f) => labels[f]!);
     const key = JSON.stringify(frames);
     const at = into.stacks.get(key);
-    if (at === undefined) into.stacks.set(key, { frames, w });
+    if (at === undefined) into.stacks.set(key, { frames, sources: path.map((f) => t.frames[f]!), w });
     else at.w += w;
     into.weight += w;
   }
@@ -206,7 +210,8 @@ function diffThread(label: string, currentLabel: string | null, baseLabel: strin
     const current = c?.w ?? 0;
     const baseShare = share(base, basTotal);
     const currentShare = share(current, curTotal);
-    stacks.push({ frames: (c ?? b)!.frames, base, current, baseShare, currentShare, change: currentShare - baseShare });
+    const { frames, sources } = (c ?? b)!;
+    stacks.push({ frames, sources, base, current, baseShare, currentShare, change: currentShare - baseShare });
   }
   stacks.sort((x, y) => compareLabels(x.frames, y.frames));
 

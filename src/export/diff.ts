@@ -23,18 +23,42 @@
 //   '{print $NF-$(NF-1), $0}' | sort -g` lists the stacks by change.
 // - Lines are sorted (code-unit order); no line for idle samples (not in the shares).
 //
-// Flame graph (`--format flamegraph --diff BASE`): one self-contained HTML page (no network,
-// no script needed): a header naming both recordings and their validation numbers, the
-// functions with the largest changes in total share (`#diff-functions`), the stacks with the
-// largest changes (`#diff-stacks`) and the threads (`#diff-threads`), and the data as JSON in
-// `<script type="application/json" id="diff-data">`: `{ diff: DiffProfile, flame:
-// DiffFlameNode }`. diffFlameData() gives the tree a flame graph renderer draws: a node per
-// frame under its caller, with its shares and change.
+// Flame graph (`--format flamegraph --diff BASE`): one self-contained HTML page (no network)
+// drawn by the flame graph page's renderer (html/flamegraph-script.ts), coloured by change:
+//
+// - Views: "all threads" first, then one per thread of the diff (matched pairs under the
+//   current side's label, then the base-only threads). Each view is a prefix tree over the
+//   frames of the union of both sides' stacks (qualname, file and line: the model's `sources`).
+// - Widths: the current side's weights (as flamegraph.pl's differential flame graph), so a
+//   stack only the base has is in the tree but has no width: the view's note says how many
+//   base samples that leaves undrawn, and their share of the base. A view's base (100 % of the
+//   tooltip's percentages) is the current side's samples with frames, all threads, as the
+//   model's shares.
+// - Colour (`value`): each node's change of its *total* share (current − base share of the
+//   samples with that node on their stack, as a fraction: 0.05 is +5 points), red where the
+//   current recording spends more of its samples, blue where less, white where equal;
+//   saturated at the largest |change| of any node of any view (at least 1 point), one scale
+//   for the page so one colour is one change in every view. Nodes merged by "merge lines" add
+//   their changes (their samples are disjoint), as the renderer does.
+// - Tooltip columns: "base" and "current", the node's total share on each side.
+// - The function table of the renderer (`#top-functions`) lists the current side's functions;
+//   beside it: the two recordings (`#diff-recordings`, with `#diff-current` and `#diff-base`),
+//   the functions with the largest changes of total share over all threads
+//   (`#diff-functions`: a row per function with data-qualname, data-filename, data-base,
+//   data-current, data-change, data-base-self, data-current-self, data-self-change, shares in
+//   percent with 6 decimals; click a row to search for it) and a validation panel per side
+//   (`#validation-current`, `#validation-base`).
+// - Data: the page's FlameGraphData (`#pyunwind-data`, diffFlamegraphData()) with `diff`: the
+//   model's sides, threads and all-threads functions (DiffSummary; the stacks are in the views).
 
 import type { Profile } from '../profile/profile.js';
 import { escapeCollapsed } from './collapsed.js';
-import { ALL_THREADS, diffProfiles, type DiffProfile, type DiffSide } from './diff-model.js';
-import { validationLines, type ExportMeta } from './meta.js';
+import { diffProfiles, type DiffFunction, type DiffProfile, type DiffSide, type DiffThread } from './diff-model.js';
+import { FlameFrameTable } from './flamegraph.js';
+import { FLAMEGRAPH_CSS, FLAMEGRAPH_SCRIPT, flamegraphBody, type FlameFunction, type FlameGraphData, type FlameView } from './html/flamegraph-script.js';
+import { BASE_CSS, escapeHtml, formatCount, formatPercent, htmlPage, recordingFacts } from './html/page.js';
+import { validationPanel } from './html/validation.js';
+import type { ExportMeta } from './meta.js';
 
 /** A share or change as the diff exports print it: 6 decimals, never `-0.000000`. */
 export function formatShare(x: number): string {
@@ -53,89 +77,119 @@ export function exportDiffCollapsed(current: Profile, base: Profile): string {
   return out.length === 0 ? '' : out.join('\n') + '\n';
 }
 
-/** A node of the differential flame graph: the root (all threads), a thread, or a frame under its caller. */
-export interface DiffFlameNode {
-  name: string;
-  kind: 'root' | 'thread' | 'frame';
-  /** percent of the side's samples with frames that have this node on their stack */
-  base: number;
-  current: number;
-  /** current − base (percentage points) */
-  change: number;
-  /** percent of the side's samples that end exactly here */
-  baseSelf: number;
-  currentSelf: number;
-  /** by name (code-unit order) */
-  children: DiffFlameNode[];
-}
+/** At most this many functions per view in the renderer's table data (as the flame graph). */
+const MAX_FUNCTIONS = 1000;
+/** Rows of `#diff-functions`. */
+const FUNCTION_ROWS = 100;
+/** The colour scale's least saturation point: a change of 1 point of total share. */
+const MIN_SCALE = 0.01;
 
-interface Building {
-  name: string;
-  kind: DiffFlameNode['kind'];
-  base: number;
-  current: number;
-  baseSelf: number;
-  currentSelf: number;
-  children: Map<string, Building>;
+/** One view of the differential flame graph (see the file comment). */
+function diffView(t: DiffThread, id: string, label: string, diff: DiffProfile, table: FlameFrameTable): FlameView {
+  const curTotal = diff.current.samples;
+  const baseTotal = diff.base.samples;
+  const parent: number[] = [];
+  const frame: number[] = [];
+  const self: number[] = [];
+  const baseWeight: number[] = [];
+  const currentWeight: number[] = [];
+  const index = new Map<string, number>();
+  let baseOnly = 0;
+  for (const s of t.stacks) {
+    let at = -1;
+    for (const f of s.sources) {
+      const fi = table.intern(f);
+      const key = `${at}:${fi}`;
+      let n = index.get(key);
+      if (n === undefined) {
+        n = parent.length;
+        index.set(key, n);
+        parent.push(at);
+        frame.push(fi);
+        self.push(0);
+        baseWeight.push(0);
+        currentWeight.push(0);
+      }
+      baseWeight[n]! += s.base;
+      currentWeight[n]! += s.current;
+      at = n;
+    }
+    if (at >= 0) self[at]! += s.current;
+    if (!(s.current > 0)) baseOnly += s.base;
+  }
+  const fraction = (w: number, total: number): number => (total > 0 ? w / total : 0);
+  const baseShare = baseWeight.map((w) => fraction(w, baseTotal));
+  const currentShare = currentWeight.map((w) => fraction(w, curTotal));
+  const functions: FlameFunction[] = t.functions
+    .filter((f) => f.currentTotal > 0)
+    .sort((a, b) => b.currentTotal - a.currentTotal || b.currentSelf - a.currentSelf)
+    .slice(0, MAX_FUNCTIONS)
+    .map((f) => [f.qualname, f.filename, f.currentSelf, f.currentTotal]);
+  const notes = [
+    id === 'all' ? null : `${formatPercent(t.base, baseTotal)} of the base, ${formatPercent(t.current, curTotal)} of the current`,
+    baseOnly > 0
+      ? `not drawn: ${formatCount(baseOnly)} base sample${baseOnly === 1 ? '' : 's'} (${formatPercent(baseOnly, baseTotal)} of the base) on stacks the current recording does not have`
+      : 'widths: the current recording',
+  ].filter((x) => x !== null);
+  return {
+    id,
+    label,
+    base: curTotal,
+    idle: 0,
+    parent,
+    frame,
+    self,
+    value: currentShare.map((c, i) => c - baseShare[i]!),
+    columns: [
+      { label: 'base', values: baseShare, format: 'percent' },
+      { label: 'current', values: currentShare, format: 'percent' },
+    ],
+    functions,
+    note: notes.join('; '),
+  };
 }
 
 /**
- * The tree a differential flame graph draws: the root (every thread), a node per thread, and
- * under it a node per frame on a path from the root frame, each with its base and current
- * shares (subtree and self) and its change. Widths are meant to follow `current` (as
- * flamegraph.pl's differentials do), colours `change`.
+ * The differential flame graph's data for the shared renderer: "all threads" and a view per
+ * thread of the diff, widths by the current side, each node's value its change of total share
+ * (a fraction), the base and current total shares as tooltip columns (see the file comment).
  */
-export function diffFlameData(diff: DiffProfile): DiffFlameNode {
-  const node = (name: string, kind: DiffFlameNode['kind']): Building => ({ name, kind, base: 0, current: 0, baseSelf: 0, currentSelf: 0, children: new Map() });
-  const child = (parent: Building, name: string, kind: DiffFlameNode['kind']): Building => {
-    let c = parent.children.get(name);
-    if (c === undefined) parent.children.set(name, (c = node(name, kind)));
-    return c;
+export function diffFlamegraphData(diff: DiffProfile): FlameGraphData {
+  const table = new FlameFrameTable();
+  const views = [
+    diffView(diff.all, 'all', `all threads (${diff.threads.length})`, diff, table),
+    ...diff.threads.map((t, i) => diffView(t, `thread-${i}`, t.label, diff, table)),
+  ];
+  let scale = MIN_SCALE;
+  for (const v of views) for (const x of v.value!) scale = Math.max(scale, Math.abs(x));
+  return {
+    version: 1,
+    unit: 'samples',
+    color: { mode: 'value', scale, legend: { negative: 'less than base', positive: 'more than base' }, label: 'change', format: 'signed-percent' },
+    frames: table.frames,
+    views,
+    initialView: 0,
   };
-  const root = node(ALL_THREADS, 'root');
-  for (const t of diff.threads) {
-    const tn = child(root, t.label, 'thread');
-    for (const s of t.stacks) {
-      const path = [root, tn];
-      let at = tn;
-      for (const f of s.frames) path.push((at = child(at, f, 'frame')));
-      for (const n of path) {
-        n.base += s.base;
-        n.current += s.current;
-      }
-      at.baseSelf += s.base;
-      at.currentSelf += s.current;
-    }
-  }
-  const pct = (w: number, total: number): number => (total > 0 ? (100 * w) / total : 0);
-  const finish = (b: Building): DiffFlameNode => {
-    const base = pct(b.base, diff.base.samples);
-    const current = pct(b.current, diff.current.samples);
-    return {
-      name: b.name,
-      kind: b.kind,
-      base,
-      current,
-      change: current - base,
-      baseSelf: pct(b.baseSelf, diff.base.samples),
-      currentSelf: pct(b.currentSelf, diff.current.samples),
-      children: [...b.children.keys()].sort().map((k) => finish(b.children.get(k)!)),
-    };
-  };
-  return finish(root);
 }
 
-/** Rows in the page's tables. */
-const FUNCTION_ROWS = 100;
-const STACK_ROWS = 50;
-
-function escapeHtml(s: string): string {
-  return s.replace(/[&<>"']/g, (c) => (c === '&' ? '&amp;' : c === '<' ? '&lt;' : c === '>' ? '&gt;' : c === '"' ? '&quot;' : '&#39;'));
+/** The model's numbers the page embeds beside the views (`data.diff`): its stacks are in the views. */
+export interface DiffSummary {
+  base: DiffSide;
+  current: DiffSide;
+  lines: boolean;
+  threads: Omit<DiffThread, 'stacks' | 'functions'>[];
+  /** every function of all threads, largest change first (DiffProfile.all.functions) */
+  functions: DiffFunction[];
 }
 
-/** JSON that is safe inside a <script> element. */
-function scriptJson(value: unknown): string {
-  return JSON.stringify(value).replace(/</g, '\\u003c').replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029');
+function diffSummary(diff: DiffProfile): DiffSummary {
+  return {
+    base: diff.base,
+    current: diff.current,
+    lines: diff.lines,
+    threads: diff.threads.map(({ stacks: _s, functions: _f, ...t }) => t),
+    functions: diff.all.functions,
+  };
 }
 
 function pct2(x: number): string {
@@ -152,123 +206,105 @@ function changeClass(x: number): string {
   return x > 0.005 ? 'up' : x < -0.005 ? 'down' : 'same';
 }
 
-function describeSide(what: string, meta: ExportMeta, side: DiffSide, profile: Profile): string {
-  const facts = [
-    meta.pythonVersion ? `Python ${meta.pythonVersion}` : null,
-    meta.startTime > 0 ? `recorded ${new Date(meta.startTime).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC')}` : null,
-    meta.rateHz > 0 ? `at ${meta.rateHz} Hz` : null,
-    `by ${meta.recorder}`,
-    meta.mode ? `mode ${meta.mode}` : null,
-  ].filter((x) => x !== null);
+function basename(p: string): string {
+  return p.slice(Math.max(p.lastIndexOf('/'), p.lastIndexOf('\\')) + 1);
+}
+
+function describeSide(what: 'current' | 'base', profile: Profile, meta: ExportMeta, side: DiffSide): string {
   return (
-    `<div class="side" id="diff-${what}"><h2>${what === 'current' ? 'Current' : 'Base'}: <span class="title">${escapeHtml(meta.title)}</span></h2>` +
-    `<p>${escapeHtml(facts.join(', '))}</p>` +
-    `<p><b>${side.samples}</b> samples with frames in ${side.threads} thread${side.threads === 1 ? '' : 's'} (100 % of this side's shares)</p>` +
-    validationLines(profile).map((l) => `<p class="validation">${escapeHtml(l)}</p>`).join('') +
+    `<div class="recording" id="diff-${what}"><h3>${what === 'current' ? 'Current' : 'Base'}: <span class="title">${escapeHtml(meta.title)}</span></h3>` +
+    `<p class="facts">${recordingFacts(profile, meta).map((f) => `<span>${escapeHtml(f)}</span>`).join('')}</p>` +
+    `<p><b>${formatCount(side.samples)}</b> samples with frames in ${side.threads} thread${side.threads === 1 ? '' : 's'}: 100 % of this side's shares</p>` +
     `</div>`
   );
 }
 
+function functionTable(functions: DiffFunction[]): string {
+  const cell = (x: number): string => `<td class="pct">${pct2(x)}</td>`;
+  const changeCell = (x: number): string => `<td class="${changeClass(x)}">${change2(x)}</td>`;
+  const rows = functions.slice(0, FUNCTION_ROWS).map(
+    (f) =>
+      `<tr data-qualname="${escapeHtml(f.qualname)}" data-filename="${escapeHtml(f.filename)}" data-base="${formatShare(f.baseTotalShare)}" data-current="${formatShare(f.currentTotalShare)}" data-change="${formatShare(f.totalChange)}" data-base-self="${formatShare(f.baseSelfShare)}" data-current-self="${formatShare(f.currentSelfShare)}" data-self-change="${formatShare(f.selfChange)}" title="${escapeHtml(`${f.qualname}\n${f.filename}`)}">` +
+      `<td class="name"><span class="q">${escapeHtml(f.qualname)}</span><span class="file">${escapeHtml(basename(f.filename))}</span></td>` +
+      cell(f.baseTotalShare) + cell(f.currentTotalShare) + changeCell(f.totalChange) + changeCell(f.selfChange) +
+      `</tr>`,
+  );
+  return (
+    `<section class="panel diff-functions"><h2>Largest changes <span class="sub">total share, all threads, in points</span></h2>\n` +
+    `<div class="scroll"><table class="data" id="diff-functions">\n` +
+    `<thead><tr><th class="name">function</th><th title="total share in the base">base</th><th title="total share in the current recording">current</th><th title="current − base total share">change</th><th title="current − base self share">self</th></tr></thead>\n` +
+    `<tbody>\n${rows.join('\n')}\n</tbody>\n</table></div>` +
+    (functions.length > FUNCTION_ROWS ? `\n<p class="hint">${functions.length - FUNCTION_ROWS} more not shown</p>` : '') +
+    `</section>`
+  );
+}
+
+// Below the graph, two columns: the largest changes and the recordings, then the current
+// side's top functions and the validation panels (the side's parts placed in the grid).
+const DIFF_CSS = String.raw`
+.below { grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); grid-template-areas: "changes recordings" "top validations"; }
+.below > .functions { grid-area: top; }
+.below > .side { display: contents; }
+#diff-recordings { grid-area: recordings; }
+.diff-functions { grid-area: changes; }
+.validations { grid-area: validations; }
+@media (max-width: 1000px) { .below { grid-template-columns: minmax(0, 1fr); grid-template-areas: "changes" "recordings" "top" "validations"; } }
+.recordings h3 { margin: 8px 0 0; font-size: 13.5px; font-weight: 600; }
+.recordings h3 .title { font-weight: 400; font-family: var(--mono); font-size: 12.5px; word-break: break-all; }
+.recordings p { margin: 2px 0; font-size: 13px; }
+.recordings .facts { color: var(--muted); }
+.recordings .facts span { display: inline-block; white-space: nowrap; }
+.recordings .facts span + span::before { content: '·'; margin: 0 6px; color: var(--faint); }
+.recordings .note { color: var(--muted); font-size: 12px; margin-top: 8px; }
+.diff-functions .scroll { max-height: 460px; overflow: auto; }
+.diff-functions td.name .file { margin-left: 8px; font-size: 12px; }
+#diff-functions td.up { color: var(--bad); font-weight: 500; }
+#diff-functions td.down { color: var(--accent); font-weight: 500; }
+#diff-functions td.same { color: var(--faint); }
+.validations { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 14px; align-items: start; }
+@media (max-width: 700px) { .validations { grid-template-columns: minmax(0, 1fr); } }
+`;
+
+/** After the renderer's script: a row of `#diff-functions` searches for its function. */
+const DIFF_SCRIPT = String.raw`
+(function () {
+  var search = document.getElementById('search');
+  document.querySelector('#diff-functions tbody').addEventListener('click', function (ev) {
+    var tr = ev.target.closest ? ev.target.closest('tr') : null;
+    if (!tr) return;
+    search.value = tr.getAttribute('data-qualname');
+    search.dispatchEvent(new Event('input'));
+    window.scrollTo({ top: 0, behavior: 'smooth' });
+  });
+})();
+`;
+
 export function exportDiffFlamegraph(current: Profile, base: Profile, meta: ExportMeta, baseMeta: ExportMeta): string {
   const diff = diffProfiles(current, base);
-  const flame = diffFlameData(diff);
-  const functions = diff.all.functions.slice(0, FUNCTION_ROWS);
-  const stacks = diff.threads
-    .flatMap((t) => t.stacks.map((s) => ({ thread: t.label, ...s })))
-    .sort((a, b) => Math.abs(b.change) - Math.abs(a.change) || b.currentShare - a.currentShare)
-    .slice(0, STACK_ROWS);
-  const cell = (x: number): string => `<td class="num">${pct2(x)}</td>`;
-  const changeCell = (x: number): string => `<td class="num ${changeClass(x)}">${change2(x)}</td>`;
-
-  const functionRows = functions
-    .map(
-      (f) =>
-        `<tr data-qualname="${escapeHtml(f.qualname)}" data-filename="${escapeHtml(f.filename)}" data-base="${formatShare(f.baseTotalShare)}" data-current="${formatShare(f.currentTotalShare)}" data-change="${formatShare(f.totalChange)}" data-base-self="${formatShare(f.baseSelfShare)}" data-current-self="${formatShare(f.currentSelfShare)}" data-self-change="${formatShare(f.selfChange)}">` +
-        `<td class="name">${escapeHtml(f.qualname)}</td><td class="file">${escapeHtml(f.filename)}</td>` +
-        cell(f.baseTotalShare) + cell(f.currentTotalShare) + changeCell(f.totalChange) +
-        cell(f.baseSelfShare) + cell(f.currentSelfShare) + changeCell(f.selfChange) +
-        `</tr>`,
-    )
-    .join('\n');
-  const stackRows = stacks
-    .map(
-      (s) =>
-        `<tr data-thread="${escapeHtml(s.thread)}" data-base="${formatShare(s.baseShare)}" data-current="${formatShare(s.currentShare)}" data-change="${formatShare(s.change)}">` +
-        `<td class="stack">${escapeHtml(s.thread)}<br>${s.frames.map(escapeHtml).join(' →<br>')}</td>` +
-        cell(s.baseShare) + cell(s.currentShare) + changeCell(s.change) +
-        `</tr>`,
-    )
-    .join('\n');
-  const threadRows = diff.threads
-    .map(
-      (t) =>
-        `<tr data-label="${escapeHtml(t.label)}" data-base="${formatShare(t.baseShare)}" data-current="${formatShare(t.currentShare)}" data-change="${formatShare(t.change)}">` +
-        `<td class="name">${escapeHtml(t.label)}</td><td>${t.baseLabel === null ? '(not in base)' : escapeHtml(t.baseLabel)}</td>` +
-        cell(t.baseShare) + cell(t.currentShare) + changeCell(t.change) +
-        `</tr>`,
-    )
-    .join('\n');
-
-  const title = `pyunwind diff: ${meta.title} against ${baseMeta.title}`;
-  return `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escapeHtml(title)}</title>
-<style>
-body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #222; background: #fff; }
-h1 { font-size: 1.4em; margin: 0 0 .5em; }
-h2 { font-size: 1.1em; margin: 1.2em 0 .3em; }
-.sides { display: flex; gap: 2em; flex-wrap: wrap; }
-.side { flex: 1 1 30em; border: 1px solid #ddd; border-radius: 4px; padding: 0 1em .5em; }
-.side p { margin: .3em 0; }
-.validation { color: #555; font-size: .9em; }
-table { border-collapse: collapse; margin: .5em 0 1.5em; }
-th, td { padding: 2px 8px; border-bottom: 1px solid #eee; text-align: left; vertical-align: top; }
-th { background: #f4f4f4; position: sticky; top: 0; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-td.file, td.stack { font-family: ui-monospace, monospace; font-size: .85em; word-break: break-all; }
-td.name { font-family: ui-monospace, monospace; }
-.up { color: #b00; background: #fdecea; }
-.down { color: #03c; background: #eaf0fd; }
-.note { color: #555; max-width: 60em; }
-</style>
-</head>
-<body>
-<header id="diff-header">
-<h1>Differential profile</h1>
-<p class="note">Shares are percentages of each recording's trusted samples with frames (all threads), so recordings of different lengths compare. <b>Change</b> = current share − base share, in percentage points: <span class="up">red grew</span>, <span class="down">blue shrank</span>.</p>
-<div class="sides">
-${describeSide('current', meta, diff.current, current)}
-${describeSide('base', baseMeta, diff.base, base)}
-</div>
-</header>
-<main>
-<h2>Functions with the largest changes (total share, all threads)</h2>
-<table id="diff-functions">
-<thead><tr><th>Function</th><th>File</th><th>Base total</th><th>Current total</th><th>Change</th><th>Base self</th><th>Current self</th><th>Self change</th></tr></thead>
-<tbody>
-${functionRows}
-</tbody>
-</table>
-<h2>Stacks with the largest changes</h2>
-<table id="diff-stacks">
-<thead><tr><th>Thread and stack (root first)</th><th>Base</th><th>Current</th><th>Change</th></tr></thead>
-<tbody>
-${stackRows}
-</tbody>
-</table>
-<h2>Threads</h2>
-<table id="diff-threads">
-<thead><tr><th>Thread</th><th>In the base</th><th>Base</th><th>Current</th><th>Change</th></tr></thead>
-<tbody>
-${threadRows}
-</tbody>
-</table>
-</main>
-<script type="application/json" id="diff-data">${scriptJson({ diff, flame })}</script>
-</body>
-</html>
-`;
+  const data: FlameGraphData & { diff: DiffSummary } = { ...diffFlamegraphData(diff), diff: diffSummary(diff) };
+  const samples = (what: string, side: DiffSide): string => `${what}: ${formatCount(side.samples)} samples with frames`;
+  const side = [
+    `<section class="panel recordings" id="diff-recordings"><h2>Recordings</h2>`,
+    describeSide('current', current, meta, diff.current),
+    describeSide('base', base, baseMeta, diff.base),
+    `<p class="note">Shares are percentages of each recording's trusted samples with frames (all threads), so recordings of different lengths compare; a change is current − base, in points.</p>`,
+    `</section>`,
+    functionTable(diff.all.functions),
+    `<div class="validations">`,
+    validationPanel(diff.current.stats, { id: 'validation-current', title: 'Validation: current', subtitle: meta.title }),
+    validationPanel(diff.base.stats, { id: 'validation-base', title: 'Validation: base', subtitle: baseMeta.title }),
+    `</div>`,
+  ].join('\n');
+  return htmlPage({
+    title: `Differential flame graph: ${meta.title} against ${baseMeta.title}`,
+    css: BASE_CSS + FLAMEGRAPH_CSS + DIFF_CSS,
+    body: flamegraphBody({
+      kind: 'Differential flame graph',
+      title: `${meta.title} against ${baseMeta.title}`,
+      facts: [samples('current', diff.current), samples('base', diff.base), 'widths: current samples', 'colour: change of total share'],
+      side,
+    }),
+    data,
+    script: FLAMEGRAPH_SCRIPT + DIFF_SCRIPT,
+  });
 }

@@ -26,6 +26,7 @@ import { Function as PprofFunction, Label, Line, Location, Profile as PprofProfi
 import type { Profile } from '../profile/profile.js';
 import { threadToJSON } from '../profile/profile.js';
 import { threadLabel } from './common.js';
+import { mergedFunctions } from './functions.js';
 import { validationLines, type ExportMeta } from './meta.js';
 
 /** The profile.proto message before encoding (for callers that want to add to it). */
@@ -42,24 +43,9 @@ export function pprofProfile(profile: Profile, meta: ExportMeta): PprofProfile {
   const docs = threads.map(threadToJSON);
 
   // functions (qualname, filename) and their smallest line, in canonical order of first use
-  const fnIndex = new Map<string, number>();
-  const fnKeys: { qualname: string; filename: string; startLine: number }[] = [];
-  const frameFn = docs.map((d) =>
-    d.frames.map((f) => {
-      const key = `${f.qualname.length}:${f.qualname}${f.filename}`;
-      let i = fnIndex.get(key);
-      if (i === undefined) {
-        fnIndex.set(key, (i = fnKeys.length));
-        fnKeys.push({ qualname: f.qualname, filename: f.filename, startLine: -1 });
-      }
-      const fn = fnKeys[i]!;
-      if (f.line !== null && (fn.startLine < 0 || f.line < fn.startLine)) fn.startLine = f.line;
-      return i;
-    }),
-  );
+  const { functions: fnKeys, frameFunction: frameFn } = mergedFunctions(docs);
   const functions = fnKeys.map(
-    (f, i) =>
-      new PprofFunction({ id: i + 1, name: str(f.qualname), systemName: str(f.qualname), filename: str(f.filename), startLine: Math.max(f.startLine, 0) }),
+    (f, i) => new PprofFunction({ id: i + 1, name: str(f.qualname), systemName: str(f.qualname), filename: str(f.filename), startLine: f.line }),
   );
 
   // locations (function, line)

@@ -37,6 +37,7 @@
 import type { Profile } from '../profile/profile.js';
 import { threadToJSON } from '../profile/profile.js';
 import { cmpStr } from '../profile/thread.js';
+import { mergedFunctions } from './functions.js';
 import type { ExportMeta } from './meta.js';
 import { PyDict, PyFloat, marshalDumps, type MarshalValue } from './marshal.js';
 
@@ -55,25 +56,11 @@ export interface PstatsFunction {
 
 /** The functions of every thread merged, sorted by (filename, line, qualname), as pstats gets them. */
 export function pstatsFunctions(profile: Profile): PstatsFunction[] {
-  const index = new Map<string, number>();
-  const fns: PstatsFunction[] = [];
   const threads = profile.threads().map(threadToJSON);
-  // first pass: the functions and their smallest line
-  const fnOf = threads.map((t) =>
-    t.frames.map((f) => {
-      const key = `${f.qualname.length}:${f.qualname}${f.filename}`;
-      let i = index.get(key);
-      if (i === undefined) {
-        index.set(key, (i = fns.length));
-        fns.push({ filename: f.filename, line: -1, qualname: f.qualname, total: 0, self: 0, callers: new Map() });
-      }
-      const fn = fns[i]!;
-      if (f.line !== null && (fn.line < 0 || f.line < fn.line)) fn.line = f.line;
-      return i;
-    }),
-  );
-  for (const fn of fns) if (fn.line < 0) fn.line = 0;
-  // second pass: per stack with weight, its path (root first) in functions
+  const merged = mergedFunctions(threads);
+  const fnOf = merged.frameFunction;
+  const fns: PstatsFunction[] = merged.functions.map((f) => ({ filename: f.filename, line: f.line, qualname: f.qualname, total: 0, self: 0, callers: new Map() }));
+  // per stack with weight, its path (root first) in functions
   const seenFn = new Int32Array(fns.length).fill(-1);
   const seenEdge = new Map<number, number>();
   let mark = 0;

@@ -31,7 +31,7 @@ export interface BlockProcessorOptions {
   onSample?: (p: ProcessedSample) => void;
   /** process every block on the reference path */
   reference?: boolean;
-  /** the compiled kernel (a worker gets it from its parent instead of compiling it again) */
+  /** the compiled kernel, unshared build (a worker gets it from its parent instead of compiling it again; a browser from the page) */
   module?: WebAssembly.Module;
 }
 
@@ -94,7 +94,8 @@ export class BlockProcessor {
       ? await BlockEngine.load(layout, { ...(options.thread === undefined ? {} : { thread: options.thread }), ...(options.module ? { module: options.module } : {}) })
       : null;
     const codes = engine?.codes ?? new CodeTable(layout);
-    const walker = options.walker ?? (await KernelWalker.load());
+    // (a module given is the engine's build, the one without shared memory)
+    const walker = options.walker ?? (await KernelWalker.load(options.module ? { module: options.module, shared: false } : {}));
     return new BlockProcessor(codes, new SampleProcessor(layout, walker, undefined, codes), engine, options);
   }
 

@@ -8,7 +8,7 @@
 // file order: the profile is the same whatever the worker count. The recorder's `torn` verdict
 // stands. Rejected samples are only counted.
 
-import { leadingCodes, openCapture } from './capture/reader.js';
+import { leadingCodes, openCapture, readCaptureBytes, type CaptureReader } from './capture/reader.js';
 import type { CaptureHeader, CaptureWarning } from './capture/types.js';
 import { layoutFromSource } from './layout/index.js';
 import { BlockProcessor, openBlock, sampleInput, skipped, type ProcessedBlock } from './block-processor.js';
@@ -85,23 +85,40 @@ const WORKERS_FROM_BYTES = 4 << 20;
 
 export async function reportCapture(path: string, options: ReportOptions = {}): Promise<CaptureReport> {
   try {
-    return await processCapture(path, options);
+    return await processCapture(await openCapture(path), options);
   } catch (e) {
     // a block whose code records are not all at its start cannot be spread over workers
     // (blocks processed meanwhile may have needed them): one thread then, exactly
-    if (e instanceof Error && e.name === 'LateCodes') return processCapture(path, { ...options, workers: 0 });
+    if (e instanceof Error && e.name === 'LateCodes') return processCapture(await openCapture(path), { ...options, workers: 0 });
     throw e;
   }
 }
 
-async function processCapture(path: string, options: ReportOptions): Promise<CaptureReport> {
+/** Where no file system is (a browser, a worker, an edge runtime): what the kernel is made from. */
+export interface BytesReportOptions extends Omit<ReportOptions, 'workers'> {
+  /** the walk kernel (build/kernel-unshared.wasm), compiled or as bytes; default: read from the package (Node, Deno, Bun) */
+  module?: WebAssembly.Module | BufferSource;
+  /** names the capture in warnings (default "capture") */
+  name?: string;
+}
+
+/**
+ * The same report from a capture in memory, in this thread: no file system, no worker threads —
+ * what a browser, a Web Worker or an edge runtime can run.
+ */
+export async function reportCaptureBytes(bytes: Uint8Array, options: BytesReportOptions = {}): Promise<CaptureReport> {
+  const { module, name, ...rest } = options;
+  const compiled = module === undefined || module instanceof WebAssembly.Module ? module : await WebAssembly.compile(module);
+  return processCapture(readCaptureBytes(bytes, name), { ...rest, workers: 0 }, compiled);
+}
+
+async function processCapture(reader: CaptureReader, options: ReportOptions, module?: WebAssembly.Module): Promise<CaptureReport> {
   let timeline: Timeline | undefined;
   if (options.timeline) {
     const t = (timeline = new Timeline());
     const onSample = options.onSample;
     options = { ...options, onSample: (p) => (t.add(sampleInput(p)), onSample?.(p)) };
   }
-  const reader = await openCapture(path);
   let pool: import('./workers/pool.js').WorkerPool | null = null;
   try {
     const header = reader.header;
@@ -120,6 +137,7 @@ async function processCapture(path: string, options: ReportOptions): Promise<Cap
       pool = new WorkerPool(workers, { layoutSource: header.layoutSource, module, ...(options.thread === undefined ? {} : { thread: options.thread }) });
     } else {
       local = await BlockProcessor.load(layout, {
+        ...(module ? { module } : {}),
         ...(options.thread === undefined ? {} : { thread: options.thread }),
         ...(options.walker ? { walker: options.walker } : {}),
         ...(options.onSample ? { onSample: options.onSample } : {}),

@@ -42,3 +42,7 @@ export {
 export { HEATMAP_CSS, HEATMAP_SCRIPT, heatmapBody, type HeatmapData, type HeatmapView, type HeatmapFile, type HeatmapFileCounts } from './html/heatmap-script.js';
 export { htmlPage, escapeHtml, jsonForScript, BASE_CSS, BASE_SCRIPT, DATA_ELEMENT_ID, recordingFacts, type PageParts } from './html/page.js';
 export { validationPanel, type ValidationPanelOptions } from './html/validation.js';
+export { exportDiffFlamegraph, exportDiffCollapsed, diffFlamegraphData } from './diff.js';
+export { diffProfiles, type DiffProfile, type DiffThread, type DiffStack, type DiffFunction, type DiffSide, type DiffOptions } from './diff-model.js';
+export { metaFromHeader, validationLines, type ExportMeta } from './meta.js';
+export { mergedFunctions, type MergedFunction } from './functions.js';

@@ -10,7 +10,8 @@
 // later passes find them already recorded, as they would in a longer recording.
 import fs from 'node:fs';
 import { ByteReader, ByteWriter, BLOCK_TYPE, RECORD_TYPE, encodeBlock, encodeHeader, encodeTrailer } from '../src/capture/format.js';
-import { openCapture, unpack } from '../src/capture/reader.js';
+import { unpack } from '../src/capture/reader.js';
+import { openCapture } from '../src/capture/file.js';
 
 const [source, out, sizeMb, levelArg] = process.argv.slice(2);
 if (!source || !out || !sizeMb) {

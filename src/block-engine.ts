@@ -17,7 +17,8 @@ import type { CountedNode, SourceFrame } from './profile/types.js';
 import { CodeTable } from './symbols/code-table.js';
 import { STATUS_NAMES } from './walk/status.js';
 import { checkParams, encodeParams, PARAM_COUNT, walkParams, type WalkParams } from './layout/walk-params.js';
-import { readKernelBytes, writeCodeTable } from './walk/kernel-walker.js';
+import { writeCodeTable } from './walk/kernel-walker.js';
+import { loadKernel } from './kernel-source.js';
 
 const PAGE = 65536;
 const THREAD_SIZE = 112;
@@ -194,7 +195,7 @@ export class BlockEngine {
 
   static async load(layout: Layout, options: EngineOptions = {}): Promise<BlockEngine> {
     const memory = new WebAssembly.Memory({ initial: 16, maximum: 65536 });
-    const module = options.module ?? (await WebAssembly.compile((await readKernelBytes(false)) as Uint8Array<ArrayBuffer>));
+    const module = options.module ?? (await loadKernel());
     const instance = await WebAssembly.instantiate(module, { env: { memory } });
     const params = walkParams(layout, options.maxDepth);
     const bad = checkParams(params);

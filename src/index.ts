@@ -1,48 +1,10 @@
-// pyunwind as a library: processing captures (the package's root entry, `pyunwind`).
+// pyunwind as a library: processing captures (the package's root entry, `pyunwind`, in Node).
+// Everything of the processing entry (./processing.ts: captures in memory, profiles, every
+// export format, the walkers — what runs in every runtime), plus what takes Node: capture files
+// (reportCapture, openCapture, fileSink) and worker threads (reportCapture's `workers`).
 // Recording has its own entries: `pyunwind/record` (a Linux process) and `pyunwind/pyodide`
 // (CPython in WebAssembly). Everything not exported from an entry is internal.
 
-export { reportCapture, reportCaptureBytes, recordingStats, type CaptureReport, type RecordingStats, type ReportOptions, type BytesReportOptions } from './report.js';
-export { SampleProcessor, type ProcessedSample } from './sample-processor.js';
-export { unwindSnapshot, type ThreadStack, type SymbolizedFrame } from './unwind.js';
-export {
-  CaptureReader,
-  CaptureWriter,
-  decodeBlock,
-  fileSink,
-  memorySink,
-  openCapture,
-  readCaptureBytes,
-  type CaptureSink,
-  type CaptureSource,
-  type CaptureWriterOptions,
-} from './capture/index.js';
-export type { CaptureBlock, CaptureHeader, CaptureWarning, CodeRecord, SampleRecord, RecorderStatus } from './capture/types.js';
-export { Profile, ProfileFormatError, ThreadProfile, PROFILE_FORMAT, PROFILE_VERSION } from './profile/index.js';
-export type { ProfileJSON, ThreadJSON, SourceFrame, StackJSON, ProfileStats, StatusCounts, ValidationStats, FunctionStat } from './profile/index.js';
-export {
-  exportCollapsed,
-  exportJson,
-  exportSpeedscope,
-  exportText,
-  jsonDocument,
-  speedscopeDocument,
-  exportPprof,
-  exportPstats,
-  exportGecko,
-  exportCpuprofile,
-  exportJsonl,
-  exportFlamegraph,
-  exportHeatmap,
-  exportDiffFlamegraph,
-  exportDiffCollapsed,
-  diffProfiles,
-  metaFromHeader,
-  validationLines,
-} from './export/index.js';
-export type { CollapsedOptions, JsonOptions, SpeedscopeOptions, TextOptions, ExportMeta, DiffProfile } from './export/index.js';
-export { Timeline, type TimelineThread } from './profile/index.js';
-export { KernelWalker, ReferenceWalker, walkParams, STATUS_NAMES, TRUSTED, type Walker, type WalkParams, type Status } from './walk/index.js';
-export type { CodeRange, Region, WalkFrame, WalkResult, WalkSample } from './walk/index.js';
-export { layoutFromSource, LayoutError, type Layout, type LayoutSource } from './layout/index.js';
-export { VERSION } from './version.js';
+export * from './processing.js';
+export { reportCapture, type ReportOptions } from './report.js';
+export { fileSink, openCapture } from './capture/file.js';

@@ -1,204 +1,40 @@
-// From a capture file to a profile: read the blocks in order (the file is streamed, a block at
-// a time), inflate each, and process it — by default in the WebAssembly block engine
-// (src/block-engine.ts), which decodes, patches, walks and counts a block's samples without the
-// host touching one; a block the engine would not decode exactly as the reference reader does
-// goes the reference way (decode, walk each sample, add it), as every block does when a caller
-// wants each sample (onSample) or brings its own walker (src/block-processor.ts). With workers,
-// blocks are processed by a pool of worker threads (src/workers/) and their results merged in
-// file order: the profile is the same whatever the worker count. The recorder's `torn` verdict
-// stands. Rejected samples are only counted.
+// From a capture file to a profile, in Node: the file is streamed a block at a time
+// (openCapture), and a large capture's blocks are processed by a pool of worker threads
+// (src/workers/), their results merged in file order — the profile is the same whatever the
+// worker count. The processing itself, and the report of a capture in memory that runs in every
+// runtime (reportCaptureBytes), are in ./report-core.ts.
 
-import { leadingCodes, openCapture, readCaptureBytes, type CaptureReader } from './capture/reader.js';
-import type { CaptureHeader, CaptureWarning } from './capture/types.js';
-import { layoutFromSource } from './layout/index.js';
-import { BlockProcessor, openBlock, sampleInput, skipped, type ProcessedBlock } from './block-processor.js';
-import type { ProcessedSample } from './sample-processor.js';
-import { Profile, Timeline } from './profile/index.js';
-import { CopyStats } from './block-engine.js';
-import type { Walker } from './walk/index.js';
-import { readKernelBytes } from './walk/kernel-walker.js';
+import { openCapture } from './capture/file.js';
+import { defaultWorkers, WorkerPool } from './workers/pool.js';
+import { processCapture, type ProcessHost } from './report-core.js';
+import type { CaptureReport, ReportOptions } from './report-core.js';
 
-export { sampleInput };
-
-export interface ReportOptions {
-  /** keep only samples of this thread (native thread id, or thread_id) */
-  thread?: bigint;
-  /** walk every sample with this walker, on the reference path (default: the block engine) */
-  walker?: Walker;
-  /** called after each block with the samples processed so far */
-  onProgress?: (samples: number, blocks: number) => void;
-  /** called with every processed sample (for tests and tools that want more than the profile); implies the reference path */
-  onSample?: (p: ProcessedSample) => void;
-  /** process every block on the reference path (decode, walk and add each sample) */
-  reference?: boolean;
-  /**
-   * worker threads to process blocks in (Node; the engine path only); 0: this thread.
-   * Default: this thread for a small capture (a few blocks), else one worker per core.
-   */
-  workers?: number;
-  /** stop after the block in which this many samples have been processed (a quick look, benchmarks) */
-  maxSamples?: number;
-  /** also collect every sample in time order (CaptureReport.timeline); implies the reference path */
-  timeline?: boolean;
-}
-
-/** How the samples were copied: what the recorder measured, over the samples reported. */
-export interface RecordingStats {
-  samples: number;
-  /** time each copy took, µs (the copy that was kept) */
-  copyMicros: { mean: number; p50: number; p99: number; max: number };
-  /** samples copied with the target stopped (blocking, or adaptive after a copy moved) */
-  stopped: number;
-  /** samples whose first copy moved and was made again */
-  retried: number;
-}
-
-export interface CaptureReport {
-  header: CaptureHeader;
-  profile: Profile;
-  recording: RecordingStats;
-  warnings: CaptureWarning[];
-  closedCleanly: boolean;
-  blocks: number;
-  /** blocks processed on the reference path although the engine was asked for */
-  fallbackBlocks: number;
-  /** every sample in time order (with the `timeline` option) */
-  timeline?: Timeline;
-}
-
-export function recordingStats(copies: CopyStats): RecordingStats {
-  return {
-    samples: copies.samples,
-    copyMicros: {
-      mean: copies.samples ? Math.round(copies.sum / copies.samples) : 0,
-      p50: copies.quantile(0.5),
-      p99: copies.quantile(0.99),
-      max: copies.samples ? copies.max : 0,
-    },
-    stopped: copies.stopped,
-    retried: copies.retried,
-  };
-}
+export {
+  recordingStats,
+  reportCaptureBytes,
+  sampleInput,
+  type BytesReportOptions,
+  type CaptureReport,
+  type RecordingStats,
+  type ReportOptions,
+} from './report-core.js';
 
 /** Captures smaller than this are processed in the calling thread by default: workers would cost more than they save. */
 const WORKERS_FROM_BYTES = 4 << 20;
 
+/** Node's worker threads. */
+const host: ProcessHost = {
+  defaultWorkers: (bytes) => (bytes >= WORKERS_FROM_BYTES ? defaultWorkers() : 0),
+  pool: async (workers, setup) => new WorkerPool(workers, setup),
+};
+
 export async function reportCapture(path: string, options: ReportOptions = {}): Promise<CaptureReport> {
   try {
-    return await processCapture(await openCapture(path), options);
+    return await processCapture(await openCapture(path), options, host);
   } catch (e) {
     // a block whose code records are not all at its start cannot be spread over workers
     // (blocks processed meanwhile may have needed them): one thread then, exactly
-    if (e instanceof Error && e.name === 'LateCodes') return processCapture(await openCapture(path), { ...options, workers: 0 });
+    if (e instanceof Error && e.name === 'LateCodes') return processCapture(await openCapture(path), { ...options, workers: 0 }, host);
     throw e;
-  }
-}
-
-/** Where no file system is (a browser, a worker, an edge runtime): what the kernel is made from. */
-export interface BytesReportOptions extends Omit<ReportOptions, 'workers'> {
-  /** the walk kernel (build/kernel-unshared.wasm), compiled or as bytes; default: read from the package (Node, Deno, Bun) */
-  module?: WebAssembly.Module | BufferSource;
-  /** names the capture in warnings (default "capture") */
-  name?: string;
-}
-
-/**
- * The same report from a capture in memory, in this thread: no file system, no worker threads —
- * what a browser, a Web Worker or an edge runtime can run.
- */
-export async function reportCaptureBytes(bytes: Uint8Array, options: BytesReportOptions = {}): Promise<CaptureReport> {
-  const { module, name, ...rest } = options;
-  const compiled = module === undefined || module instanceof WebAssembly.Module ? module : await WebAssembly.compile(module);
-  return processCapture(readCaptureBytes(bytes, name), { ...rest, workers: 0 }, compiled);
-}
-
-async function processCapture(reader: CaptureReader, options: ReportOptions, module?: WebAssembly.Module): Promise<CaptureReport> {
-  let timeline: Timeline | undefined;
-  if (options.timeline) {
-    const t = (timeline = new Timeline());
-    const onSample = options.onSample;
-    options = { ...options, onSample: (p) => (t.add(sampleInput(p)), onSample?.(p)) };
-  }
-  let pool: import('./workers/pool.js').WorkerPool | null = null;
-  try {
-    const header = reader.header;
-    const layout = layoutFromSource(header.layoutSource);
-    const engineOnly = !options.reference && !options.onSample && !options.walker;
-    let workers = options.workers;
-    if (workers === undefined) {
-      const { defaultWorkers } = await import('./workers/pool.js');
-      workers = reader.size >= WORKERS_FROM_BYTES ? defaultWorkers() : 0;
-    }
-    if (!(Number.isInteger(workers) && workers >= 0)) throw new RangeError(`workers must be a whole number >= 0 (got ${workers})`);
-    let local: BlockProcessor | null = null;
-    if (engineOnly && workers >= 1) {
-      const { WorkerPool } = await import('./workers/pool.js');
-      const module = await WebAssembly.compile((await readKernelBytes(false)) as Uint8Array<ArrayBuffer>);
-      pool = new WorkerPool(workers, { layoutSource: header.layoutSource, module, ...(options.thread === undefined ? {} : { thread: options.thread }) });
-    } else {
-      local = await BlockProcessor.load(layout, {
-        ...(module ? { module } : {}),
-        ...(options.thread === undefined ? {} : { thread: options.thread }),
-        ...(options.walker ? { walker: options.walker } : {}),
-        ...(options.onSample ? { onSample: options.onSample } : {}),
-        ...(options.reference ? { reference: true } : {}),
-      });
-    }
-
-    const profile = new Profile();
-    const copies = new CopyStats();
-    let blocks = 0;
-    let samples = 0;
-    let fallbackBlocks = 0;
-    // a tick samples every thread at one time: its samples share that time and follow each
-    // other, also across the end of a block
-    let lastTime: number | null = null;
-    const take = (done: ProcessedBlock): void => {
-      const r = done.result;
-      for (const w of r.warnings) reader.report(w);
-      if (engineOnly && r.fallback) fallbackBlocks++;
-      if (!r.decoded) return;
-      if (done.profile instanceof Profile) profile.merge(done.profile);
-      else profile.mergeTransfer(done.profile);
-      copies.merge(done.copies);
-      blocks++;
-      profile.addTicks(r.ticks - (r.firstTime !== null && r.firstTime === lastTime ? 1 : 0));
-      if (r.lastTime !== null) lastTime = r.lastTime;
-      if (r.missed) profile.addMissed(r.missed);
-      samples += r.samples;
-      perBlock = samples / blocks;
-      options.onProgress?.(samples, blocks);
-    };
-    const enough = (): boolean => options.maxSamples !== undefined && samples + (pool ? pool.queued * perBlock : 0) >= options.maxSamples;
-    let perBlock = 0;
-    for (const raw of reader.rawBlocks()) {
-      if (enough()) break;
-      if (pool) {
-        while (!pool.hasRoom) {
-          await pool.answered();
-          for (const done of pool.takeReady()) take(done);
-        }
-        pool.submit(raw, leadingCodes(raw));
-        for (const done of pool.takeReady()) take(done);
-        continue;
-      }
-      const opened = openBlock(raw);
-      if ('warning' in opened) {
-        take(skipped(opened.warning));
-        continue;
-      }
-      local!.addCodes(opened.codes);
-      take(local!.process(opened.block));
-    }
-    while (pool && pool.queued > 0) {
-      await pool.answered();
-      for (const done of pool.takeReady()) take(done);
-    }
-    // in file order, whichever thread found them when
-    const warnings = [...reader.warnings].sort((a, b) => a.offset - b.offset);
-    return { header, profile, recording: recordingStats(copies), warnings, closedCleanly: reader.closedCleanly, blocks, fallbackBlocks, ...(timeline ? { timeline } : {}) };
-  } finally {
-    reader.close();
-    await pool?.close();
   }
 }

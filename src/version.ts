@@ -1,9 +1,7 @@
-// pyunwind's version, from package.json (src/ and dist/ both sit one level below it).
-import fs from 'node:fs';
-
-export const VERSION: string = (
-  JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
-).version;
+// pyunwind's version: a literal, so that this module reads nothing and loads in every runtime
+// (a browser, a worker, Deno, Bun, workerd). `npm version` rewrites it (scripts/sync-version.mjs,
+// the "version" script) and test/runtimes.test.ts checks it against package.json.
+export const VERSION = '0.1.0';
 
 /** How a capture names the recorder that wrote it. */
 export const RECORDER = `pyunwind ${VERSION}`;

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { FORMAT_NAMES } from '../src/cli/report-formats.js';
+import { FORMAT_NAMES } from '../src/export/formats.js';
 
 const BIN = path.resolve('bin/pyunwind.js');
 const CAPTURE = path.resolve('test/fixtures/captures/hotcold-3.15.pyuw');

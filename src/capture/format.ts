@@ -5,7 +5,8 @@
 // Everything a reader parses here comes from outside: every length is checked against what
 // is left and against a fixed limit before it is used, and every error names the byte.
 
-import CRC32 from 'crc-32';
+// (crc-32's own file, the one its `main` names: a bundler for a neutral platform reads no `main`)
+import CRC32 from 'crc-32/crc32.js';
 import { Inflate, deflateSync, inflateSync } from 'fflate';
 import type { LayoutSource } from '../layout/layout.js';
 import { CaptureError, type CaptureHeader, type CodeRecord, type Region } from './types.js';

@@ -4,8 +4,8 @@
 // next intact one, a cut file yields every block before the cut. Only a file whose header
 // cannot be used is refused (CaptureError): without the header no region means anything.
 //
-// Nothing here imports Node modules at load time, so a browser viewer can bundle it;
-// openCapture loads node:fs when it is called.
+// Nothing here imports a Node module: a browser, a worker or an edge runtime reads a capture
+// in memory (readCaptureBytes); Node opens a file with openCapture (./file.ts).
 
 import {
   BLOCK_MAGIC,
@@ -427,53 +427,4 @@ export function readCaptureBytes(bytes: Uint8Array, name = 'capture'): CaptureRe
     read: (offset, length) => bytes.subarray(offset, Math.min(bytes.length, offset + length)),
   };
   return new CaptureReader(source, name);
-}
-
-/**
- * Opens a capture file for incremental reading: the header now, each block's bytes when it is
- * reached. Call `close()` when done. Throws CaptureError for a missing or unreadable file and
- * for a file that is not a capture.
- */
-export async function openCapture(path: string): Promise<CaptureReader> {
-  const fs = await import('node:fs');
-  let fd: number;
-  try {
-    fd = fs.openSync(path, 'r');
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') throw new CaptureError(`${path}: no such file`);
-    if (code === 'EACCES') throw new CaptureError(`${path}: permission denied`);
-    throw new CaptureError(`cannot open ${path}: ${errorMessage(e)}`);
-  }
-  try {
-    let closed = false;
-    const stat = fs.fstatSync(fd);
-    if (!stat.isFile()) throw new CaptureError(`${path} is ${stat.isDirectory() ? 'a directory' : 'not a regular file'}, not a capture`);
-    const source: CaptureSource = {
-      size: stat.size,
-      read(offset: number, length: number): Uint8Array {
-        const buf = new Uint8Array(length);
-        let n = 0;
-        try {
-          while (n < length) {
-            const k = fs.readSync(fd, buf, n, length - n, offset + n);
-            if (k === 0) break; // the file shrank since it was opened
-            n += k;
-          }
-        } catch (e) {
-          throw new CaptureError(`${path}: cannot read ${length} bytes at byte ${offset}: ${errorMessage(e)}`);
-        }
-        return n === length ? buf : buf.subarray(0, n);
-      },
-      close(): void {
-        if (closed) return;
-        closed = true;
-        fs.closeSync(fd);
-      },
-    };
-    return new CaptureReader(source, path);
-  } catch (e) {
-    fs.closeSync(fd);
-    throw e;
-  }
 }

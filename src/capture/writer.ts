@@ -1,7 +1,6 @@
 // Writes a .pyuw capture: the header at construction, then blocks of code and sample records,
 // each handed to the sink in one write as soon as it is complete, then an end block.
 
-import fs from 'node:fs';
 import {
   BLOCK_TYPE,
   ByteWriter,
@@ -30,42 +29,6 @@ export interface CaptureWriterOptions {
   blockBytes?: number;
   /** deflate level 1–9 (0: never compress); default 6 */
   compressionLevel?: number;
-}
-
-/**
- * A file written with one `writeSync` per block. Each block is in the kernel when `write`
- * returns, so a recorder killed with SIGKILL leaves every flushed block readable (surviving a
- * power loss would need an fsync per block, which this does not pay for).
- */
-/** What a failed write of a capture file says, by errno. */
-const WRITE_FAILURES: Record<string, string> = {
-  ENOSPC: 'no space left on the device',
-  EFBIG: 'the file is larger than this process may write (a file size limit)',
-  EDQUOT: 'over the disk quota',
-  EIO: 'an input/output error',
-  EROFS: 'a read-only file system',
-};
-
-export function fileSink(path: string): CaptureSink & { readonly path: string } {
-  const fd = fs.openSync(path, 'w');
-  let closed = false;
-  return {
-    path,
-    write(bytes: Uint8Array): void {
-      if (closed) throw new Error(`${path}: write after close`);
-      // writeSync may write less than asked (a full disk, a signal): loop until all is out
-      try {
-        for (let off = 0; off < bytes.length; ) off += fs.writeSync(fd, bytes, off, bytes.length - off);
-      } catch (e) {
-        throw new Error(`cannot write ${path}: ${WRITE_FAILURES[(e as { code?: string }).code ?? ''] ?? (e as Error).message}`, { cause: e });
-      }
-    },
-    close(): void {
-      if (closed) return;
-      closed = true;
-      fs.closeSync(fd);
-    },
-  };
 }
 
 /** Collects everything written, for tests and in-memory use (e.g. a browser recorder). */

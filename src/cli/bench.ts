@@ -11,7 +11,7 @@
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { Bench } from 'tinybench';
-import { openCapture } from '../capture/reader.js';
+import { openCapture } from '../capture/file.js';
 import type { SampleRecord } from '../capture/types.js';
 import { layoutFromSource } from '../layout/index.js';
 import type { ProfileJSON } from '../profile/profile.js';

@@ -12,6 +12,8 @@ Commands:
   record    sample a running Python (--pid PID, or -- COMMAND) into a capture file
   report    turn a capture into a profile: text, a flame graph, a heatmap, or a file for
             speedscope, Firefox Profiler, DevTools, pprof, pstats (--format; --diff BASE)
+  view      open a capture in the browser: a flame graph, threads, validation, downloads
+            (served to 127.0.0.1 only; processed in the browser)
   bench     measure how fast this machine processes a capture (kernel, reference, workers)
   dump      print the current stack of every thread of a running Python, once
   demo      record a bundled program in Pyodide (or --python PATH) and print its profile
@@ -30,6 +32,7 @@ type Command = (argv: string[], out: (s: string | Uint8Array) => void, err: (s: 
 const COMMANDS: Record<string, () => Promise<Command>> = {
   record: async () => (await import('./record.js')).record,
   report: async () => (await import('./report.js')).report,
+  view: async () => (await import('./view.js')).view,
   dump: async () => (await import('./dump.js')).dump,
   bench: async () => (await import('./bench.js')).bench,
   demo: async () => (await import('./demo.js')).demo,

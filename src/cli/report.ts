@@ -9,7 +9,18 @@ import { metaFromHeader } from '../export/meta.js';
 import { reportCapture, type CaptureReport } from '../report.js';
 import { UsageError } from './errors.js';
 import { openInBrowser } from './open-browser.js';
-import { FORMAT_NAMES, FORMATS, formatsHelp, type Format, type FormatSpec } from './report-formats.js';
+import { FORMAT_NAMES, FORMATS, formatsHelp, type Format, type FormatSpec } from '../export/formats.js';
+
+/** Read a source file named in the capture for the heatmap: null when it cannot be read here. */
+function readSource(filename: string): string | null {
+  try {
+    const st = fs.statSync(filename);
+    // (a capture names files; only regular files of reasonable size are read)
+    return st.isFile() && st.size <= 8 << 20 ? fs.readFileSync(filename, 'utf8') : null;
+  } catch {
+    return null;
+  }
+}
 
 export const REPORT_HELP = `Usage: pyunwind report FILE [--format FORMAT] [-o OUT] [--diff BASE] [--open] [--thread ID]
 
@@ -90,6 +101,7 @@ export async function report(argv: string[], out: (s: string | Uint8Array) => vo
     report: result,
     meta: metaFromHeader(result.header),
     top: Number(values.top),
+    readSource,
     ...(base ? { base: { report: base, meta: metaFromHeader(base.header) } } : {}),
   });
 

@@ -2,7 +2,8 @@
 // record` does, without its options parsing and terminal output.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { CaptureWriter, fileSink, type CaptureSink } from '../capture/writer.js';
+import { CaptureWriter, type CaptureSink } from '../capture/writer.js';
+import { fileSink } from '../capture/file.js';
 import type { CodeRecord, SampleRecord } from '../capture/types.js';
 import type { Layout } from '../layout/index.js';
 import { captureHeader } from './capture-header.js';

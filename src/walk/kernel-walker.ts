@@ -6,7 +6,10 @@
 import { checkParams, encodeParams, PARAM_COUNT, type WalkParams } from '../layout/walk-params.js';
 import { normalizeCodeRanges, sortRegions, U64_MASK } from './normalize.js';
 import { statusName } from './status.js';
+import { readKernelBytes } from '../kernel-source.js';
 import type { CodeRange, WalkFrame, WalkResult, WalkSample } from './types.js';
+
+export { readKernelBytes };
 
 const SAMPLE_SIZE = 16;
 const REGION_SIZE = 16;
@@ -221,16 +224,4 @@ export interface PreparedBatch {
   pSamples: number;
   pResults: number;
   pFrames: number;
-}
-
-export async function readKernelBytes(shared: boolean): Promise<Uint8Array> {
-  const name = shared ? 'kernel.wasm' : 'kernel-unshared.wasm';
-  // src/walk/ and dist/walk/ both sit two levels below the package root
-  const url = new URL(`../../build/${name}`, import.meta.url);
-  const { readFile } = await import('node:fs/promises');
-  try {
-    return await readFile(url);
-  } catch (e) {
-    throw new Error(`cannot read the walk kernel ${url.pathname}: ${(e as Error).message} (build it with npm run build:wasm)`);
-  }
 }

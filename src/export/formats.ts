@@ -1,10 +1,10 @@
-// The formats `pyunwind report` writes: each one's name, help, what it needs and how it is
-// made. The exporters themselves (src/export/) are pure functions of a profile; this file
-// loads the one asked for, and gives it what only the command has (files on disk).
+// The formats a capture's report can be written in (`pyunwind report --format`, the viewer's
+// downloads): each one's name, help, what it needs and how it is made. The exporters are pure
+// functions of a profile; this table loads the one asked for. Nothing here needs Node: what
+// only a command has (files on disk, for the heatmap's source) comes in the input.
 
-import fs from 'node:fs';
-import type { CaptureReport } from '../report.js';
-import type { ExportMeta } from '../export/meta.js';
+import type { CaptureReport } from '../report-core.js';
+import type { ExportMeta } from './meta.js';
 
 export interface FormatInput {
   report: CaptureReport;
@@ -13,6 +13,8 @@ export interface FormatInput {
   top: number;
   /** `--diff BASE`: the baseline's report and meta */
   base?: { report: CaptureReport; meta: ExportMeta };
+  /** the text of a source file named in the capture, for the heatmap (null: not readable here; default: none) */
+  readSource?: (filename: string) => string | null;
 }
 
 export interface FormatSpec {
@@ -31,23 +33,12 @@ export interface FormatSpec {
   make(input: FormatInput): Promise<string | Uint8Array>;
 }
 
-/** Read a source file named in the capture for the heatmap: null when it cannot be read here. */
-function readSource(filename: string): string | null {
-  try {
-    const st = fs.statSync(filename);
-    // (a capture names files; only regular files of reasonable size are read)
-    return st.isFile() && st.size <= 8 << 20 ? fs.readFileSync(filename, 'utf8') : null;
-  } catch {
-    return null;
-  }
-}
-
 export const FORMATS = {
   text: {
     help: ['text (default): top functions per thread and the validation summary'],
     extension: 'txt',
     async make({ report, top }) {
-      const { exportText } = await import('../export/text.js');
+      const { exportText } = await import('./text.js');
       const { header, recording } = report;
       const pct = (n: number): string => (recording.samples ? `${((100 * n) / recording.samples).toFixed(1)}%` : '0.0%');
       return (
@@ -62,7 +53,7 @@ export const FORMATS = {
     help: ['json: the summary and the aggregated profile (docs/json-format.md)'],
     extension: 'json',
     async make({ report }) {
-      const { exportJson } = await import('../export/json.js');
+      const { exportJson } = await import('./json.js');
       const { header, recording } = report;
       return exportJson(report.profile, {
         metadata: {
@@ -83,10 +74,10 @@ export const FORMATS = {
     diff: true,
     async make({ report, base }) {
       if (base) {
-        const { exportDiffCollapsed } = await import('../export/diff.js');
+        const { exportDiffCollapsed } = await import('./diff.js');
         return exportDiffCollapsed(report.profile, base.report.profile);
       }
-      const { exportCollapsed } = await import('../export/collapsed.js');
+      const { exportCollapsed } = await import('./collapsed.js');
       return exportCollapsed(report.profile);
     },
   },
@@ -94,7 +85,7 @@ export const FORMATS = {
     help: ['speedscope: a file for https://www.speedscope.app (or its npm package, offline)'],
     extension: 'speedscope.json',
     async make({ report }) {
-      const { exportSpeedscope } = await import('../export/speedscope.js');
+      const { exportSpeedscope } = await import('./speedscope.js');
       const { header } = report;
       return exportSpeedscope(report.profile, { name: `${header.target} (pyunwind)`, exporter: header.recorder, sampleIntervalMicros: Math.round(1e6 / header.rateHz) });
     },
@@ -104,7 +95,7 @@ export const FORMATS = {
     extension: 'pb.gz',
     binary: true,
     async make({ report, meta }) {
-      const { exportPprof } = await import('../export/pprof.js');
+      const { exportPprof } = await import('./pprof.js');
       return exportPprof(report.profile, meta);
     },
   },
@@ -113,7 +104,7 @@ export const FORMATS = {
     extension: 'gecko.json',
     timeline: true,
     async make({ report, meta }) {
-      const { exportGecko } = await import('../export/gecko.js');
+      const { exportGecko } = await import('./gecko.js');
       return exportGecko(report.profile, report.timeline!, meta);
     },
   },
@@ -122,7 +113,7 @@ export const FORMATS = {
     extension: 'cpuprofile',
     timeline: true,
     async make({ report, meta }) {
-      const { exportCpuprofile } = await import('../export/cpuprofile.js');
+      const { exportCpuprofile } = await import('./cpuprofile.js');
       return exportCpuprofile(report.timeline!, meta, report.profile);
     },
   },
@@ -131,7 +122,7 @@ export const FORMATS = {
     extension: 'pstats',
     binary: true,
     async make({ report, meta }) {
-      const { exportPstats } = await import('../export/pstats.js');
+      const { exportPstats } = await import('./pstats.js');
       return exportPstats(report.profile, meta);
     },
   },
@@ -142,10 +133,10 @@ export const FORMATS = {
     diff: true,
     async make({ report, meta, base }) {
       if (base) {
-        const { exportDiffFlamegraph } = await import('../export/diff.js');
+        const { exportDiffFlamegraph } = await import('./diff.js');
         return exportDiffFlamegraph(report.profile, base.report.profile, meta, base.meta);
       }
-      const { exportFlamegraph } = await import('../export/flamegraph.js');
+      const { exportFlamegraph } = await import('./flamegraph.js');
       return exportFlamegraph(report.profile, meta);
     },
   },
@@ -153,9 +144,9 @@ export const FORMATS = {
     help: ['heatmap: samples per source line, over the source text (one HTML file)'],
     extension: 'html',
     html: true,
-    async make({ report, meta }) {
-      const { exportHeatmap } = await import('../export/heatmap.js');
-      return exportHeatmap(report.profile, meta, readSource);
+    async make({ report, meta, readSource }) {
+      const { exportHeatmap } = await import('./heatmap.js');
+      return exportHeatmap(report.profile, meta, readSource ?? (() => null));
     },
   },
   jsonl: {
@@ -163,7 +154,7 @@ export const FORMATS = {
     extension: 'jsonl',
     timeline: true,
     async make({ report, meta }) {
-      const { exportJsonl } = await import('../export/jsonl.js');
+      const { exportJsonl } = await import('./jsonl.js');
       return exportJsonl(report.timeline!, meta, report.profile);
     },
   },

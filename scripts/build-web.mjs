@@ -1,0 +1,90 @@
+// Builds the viewer (web/) into dist/web/: a static app that needs no server of its own.
+//
+//   index.html             web/index.html
+//   viewer.js              web/viewer.ts, bundled (the page)
+//   worker.js              web/worker.ts, bundled (a module Web Worker: reportCaptureBytes and every export format)
+//   kernel-unshared.wasm   build/kernel-unshared.wasm (npm run build:wasm makes it)
+//   viewer.css             BASE_CSS (the HTML exports' shared styles) + web/viewer.css
+//   flamegraph.js          FLAMEGRAPH_SCRIPT: the HTML exports' flame graph renderer, unchanged
+//   flamegraph.css         BASE_CSS + FLAMEGRAPH_CSS + web/embed.css
+//
+// The renderer's script and styles are taken from src/export/html/ at build time, so the
+// viewer and `pyunwind report --format flamegraph` draw with the same code. Modules that only
+// run under Node (node:*: reached by paths the browser never takes, e.g. reading the kernel from
+// disk, worker threads) are bundled as empty modules.
+//
+// Run: node scripts/build-web.mjs (npm run build:web).
+
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as esbuild from 'esbuild';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const web = path.join(root, 'web');
+const out = path.join(root, 'dist', 'web');
+const kernel = path.join(root, 'build', 'kernel-unshared.wasm');
+
+if (!fs.existsSync(kernel)) {
+  console.error(`build-web: ${path.relative(root, kernel)} is missing: run npm run build:wasm first`);
+  process.exit(1);
+}
+
+/** node:* imports become an empty CommonJS module (any named import of it is undefined). */
+const nodeStub = {
+  name: 'node-stub',
+  setup(build) {
+    build.onResolve({ filter: /^node:/ }, (args) => ({ path: args.path, namespace: 'node-stub' }));
+    build.onLoad({ filter: /.*/, namespace: 'node-stub' }, () => ({ contents: 'module.exports = {};', loader: 'js' }));
+  },
+};
+
+// the renderer's pieces, from the TypeScript sources
+const pieces = await esbuild.build({
+  stdin: {
+    contents: [
+      "export { FLAMEGRAPH_SCRIPT, FLAMEGRAPH_CSS } from './src/export/html/flamegraph-script.ts';",
+      "export { BASE_CSS } from './src/export/html/page.ts';",
+    ].join('\n'),
+    resolveDir: root,
+    loader: 'ts',
+    sourcefile: 'renderer-pieces.ts',
+  },
+  bundle: true,
+  format: 'esm',
+  platform: 'neutral',
+  write: false,
+  logLevel: 'warning',
+});
+const { FLAMEGRAPH_SCRIPT, FLAMEGRAPH_CSS, BASE_CSS } = await import(`data:text/javascript;base64,${Buffer.from(pieces.outputFiles[0].text).toString('base64')}`);
+
+fs.rmSync(out, { recursive: true, force: true });
+fs.mkdirSync(out, { recursive: true });
+
+const result = await esbuild.build({
+  entryPoints: { viewer: path.join(web, 'viewer.ts'), worker: path.join(web, 'worker.ts') },
+  outdir: out,
+  bundle: true,
+  format: 'esm',
+  platform: 'browser',
+  target: ['es2022', 'chrome100', 'firefox115', 'safari16'],
+  minify: true,
+  legalComments: 'none',
+  plugins: [nodeStub],
+  metafile: true,
+  logLevel: 'warning',
+});
+
+fs.copyFileSync(path.join(web, 'index.html'), path.join(out, 'index.html'));
+fs.copyFileSync(kernel, path.join(out, 'kernel-unshared.wasm'));
+const read = (f) => fs.readFileSync(path.join(web, f), 'utf8');
+fs.writeFileSync(path.join(out, 'viewer.css'), BASE_CSS + read('viewer.css'));
+fs.writeFileSync(path.join(out, 'flamegraph.css'), BASE_CSS + FLAMEGRAPH_CSS + read('embed.css'));
+fs.writeFileSync(path.join(out, 'flamegraph.js'), FLAMEGRAPH_SCRIPT);
+
+const stubbed = Object.keys(result.metafile.inputs).filter((p) => p.startsWith('node-stub:'));
+const sizes = fs
+  .readdirSync(out)
+  .sort()
+  .map((f) => `${f} ${(fs.statSync(path.join(out, f)).size / 1024).toFixed(0)} kB`);
+console.log(`build-web: dist/web: ${sizes.join(', ')}${stubbed.length ? ` (empty in the browser: ${stubbed.map((s) => s.slice('node-stub:'.length)).join(', ')})` : ''}`);

@@ -1,0 +1,217 @@
+// From a capture to a profile: read the blocks in order (a file is streamed, a block at a
+// time), inflate each, and process it — by default in the WebAssembly block engine
+// (src/block-engine.ts), which decodes, patches, walks and counts a block's samples without the
+// host touching one; a block the engine would not decode exactly as the reference reader does
+// goes the reference way (decode, walk each sample, add it), as every block does when a caller
+// wants each sample (onSample) or brings its own walker (src/block-processor.ts). Given a pool
+// (Node: worker threads, src/workers/, through src/report.ts), blocks are processed by it and
+// their results merged in file order: the profile is the same whatever the worker count. The
+// recorder's `torn` verdict stands. Rejected samples are only counted.
+//
+// Nothing here imports a Node module (the processing entry, src/processing.ts, runs in every
+// runtime): reportCaptureBytes is the whole report of a capture in memory; src/report.ts adds
+// files and worker threads for Node.
+
+import { leadingCodes, readCaptureBytes, type CaptureReader, type RawBlock } from './capture/reader.js';
+import type { CaptureHeader, CaptureWarning, CodeRecord } from './capture/types.js';
+import type { LayoutSource } from './layout/layout.js';
+import { layoutFromSource } from './layout/index.js';
+import { BlockProcessor, openBlock, sampleInput, skipped, type ProcessedBlock } from './block-processor.js';
+import type { ProcessedSample } from './sample-processor.js';
+import { Profile, Timeline } from './profile/index.js';
+import { CopyStats } from './block-engine.js';
+import type { Walker } from './walk/index.js';
+import { loadKernel } from './kernel-source.js';
+
+export { sampleInput };
+
+export interface ReportOptions {
+  /** keep only samples of this thread (native thread id, or thread_id) */
+  thread?: bigint;
+  /** walk every sample with this walker, on the reference path (default: the block engine) */
+  walker?: Walker;
+  /** called after each block with the samples processed so far */
+  onProgress?: (samples: number, blocks: number) => void;
+  /** called with every processed sample (for tests and tools that want more than the profile); implies the reference path */
+  onSample?: (p: ProcessedSample) => void;
+  /** process every block on the reference path (decode, walk and add each sample) */
+  reference?: boolean;
+  /**
+   * worker threads to process blocks in (Node; the engine path only); 0: this thread.
+   * Default: this thread for a small capture (a few blocks), else one worker per core.
+   */
+  workers?: number;
+  /** stop after the block in which this many samples have been processed (a quick look, benchmarks) */
+  maxSamples?: number;
+  /** also collect every sample in time order (CaptureReport.timeline); implies the reference path */
+  timeline?: boolean;
+}
+
+/** How the samples were copied: what the recorder measured, over the samples reported. */
+export interface RecordingStats {
+  samples: number;
+  /** time each copy took, µs (the copy that was kept) */
+  copyMicros: { mean: number; p50: number; p99: number; max: number };
+  /** samples copied with the target stopped (blocking, or adaptive after a copy moved) */
+  stopped: number;
+  /** samples whose first copy moved and was made again */
+  retried: number;
+}
+
+export interface CaptureReport {
+  header: CaptureHeader;
+  profile: Profile;
+  recording: RecordingStats;
+  warnings: CaptureWarning[];
+  closedCleanly: boolean;
+  blocks: number;
+  /** blocks processed on the reference path although the engine was asked for */
+  fallbackBlocks: number;
+  /** every sample in time order (with the `timeline` option) */
+  timeline?: Timeline;
+}
+
+export function recordingStats(copies: CopyStats): RecordingStats {
+  return {
+    samples: copies.samples,
+    copyMicros: {
+      mean: copies.samples ? Math.round(copies.sum / copies.samples) : 0,
+      p50: copies.quantile(0.5),
+      p99: copies.quantile(0.99),
+      max: copies.samples ? copies.max : 0,
+    },
+    stopped: copies.stopped,
+    retried: copies.retried,
+  };
+}
+
+/** Where no file system is (a browser, a worker, an edge runtime): what the kernel is made from. */
+export interface BytesReportOptions extends Omit<ReportOptions, 'workers'> {
+  /** the walk kernel (build/kernel-unshared.wasm), compiled or as bytes (see loadKernel); default: the build next to the package (Node, Deno, Bun) */
+  module?: WebAssembly.Module | BufferSource;
+  /** names the capture in warnings (default "capture") */
+  name?: string;
+}
+
+/**
+ * The same report from a capture in memory, in this thread: no file system, no worker threads —
+ * what a browser, a Web Worker or an edge runtime can run.
+ */
+export async function reportCaptureBytes(bytes: Uint8Array, options: BytesReportOptions = {}): Promise<CaptureReport> {
+  const { module, name, ...rest } = options;
+  return processCapture(readCaptureBytes(bytes, name), { ...rest, workers: 0 }, { module: await loadKernel(module) });
+}
+
+/** A pool that processes blocks elsewhere (Node: worker threads, src/workers/pool.ts). */
+export interface BlockPool {
+  /** blocks submitted and not yet taken */
+  readonly queued: number;
+  /** a block can be submitted */
+  readonly hasRoom: boolean;
+  /** a block as stored, with the code records at its start (leadingCodes) */
+  submit(raw: RawBlock, leading: CodeRecord[]): void;
+  /** resolves at the next answer */
+  answered(): Promise<void>;
+  /** the answers of the oldest blocks, in submission order, as far as they are there */
+  takeReady(): Iterable<ProcessedBlock>;
+  close(): Promise<void>;
+}
+
+/** What the runtime offers processCapture besides this thread. */
+export interface ProcessHost {
+  /** the compiled kernel, unshared build (default: loadKernel()) */
+  module?: WebAssembly.Module;
+  /** the worker count when the caller names none, for a capture of this many bytes (default 0) */
+  defaultWorkers?(captureBytes: number): number;
+  /** a pool of `workers` block processors (none: workers >= 1 is refused) */
+  pool?(workers: number, setup: { layoutSource: LayoutSource; module: WebAssembly.Module; thread?: bigint }): Promise<BlockPool>;
+}
+
+/** The report of a capture being read (the reader is closed at the end). */
+export async function processCapture(reader: CaptureReader, options: ReportOptions, host: ProcessHost = {}): Promise<CaptureReport> {
+  let timeline: Timeline | undefined;
+  if (options.timeline) {
+    const t = (timeline = new Timeline());
+    const onSample = options.onSample;
+    options = { ...options, onSample: (p) => (t.add(sampleInput(p)), onSample?.(p)) };
+  }
+  let pool: BlockPool | null = null;
+  try {
+    const header = reader.header;
+    const layout = layoutFromSource(header.layoutSource);
+    const engineOnly = !options.reference && !options.onSample && !options.walker;
+    const workers = options.workers ?? host.defaultWorkers?.(reader.size) ?? 0;
+    if (!(Number.isInteger(workers) && workers >= 0)) throw new RangeError(`workers must be a whole number >= 0 (got ${workers})`);
+    if (engineOnly && workers >= 1 && !host.pool) throw new RangeError(`workers: ${workers} asked for, but this runtime has no worker pool here (process in this thread: workers 0)`);
+    // (a caller's own walker needs no kernel)
+    const module = host.module ?? (options.walker ? undefined : await loadKernel());
+    let local: BlockProcessor | null = null;
+    if (engineOnly && workers >= 1 && host.pool && module) {
+      pool = await host.pool(workers, { layoutSource: header.layoutSource, module, ...(options.thread === undefined ? {} : { thread: options.thread }) });
+    } else {
+      local = await BlockProcessor.load(layout, {
+        ...(module ? { module } : {}),
+        ...(options.thread === undefined ? {} : { thread: options.thread }),
+        ...(options.walker ? { walker: options.walker } : {}),
+        ...(options.onSample ? { onSample: options.onSample } : {}),
+        ...(options.reference ? { reference: true } : {}),
+      });
+    }
+
+    const profile = new Profile();
+    const copies = new CopyStats();
+    let blocks = 0;
+    let samples = 0;
+    let fallbackBlocks = 0;
+    // a tick samples every thread at one time: its samples share that time and follow each
+    // other, also across the end of a block
+    let lastTime: number | null = null;
+    const take = (done: ProcessedBlock): void => {
+      const r = done.result;
+      for (const w of r.warnings) reader.report(w);
+      if (engineOnly && r.fallback) fallbackBlocks++;
+      if (!r.decoded) return;
+      if (done.profile instanceof Profile) profile.merge(done.profile);
+      else profile.mergeTransfer(done.profile);
+      copies.merge(done.copies);
+      blocks++;
+      profile.addTicks(r.ticks - (r.firstTime !== null && r.firstTime === lastTime ? 1 : 0));
+      if (r.lastTime !== null) lastTime = r.lastTime;
+      if (r.missed) profile.addMissed(r.missed);
+      samples += r.samples;
+      perBlock = samples / blocks;
+      options.onProgress?.(samples, blocks);
+    };
+    const enough = (): boolean => options.maxSamples !== undefined && samples + (pool ? pool.queued * perBlock : 0) >= options.maxSamples;
+    let perBlock = 0;
+    for (const raw of reader.rawBlocks()) {
+      if (enough()) break;
+      if (pool) {
+        while (!pool.hasRoom) {
+          await pool.answered();
+          for (const done of pool.takeReady()) take(done);
+        }
+        pool.submit(raw, leadingCodes(raw));
+        for (const done of pool.takeReady()) take(done);
+        continue;
+      }
+      const opened = openBlock(raw);
+      if ('warning' in opened) {
+        take(skipped(opened.warning));
+        continue;
+      }
+      local!.addCodes(opened.codes);
+      take(local!.process(opened.block));
+    }
+    while (pool && pool.queued > 0) {
+      await pool.answered();
+      for (const done of pool.takeReady()) take(done);
+    }
+    // in file order, whichever thread found them when
+    const warnings = [...reader.warnings].sort((a, b) => a.offset - b.offset);
+    return { header, profile, recording: recordingStats(copies), warnings, closedCleanly: reader.closedCleanly, blocks, fallbackBlocks, ...(timeline ? { timeline } : {}) };
+  } finally {
+    reader.close();
+    await pool?.close();
+  }
+}

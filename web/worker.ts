@@ -1,0 +1,192 @@
+// The viewer's Web Worker: it receives a capture's bytes, processes them in this thread with
+// reportCaptureBytes (the walk kernel fetched from ./kernel-unshared.wasm beside this script),
+// posts progress while it works, then what the page shows (web/protocol.ts: ViewerResult), and
+// on request any export format's bytes — the same bytes `pyunwind report --format F` writes
+// (src/cli/report-formats.ts makes both).
+//
+// Built by scripts/build-web.mjs into dist/web/worker.js (an ES module worker).
+
+import { BLOCK_HEADER_SIZE } from '../src/capture/format.js';
+import { readCaptureBytes } from '../src/capture/reader.js';
+import type { CaptureWarning } from '../src/capture/types.js';
+import { FORMAT_NAMES, FORMATS, type FormatSpec } from '../src/export/formats.js';
+import { threadLabel } from '../src/export/common.js';
+import { flamegraphData } from '../src/export/flamegraph.js';
+import { recordingFacts } from '../src/export/html/page.js';
+import { metaFromHeader, type ExportMeta } from '../src/export/meta.js';
+import { reportCaptureBytes, type CaptureReport } from '../src/report-core.js';
+import type { FormatInfo, FromWorker, ToWorker, ViewerResult } from './protocol.js';
+
+/** The capture opened last: exports are made from it. */
+interface Opened {
+  id: number;
+  name: string;
+  bytes: Uint8Array;
+  report: CaptureReport;
+  meta: ExportMeta;
+  /** the report with every sample in time order, made when a format needs it */
+  timeline?: Promise<CaptureReport>;
+}
+
+let current: Opened | null = null;
+let kernel: Promise<WebAssembly.Module> | null = null;
+
+function post(message: FromWorker, transfer: Transferable[] = []): void {
+  self.postMessage(message, { transfer });
+}
+
+/** The walk kernel, compiled once (streaming when the server says application/wasm). */
+function loadKernel(): Promise<WebAssembly.Module> {
+  kernel ??= (async () => {
+    const url = new URL('kernel-unshared.wasm', import.meta.url);
+    const response = await fetch(url);
+    if (!response.ok) throw new Error(`cannot load the walk kernel ${url.pathname}: HTTP ${response.status}`);
+    if (typeof WebAssembly.compileStreaming === 'function' && response.headers.get('content-type')?.split(';')[0] === 'application/wasm') {
+      return WebAssembly.compileStreaming(response);
+    }
+    return WebAssembly.compile(await response.arrayBuffer());
+  })();
+  kernel.catch(() => (kernel = null)); // a failed load is tried again next time
+  return kernel;
+}
+
+const baseName = (name: string): string => name.replace(/\.pyuw$/i, '') || 'capture';
+
+/** FILE.ext, or FILE.FORMAT.ext when another format has the same extension. */
+function fileName(name: string, format: string): string {
+  const ext = (FORMATS[format as keyof typeof FORMATS] as FormatSpec).extension;
+  const shared = FORMAT_NAMES.some((f) => f !== format && (FORMATS[f] as FormatSpec).extension === ext);
+  return `${baseName(name)}.${shared ? `${format}.` : ''}${ext}`;
+}
+
+function formats(name: string): FormatInfo[] {
+  return FORMAT_NAMES.map((f) => {
+    const spec: FormatSpec = FORMATS[f];
+    return { name: f, extension: spec.extension, fileName: fileName(name, f), help: spec.help[0]!, timeline: spec.timeline === true };
+  });
+}
+
+/**
+ * Where block `blocks` ends in the file, for progress in bytes: the blocks' end offsets, found
+ * by a pass over the block headers (cheap next to walking every sample).
+ */
+function blockEnds(bytes: Uint8Array, name: string): number[] {
+  const reader = readCaptureBytes(bytes, name);
+  const ends: number[] = [];
+  for (const raw of reader.rawBlocks()) ends.push(raw.offset + BLOCK_HEADER_SIZE + raw.stored.length);
+  return ends;
+}
+
+/** onProgress for reportCaptureBytes: a progress message at most every 40 ms (and the last one). */
+function progress(id: number, bytes: Uint8Array, ends: number[], phase: string): { onProgress: (samples: number, blocks: number) => void; flush: () => void } {
+  let last = 0;
+  let pending: FromWorker | null = null;
+  const flush = (): void => {
+    if (pending) post(pending);
+    pending = null;
+  };
+  return {
+    onProgress(samples, blocks) {
+      const at = blocks > 0 ? (ends[Math.min(blocks, ends.length) - 1] ?? bytes.length) : 0;
+      pending = { type: 'progress', id, samples, blocks, bytes: at, total: bytes.length, phase };
+      const now = performance.now();
+      if (now - last >= 40) {
+        last = now;
+        flush();
+      }
+    },
+    flush,
+  };
+}
+
+async function open(id: number, name: string, bytes: Uint8Array): Promise<void> {
+  current = null;
+  const started = performance.now();
+  post({ type: 'progress', id, samples: 0, blocks: 0, bytes: 0, total: bytes.length, phase: 'loading the walk kernel' });
+  const module = await loadKernel();
+  let ends: number[];
+  try {
+    ends = blockEnds(bytes, name);
+  } catch (e) {
+    // the header cannot be used: nothing in the file means anything
+    post({ type: 'error', id, message: e instanceof Error ? e.message : String(e), warnings: [] });
+    return;
+  }
+  const p = progress(id, bytes, ends, 'processing');
+  const report = await reportCaptureBytes(bytes, { module, name, onProgress: p.onProgress });
+  p.flush();
+  const profile = report.profile;
+  const meta = metaFromHeader(report.header);
+  const flame = flamegraphData(profile);
+  const h = report.header;
+  const result: ViewerResult = {
+    name,
+    size: bytes.length,
+    meta,
+    header: {
+      target: h.target,
+      pythonVersion: h.pythonVersion,
+      rateHz: h.rateHz,
+      startTime: h.startTime,
+      recorder: h.recorder,
+      mode: h.mode ?? null,
+      pid: h.pid ?? null,
+      command: h.command ?? null,
+    },
+    facts: recordingFacts(profile, meta),
+    stats: profile.stats(),
+    recording: report.recording,
+    threads: profile.threads().map((t) => {
+      const s = t.stats();
+      return { key: t.key, label: threadLabel(t), samples: s.attempted, trusted: s.trusted, rejected: s.rejected, statuses: { ...s.statuses } };
+    }),
+    topFunctions: (flame.views[0]?.functions ?? []).slice(0, 50).map(([qualname, filename, self, total]) => ({ qualname, filename, self, total })),
+    flame,
+    warnings: report.warnings,
+    closedCleanly: report.closedCleanly,
+    blocks: report.blocks,
+    formats: formats(name),
+    millis: Math.round(performance.now() - started),
+  };
+  current = { id, name, bytes, report, meta };
+  post({ type: 'result', id, result });
+}
+
+const MIME: Record<string, string> = { json: 'application/json', html: 'text/html' };
+
+async function makeExport(id: number, format: string): Promise<void> {
+  const opened = current;
+  if (!opened) throw new Error('no capture is open');
+  if (!(FORMAT_NAMES as string[]).includes(format)) throw new Error(`unknown format "${format}"`);
+  const spec: FormatSpec = FORMATS[format as keyof typeof FORMATS];
+  let report = opened.report;
+  if (spec.timeline) {
+    // the timeline formats need every sample in time order: processed again, once, on the reference path
+    opened.timeline ??= (async () => {
+      const p = progress(id, opened.bytes, blockEnds(opened.bytes, opened.name), `time order for ${format}`);
+      const r = await reportCaptureBytes(opened.bytes, { module: await loadKernel(), name: opened.name, timeline: true, onProgress: p.onProgress });
+      p.flush();
+      return r;
+    })();
+    report = await opened.timeline;
+  }
+  const made = await spec.make({ report, meta: opened.meta, top: 15 });
+  const bytes = typeof made === 'string' ? new TextEncoder().encode(made) : made;
+  // a buffer of its own to transfer
+  const buffer = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer ? bytes.buffer : bytes.slice().buffer;
+  const ext = spec.extension.split('.').pop()!;
+  const mime = spec.binary ? 'application/octet-stream' : (MIME[ext] ?? 'text/plain');
+  post({ type: 'export', id, format, fileName: fileName(opened.name, format), mime: `${mime}${spec.binary ? '' : ';charset=utf-8'}`, bytes: buffer }, [buffer]);
+}
+
+self.onmessage = (ev: MessageEvent<ToWorker>) => {
+  const m = ev.data;
+  if (m.type === 'open') {
+    open(m.id, m.name, new Uint8Array(m.bytes)).catch((e: unknown) => {
+      const warnings: CaptureWarning[] = [];
+      post({ type: 'error', id: m.id, message: e instanceof Error ? e.message : String(e), warnings });
+    });
+  } else if (m.type === 'export') {
+    makeExport(m.id, m.format).catch((e: unknown) => post({ type: 'export-error', id: m.id, format: m.format, message: e instanceof Error ? e.message : String(e) }));
+  }
+};

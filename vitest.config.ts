@@ -1,13 +1,27 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * Tests that load the machine without measuring it: browsers, other runtimes, packing the
+ * package. They run after the live tests (sequence.groupOrder), never beside them: a recording
+ * test's sample counts follow the CPU its recorder gets, and a Chromium or a Deno beside it on
+ * two cores takes most of it.
+ */
+const HEAVY = ['test/export-html.test.ts', 'test/export-speedscope-app.test.ts', 'test/viewer.test.ts', 'test/runtimes.test.ts', 'test/package.test.ts'];
+
+const common = {
+  testTimeout: 120_000,
+  hookTimeout: 120_000,
+};
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
-    testTimeout: 120_000,
-    hookTimeout: 120_000,
     // live-process tests spawn interpreters; two cores: keep files in parallel but not too many
     maxWorkers: 2,
     globalSetup: ['test/setup/coverage-report.ts'],
     reporters: ['default'],
+    projects: [
+      { test: { ...common, name: 'live', include: ['test/**/*.test.ts'], exclude: HEAVY, sequence: { groupOrder: 0 } } },
+      { test: { ...common, name: 'heavy', include: HEAVY, sequence: { groupOrder: 1 } } },
+    ],
   },
 });

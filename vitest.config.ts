@@ -6,7 +6,7 @@ import { defineConfig } from 'vitest/config';
  * test's sample counts follow the CPU its recorder gets, and a Chromium or a Deno beside it on
  * two cores takes most of it.
  */
-const HEAVY = ['test/export-html.test.ts', 'test/export-speedscope-app.test.ts', 'test/viewer.test.ts', 'test/runtimes.test.ts', 'test/package.test.ts'];
+const HEAVY = ['test/export-html.test.ts', 'test/export-speedscope-app.test.ts', 'test/viewer.test.ts', 'test/pyodide-browser.test.ts', 'test/runtimes.test.ts', 'test/package.test.ts'];
 
 const common = {
   testTimeout: 120_000,
@@ -21,7 +21,8 @@ export default defineConfig({
     reporters: ['default'],
     projects: [
       { test: { ...common, name: 'live', include: ['test/**/*.test.ts'], exclude: HEAVY, sequence: { groupOrder: 0 } } },
-      { test: { ...common, name: 'heavy', include: HEAVY, sequence: { groupOrder: 1 } } },
+      // (one at a time: two browsers at once starve each other's pages)
+      { test: { ...common, name: 'heavy', include: HEAVY, fileParallelism: false, sequence: { groupOrder: 1 } } },
     ],
   },
 });

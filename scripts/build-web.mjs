@@ -7,6 +7,14 @@
 //   viewer.css             BASE_CSS (the HTML exports' shared styles) + web/viewer.css
 //   flamegraph.js          FLAMEGRAPH_SCRIPT: the HTML exports' flame graph renderer, unchanged
 //   flamegraph.css         BASE_CSS + FLAMEGRAPH_CSS + web/embed.css
+//   profile.html           web/profile.html, its textarea filled with workloads/hotcold.py
+//   profile.js             web/profile.ts, bundled (the in-browser profiler's page)
+//   profile-worker.js      web/profile-worker.ts, bundled (a module Web Worker: Pyodide and the sampler)
+//   pyodide-ticker-worker.js  src/record/pyodide-ticker-worker.ts, bundled (the sampler's ticks)
+//   profile.css            web/profile.css
+//   pyodide/               what loadPyodide fetches with no packages, from the npm package pyodide
+//                          (3.15): pyodide.mjs, pyodide.asm.mjs, pyodide.asm.wasm,
+//                          python_stdlib.zip, pyodide-lock.json
 //
 // The renderer's script and styles are taken from src/export/html/ at build time, so the
 // viewer and `pyunwind report --format flamegraph` draw with the same code. Modules that only
@@ -62,7 +70,13 @@ fs.rmSync(out, { recursive: true, force: true });
 fs.mkdirSync(out, { recursive: true });
 
 const result = await esbuild.build({
-  entryPoints: { viewer: path.join(web, 'viewer.ts'), worker: path.join(web, 'worker.ts') },
+  entryPoints: {
+    viewer: path.join(web, 'viewer.ts'),
+    worker: path.join(web, 'worker.ts'),
+    profile: path.join(web, 'profile.ts'),
+    'profile-worker': path.join(web, 'profile-worker.ts'),
+    'pyodide-ticker-worker': path.join(root, 'src', 'record', 'pyodide-ticker-worker.ts'),
+  },
   outdir: out,
   bundle: true,
   format: 'esm',
@@ -82,9 +96,30 @@ fs.writeFileSync(path.join(out, 'viewer.css'), BASE_CSS + read('viewer.css'));
 fs.writeFileSync(path.join(out, 'flamegraph.css'), BASE_CSS + FLAMEGRAPH_CSS + read('embed.css'));
 fs.writeFileSync(path.join(out, 'flamegraph.js'), FLAMEGRAPH_SCRIPT);
 
+// the in-browser profiler: its page, prefilled with a program whose profile is known
+const escapeHtml = (t) => t.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+const program = fs.readFileSync(path.join(root, 'workloads', 'hotcold.py'), 'utf8');
+const profilePage = read('profile.html');
+if (!profilePage.includes('{{PROGRAM}}') || !profilePage.includes('{{FILENAME}}')) throw new Error('build-web: web/profile.html lost its {{PROGRAM}} or {{FILENAME}}');
+fs.writeFileSync(path.join(out, 'profile.html'), profilePage.replace('{{PROGRAM}}', () => escapeHtml(program)).replace('{{FILENAME}}', 'hotcold.py'));
+fs.copyFileSync(path.join(web, 'profile.css'), path.join(out, 'profile.css'));
+// Pyodide, as loadPyodide({ indexURL: './pyodide/' }) fetches it with no packages
+const pyodideDir = path.join(root, 'node_modules', 'pyodide');
+const PYODIDE_FILES = ['pyodide.mjs', 'pyodide.asm.mjs', 'pyodide.asm.wasm', 'python_stdlib.zip', 'pyodide-lock.json'];
+fs.mkdirSync(path.join(out, 'pyodide'));
+for (const f of PYODIDE_FILES) {
+  const from = path.join(pyodideDir, f);
+  if (!fs.existsSync(from)) {
+    console.error(`build-web: ${path.relative(root, from)} is missing (the npm package pyodide): the in-browser profiler needs it`);
+    process.exit(1);
+  }
+  fs.copyFileSync(from, path.join(out, 'pyodide', f));
+}
+
 const stubbed = Object.keys(result.metafile.inputs).filter((p) => p.startsWith('node-stub:'));
 const sizes = fs
   .readdirSync(out)
   .sort()
+  .filter((f) => fs.statSync(path.join(out, f)).isFile())
   .map((f) => `${f} ${(fs.statSync(path.join(out, f)).size / 1024).toFixed(0)} kB`);
-console.log(`build-web: dist/web: ${sizes.join(', ')}${stubbed.length ? ` (empty in the browser: ${stubbed.map((s) => s.slice('node-stub:'.length)).join(', ')})` : ''}`);
+console.log(`build-web: dist/web: ${sizes.join(', ')}; pyodide/: ${PYODIDE_FILES.join(', ')}${stubbed.length ? ` (empty in the browser: ${stubbed.map((s) => s.slice('node-stub:'.length)).join(', ')})` : ''}`);

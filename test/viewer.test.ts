@@ -86,7 +86,11 @@ describe('pyunwind view: the server', () => {
   it('listens on 127.0.0.1 only and serves nothing but the viewer and the capture under its token', async () => {
     // the built viewer, plus what must never be served: a folder, a hidden file, a file added later
     const web = tempDir();
-    for (const f of fs.readdirSync(WEB)) fs.copyFileSync(path.join(WEB, f), path.join(web, f));
+    fs.cpSync(WEB, web, { recursive: true });
+    // beside the one served sub-folder (pyodide/): what must not be served there either
+    fs.mkdirSync(path.join(web, 'pyodide', 'deeper'), { recursive: true });
+    fs.writeFileSync(path.join(web, 'pyodide', 'deeper', 'x.js'), 'deeper');
+    fs.writeFileSync(path.join(web, 'pyodide', '.hidden'), 'hidden');
     fs.mkdirSync(path.join(web, 'sub'));
     fs.writeFileSync(path.join(web, 'sub', 'inner.txt'), 'inner');
     fs.writeFileSync(path.join(web, '.env'), 'SECRET=1');
@@ -97,6 +101,7 @@ describe('pyunwind view: the server', () => {
       expect(s.base).toBe(`http://127.0.0.1:${s.port}/${s.token}/`);
       expect(s.url.startsWith(`${s.base}?file=${CAPTURE_NAME}`)).toBe(true);
       fs.writeFileSync(path.join(web, 'later.js'), 'later');
+      fs.writeFileSync(path.join(web, 'pyodide', 'later.js'), 'later');
 
       const t = s.token;
       const wrong = t.slice(0, -1) + (t.endsWith('0') ? '1' : '0');
@@ -135,6 +140,19 @@ describe('pyunwind view: the server', () => {
         `/${t}/viewer.js\\..\\package.json`,
         `/../${t}/`,
         `//${t}/`,
+        `/${t}/pyodide`,
+        `/${t}/pyodide/`,
+        `/${t}/pyodide/.hidden`,
+        `/${t}/pyodide/deeper`,
+        `/${t}/pyodide/deeper/x.js`,
+        `/${t}/pyodide/../index.html`,
+        `/${t}/pyodide/%2e%2e/index.html`,
+        `/${t}/pyodide//pyodide.mjs`,
+        `/${t}/pyodide%2fpyodide.mjs`,
+        `/${t}/pyodide/later.js`,
+        `/${t}/sub/pyodide.mjs`,
+        `/${t}/PYODIDE/pyodide.mjs`,
+        `/${t}/pyodide/pyodide.mjs/`,
       ];
       for (const p of refused) {
         const a = await request(s.port, p);
@@ -167,13 +185,27 @@ describe('pyunwind view: the server', () => {
         'flamegraph.js': 'text/javascript; charset=utf-8',
         'viewer.css': 'text/css; charset=utf-8',
         'kernel-unshared.wasm': 'application/wasm',
+        'profile.html': 'text/html; charset=utf-8',
+        'profile.js': 'text/javascript; charset=utf-8',
+        'pyodide-ticker-worker.js': 'text/javascript; charset=utf-8',
+        'pyodide/pyodide.mjs': 'text/javascript; charset=utf-8',
+        'pyodide/pyodide.asm.mjs': 'text/javascript; charset=utf-8',
+        'pyodide/pyodide.asm.wasm': 'application/wasm',
+        'pyodide/pyodide-lock.json': 'application/json; charset=utf-8',
+        'pyodide/python_stdlib.zip': 'application/octet-stream',
       };
       for (const [name, type] of Object.entries(types)) {
         const a = await request(s.port, `/${t}/${name}`);
         expect({ name, status: a.status, type: a.headers['content-type'] }).toEqual({ name, status: 200, type });
         expect(a.body.equals(fs.readFileSync(path.join(WEB, name)))).toBe(true);
         expectIsolated(a);
+        // eval (which Pyodide's loader needs) is allowed to the one script that loads it, nowhere else
+        expect(String(a.headers['content-security-policy'])).not.toContain("'unsafe-eval'");
       }
+      const runner = await request(s.port, `/${t}/profile-worker.js`);
+      expect(runner.status).toBe(200);
+      expect(String(runner.headers['content-security-policy'])).toContain("script-src 'self' 'unsafe-eval' 'wasm-unsafe-eval'");
+      expect(runner.headers['cross-origin-embedder-policy']).toBe('require-corp');
     } finally {
       await s.close();
     }

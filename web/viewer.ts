@@ -18,9 +18,9 @@
 // own stable ids); window.__pyunwindViewer: { result, flame() } — flame(): the renderer's
 // window.__pyunwind ({ data, state, frames, ready }).
 
-import { flamegraphBody } from '../src/export/html/flamegraph-script.js';
-import { DATA_ELEMENT_ID, escapeHtml, formatCount, formatPercent, jsonForScript } from '../src/export/html/page.js';
+import { formatCount, formatPercent } from '../src/export/html/page.js';
 import { validationPanel } from '../src/export/html/validation.js';
+import { fitFrame, flameSrcdoc } from './flame-frame.js';
 import type { FormatInfo, FromWorker, ToWorker, ViewerResult } from './protocol.js';
 
 type State = 'idle' | 'loading' | 'processing' | 'ready' | 'error';
@@ -172,32 +172,6 @@ function showError(title: string, message: string, warnings: { offset: number; m
 }
 
 // ---- the result ----
-
-function flameSrcdoc(r: ViewerResult): string {
-  // the renderer's page without its header (the viewer's header says the same) or side panel
-  const body = flamegraphBody({ kind: 'Flame graph', title: r.meta.title, facts: r.facts, side: '' });
-  return [
-    '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
-    `<title>${escapeHtml(`Flame graph: ${r.meta.title}`)}</title>`,
-    '<link rel="stylesheet" href="flamegraph.css">',
-    '</head><body class="embedded">',
-    body,
-    `<script type="application/json" id="${DATA_ELEMENT_ID}">${jsonForScript(r.flame)}</script>`,
-    '<script src="flamegraph.js"></script>',
-    '</body></html>',
-  ].join('\n');
-}
-
-/** Keep the iframe as tall as the renderer's page (it changes with the view and the zoom). */
-function fitFrame(frame: HTMLIFrameElement): void {
-  const doc = frame.contentDocument;
-  if (!doc?.body) return;
-  const fit = (): void => {
-    frame.style.height = `${Math.ceil(doc.body.getBoundingClientRect().height) + 2}px`;
-  };
-  fit();
-  new ResizeObserver(fit).observe(doc.body);
-}
 
 function selectView(key: string): void {
   const frame = $<HTMLIFrameElement>('flame-frame');

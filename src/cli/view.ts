@@ -1,16 +1,20 @@
 // pyunwind view FILE: the viewer (dist/web/, built from web/ by npm run build:web) and one
 // capture, served to this machine's browser. The capture is processed in the browser (a Web
-// Worker runs the walk kernel); the server only hands out files.
+// Worker runs the walk kernel); the server only hands out files. pyunwind view --profile: the
+// same server without a capture, opened at profile.html, the in-browser profiler (Python run in
+// Pyodide, from the pyodide/ folder the build puts beside the viewer).
 //
 // What is served, and to whom: the server listens on 127.0.0.1 only, and answers only paths
 // under a random token (16 random bytes, hex) — http://127.0.0.1:PORT/TOKEN/ is the viewer,
 // /TOKEN/NAME a file of the viewer's folder (its regular files, listed when the server starts),
+// /TOKEN/pyodide/NAME a file of its pyodide/ folder (the one sub-folder served, listed likewise),
 // /TOKEN/capture.pyuw the capture. Anything else — no token, a wrong one, `..`, an encoded
 // character, a folder, a file added later, another Host (DNS rebinding) — is 404 with no body
 // worth reading. Paths are compared as sent, never decoded or joined onto a folder. Every answer
 // carries COOP/COEP/CORP (the page is cross-origin isolated), a Content-Security-Policy (scripts
-// and connections to this origin only, WebAssembly compilation allowed), Cache-Control:
-// no-store and nosniff.
+// and connections to this origin only, WebAssembly compilation allowed; for the one script that
+// loads Pyodide, profile-worker.js, also eval: emscripten evaluates its EM_ASM snippets),
+// Cache-Control: no-store and nosniff.
 
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import fs from 'node:fs';
@@ -23,13 +27,19 @@ import { UsageError } from './errors.js';
 import { openInBrowser } from './open-browser.js';
 
 export const VIEW_HELP = `Usage: pyunwind view FILE [--port N] [--no-open]
+       pyunwind view --profile [--port N] [--no-open]
 
 Open a capture in the viewer: an interactive flame graph, the threads, the validation numbers,
 and a download of every format of pyunwind report. The capture is processed in the browser;
 this command serves the viewer and the one file to 127.0.0.1 only, under a random token in
 the URL, until Ctrl-C.
 
+With --profile (and no FILE): the in-browser profiler instead — paste or pick Python, run it
+in Pyodide (CPython compiled to WebAssembly) in a Web Worker, watch its flame graph fill in
+while it runs, and download the capture.
+
 Options:
+      --profile   open the in-browser profiler (no capture is served)
   -p, --port N    the port to listen on (default: any free port)
       --no-open   print the URL only; do not start a browser
   -h, --help      this help
@@ -39,9 +49,21 @@ Options:
 export const CAPTURE_NAME = 'capture.pyuw';
 
 /** The viewer's policy: its own scripts, WebAssembly compiled from its own files, nothing from elsewhere. */
-export const VIEW_CSP = [
+export const VIEW_CSP = cspWith("script-src 'self' 'wasm-unsafe-eval'");
+
+/** The worker that loads Pyodide (and only it): emscripten evaluates its EM_ASM snippets with eval while Pyodide loads. */
+export const PYODIDE_WORKER_CSP = cspWith("script-src 'self' 'unsafe-eval' 'wasm-unsafe-eval'");
+/** The one script served with PYODIDE_WORKER_CSP. */
+export const PYODIDE_WORKER = 'profile-worker.js';
+/** The in-browser profiler's page. */
+export const PROFILE_PAGE = 'profile.html';
+/** The one sub-folder of the viewer's folder that is served (its regular files, one level). */
+export const PYODIDE_FOLDER = 'pyodide';
+
+function cspWith(scriptSrc: string): string {
+  return [
   "default-src 'self'",
-  "script-src 'self' 'wasm-unsafe-eval'",
+  scriptSrc,
   "worker-src 'self'",
   "connect-src 'self'",
   // validationPanel's bar and the renderer set widths in style attributes
@@ -52,7 +74,8 @@ export const VIEW_CSP = [
   "base-uri 'none'",
   "form-action 'none'",
   "frame-ancestors 'none'",
-].join('; ');
+  ].join('; ');
+}
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -75,8 +98,8 @@ export function defaultWebDir(): string {
 }
 
 export interface ViewServerOptions {
-  /** the capture to serve */
-  file: string;
+  /** the capture to serve (none: the viewer and the in-browser profiler only) */
+  file?: string;
   /** default 0: any free port */
   port?: number;
   /** the built viewer (default: dist/web of this package) */
@@ -84,7 +107,7 @@ export interface ViewServerOptions {
 }
 
 export interface ViewServer {
-  /** the viewer with the capture: http://127.0.0.1:PORT/TOKEN/?file=capture.pyuw&name=FILE */
+  /** the viewer with the capture: http://127.0.0.1:PORT/TOKEN/?file=capture.pyuw&name=FILE; without a capture, the in-browser profiler: http://127.0.0.1:PORT/TOKEN/profile.html */
   url: string;
   /** http://127.0.0.1:PORT/TOKEN/ */
   base: string;
@@ -99,23 +122,36 @@ const SAFE_NAME = /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/;
 
 export async function startViewServer(options: ViewServerOptions): Promise<ViewServer> {
   const webDir = path.resolve(options.webDir ?? defaultWebDir());
-  const file = path.resolve(options.file);
-  let st: fs.Stats;
-  try {
-    st = fs.statSync(file);
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    throw new Error(code === 'ENOENT' ? `${options.file}: no such file` : `${options.file}: ${code ?? (e as Error).message}`);
+  const file = options.file === undefined ? null : path.resolve(options.file);
+  if (file !== null) {
+    let st: fs.Stats;
+    try {
+      st = fs.statSync(file);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      throw new Error(code === 'ENOENT' ? `${options.file}: no such file` : `${options.file}: ${code ?? (e as Error).message}`);
+    }
+    if (!st.isFile()) throw new Error(`${options.file} is not a file`);
   }
-  if (!st.isFile()) throw new Error(`${options.file} is not a file`);
   if (!fs.existsSync(path.join(webDir, 'index.html'))) throw new Error(`the viewer is not built: ${webDir} has no index.html (run npm run build:web)`);
 
-  // the viewer's files, once: a file added later is not served
+  // the viewer's files, once: a file added later is not served. Keys are the paths served
+  // (NAME, or pyodide/NAME): a request is answered only when its path is one of them, as sent.
   const files = new Map<string, string>();
   for (const d of fs.readdirSync(webDir, { withFileTypes: true })) {
     if (d.isFile() && SAFE_NAME.test(d.name) && d.name !== CAPTURE_NAME) files.set(d.name, path.join(webDir, d.name));
   }
-  files.set(CAPTURE_NAME, file);
+  const pyodideDir = path.join(webDir, PYODIDE_FOLDER);
+  let sub: fs.Dirent[] = [];
+  try {
+    if (!fs.lstatSync(pyodideDir).isSymbolicLink()) sub = fs.readdirSync(pyodideDir, { withFileTypes: true });
+  } catch {
+    // not built with the profiler: nothing under pyodide/ is served
+  }
+  for (const d of sub) {
+    if (d.isFile() && SAFE_NAME.test(d.name)) files.set(`${PYODIDE_FOLDER}/${d.name}`, path.join(pyodideDir, d.name));
+  }
+  if (file !== null) files.set(CAPTURE_NAME, file);
 
   const token = randomBytes(16).toString('hex');
   const tokenBytes = Buffer.from(token);
@@ -130,12 +166,13 @@ export async function startViewServer(options: ViewServerOptions): Promise<ViewS
     'X-Content-Type-Options': 'nosniff',
     'Referrer-Policy': 'no-referrer',
   };
+  const workerHeaders = { ...securityHeaders, 'Content-Security-Policy': PYODIDE_WORKER_CSP };
   const notFound = (res: http.ServerResponse): void => {
     res.writeHead(404, { ...securityHeaders, 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': '10' });
     res.end('not found\n');
   };
 
-  /** The file a request names, or null. */
+  /** The path a request names (a key of `files`), or null. */
   const resolve = (req: http.IncomingMessage): string | null => {
     const host = req.headers.host;
     if (host !== `127.0.0.1:${port}` && host !== `localhost:${port}`) return null;
@@ -147,12 +184,17 @@ export async function startViewServer(options: ViewServerOptions): Promise<ViewS
     const given = Buffer.from(pathname.slice(1, token.length + 1));
     if (given.length !== tokenBytes.length || !timingSafeEqual(given, tokenBytes)) return null;
     const name = pathname.slice(token.length + 2) || 'index.html';
-    if (!SAFE_NAME.test(name)) return null;
-    return files.get(name) ?? null;
+    // NAME, or pyodide/NAME: one safe name, in the one sub-folder at most
+    const slash = name.indexOf('/');
+    const leaf = slash < 0 ? name : name.slice(slash + 1);
+    if (slash >= 0 && name.slice(0, slash) !== PYODIDE_FOLDER) return null;
+    if (!SAFE_NAME.test(leaf)) return null;
+    return files.has(name) ? name : null;
   };
 
   const server = http.createServer((req, res) => {
-    const target = resolve(req);
+    const served = resolve(req);
+    const target = served === null ? null : files.get(served)!;
     if (!target) return notFound(res);
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { ...securityHeaders, Allow: 'GET, HEAD', 'Content-Type': 'text/plain; charset=utf-8' });
@@ -168,7 +210,7 @@ export async function startViewServer(options: ViewServerOptions): Promise<ViewS
       return notFound(res);
     }
     res.writeHead(200, {
-      ...securityHeaders,
+      ...(served === PYODIDE_WORKER ? workerHeaders : securityHeaders),
       'Content-Type': TYPES[path.extname(target).toLowerCase()] ?? 'application/octet-stream',
       'Content-Length': String(size),
     });
@@ -187,7 +229,7 @@ export async function startViewServer(options: ViewServerOptions): Promise<ViewS
   });
   port = (server.address() as AddressInfo).port;
   const base = `http://127.0.0.1:${port}/${token}/`;
-  const url = `${base}?file=${CAPTURE_NAME}&name=${encodeURIComponent(path.basename(file))}`;
+  const url = file === null ? `${base}${PROFILE_PAGE}` : `${base}?file=${CAPTURE_NAME}&name=${encodeURIComponent(path.basename(file))}`;
   return {
     url,
     base,
@@ -208,6 +250,7 @@ export async function view(argv: string[], out: (s: string | Uint8Array) => void
     options: {
       port: { type: 'string', short: 'p' },
       'no-open': { type: 'boolean' },
+      profile: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -217,7 +260,9 @@ export async function view(argv: string[], out: (s: string | Uint8Array) => void
     out(VIEW_HELP);
     return 0;
   }
-  if (positionals.length !== 1) throw new UsageError(positionals.length ? 'view takes one capture file' : 'view needs a capture FILE');
+  if (values.profile) {
+    if (positionals.length) throw new UsageError('view --profile takes no capture file');
+  } else if (positionals.length !== 1) throw new UsageError(positionals.length ? 'view takes one capture file' : 'view needs a capture FILE (or --profile)');
   let port = 0;
   if (values.port !== undefined) {
     if (!/^\d{1,5}$/.test(values.port) || Number(values.port) > 65535) throw new UsageError(`--port: "${values.port}" is not a port number`);
@@ -225,14 +270,18 @@ export async function view(argv: string[], out: (s: string | Uint8Array) => void
   }
   let served: ViewServer;
   try {
-    served = await startViewServer({ file: positionals[0]!, port });
+    served = await startViewServer({ ...(values.profile ? {} : { file: positionals[0]! }), port });
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === 'EADDRINUSE') throw new Error(`port ${port} is in use (try another --port, or none for any free port)`);
     if (code === 'EACCES') throw new Error(`port ${port} cannot be used by this user (try one above 1023)`);
     throw e;
   }
-  out(`pyunwind view: serving ${positionals[0]} to this machine only (127.0.0.1) at\n  ${served.url}\n`);
+  if (values.profile && !fs.existsSync(path.join(defaultWebDir(), PROFILE_PAGE))) {
+    await served.close();
+    throw new Error(`the in-browser profiler is not built: ${defaultWebDir()} has no ${PROFILE_PAGE} (run npm run build:web)`);
+  }
+  out(`pyunwind view: serving ${values.profile ? 'the in-browser profiler' : positionals[0]} to this machine only (127.0.0.1) at\n  ${served.url}\n`);
   if (values['no-open']) err('pyunwind view: open that URL in a browser; Ctrl-C stops\n');
   else {
     const why = openInBrowser(served.url);

@@ -28,35 +28,17 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { fileSink, type CaptureSink } from '../capture/index.js';
 import { RECORDER } from '../version.js';
+import { CONTROL, SIGINT, SIGUSR1, type ProgramOutcome, type WorkerTotals } from './pyodide-protocol.js';
+import { signalTick, type TickResult } from './pyodide-ticks.js';
 import { Sleeper } from './sleeper.js';
 
 // ---- protocol with the worker (src/record/pyodide-worker.ts) --------------------------------
 
-export const SIGINT = 2;
-export const SIGUSR1 = 10;
+export { CONTROL, SIGINT, SIGUSR1, type ProgramOutcome, type WorkerTotals } from './pyodide-protocol.js';
 
 /** Npm packages of the Pyodide versions (pyodide-314 is an alias of pyodide@314). */
 export const PYODIDE_PACKAGES = { '3.14': 'pyodide-314', '3.15': 'pyodide' } as const;
 export type PyodideVersion = keyof typeof PYODIDE_PACKAGES;
-
-/** Slots of the control Int32Array shared by the two threads. */
-export const CONTROL = {
-  /** ticks scheduled so far (main thread writes, after writing the signal) */
-  SCHEDULED: 0,
-  /** ticks sampled so far (worker writes) */
-  TAKEN: 1,
-  /** 1: stop sampling (main thread writes: duration reached) */
-  STOP: 2,
-  /** 1: the program has ended (worker writes) */
-  FINISHED: 3,
-  /** 1: the schedule has stopped and SCHEDULED is final (main thread writes, and notifies) */
-  SCHEDULER_DONE: 4,
-  /** 1: after STOP, everything sampled is in blocks sent to the main thread (worker writes) */
-  FLUSHED: 5,
-  /** 1: the program is about to start and WorkerInit.startAt holds the start (worker writes, and notifies) */
-  STARTED: 6,
-  length: 7,
-} as const;
 
 export interface WorkerInit {
   version: PyodideVersion;
@@ -74,29 +56,6 @@ export interface WorkerInit {
 
 /** Start the program (Pyodide is loaded, the program compiled). */
 export type WorkerRequest = { type: 'run' };
-
-export type ProgramOutcome =
-  | { kind: 'finished' }
-  | { kind: 'stopped' }
-  | { kind: 'exit'; exitCode: number; traceback: string }
-  | { kind: 'error'; type: string; traceback: string };
-
-export interface WorkerTotals {
-  /** ticks sampled (every thread copied once) */
-  ticks: number;
-  /** thread samples written */
-  samples: number;
-  /** handler calls whose copy failed (nothing was written for them) */
-  failedTicks: number;
-  firstFailure: string | null;
-  codeObjects: number;
-  /** copy time per thread sample, µs */
-  copyMicros: { total: number; max: number };
-  /** time per handler call (copy + encoding + block flushes), µs: what sampling cost the program */
-  handlerMicros: { total: number; max: number };
-  /** missed ticks written to the capture */
-  missed: number;
-}
 
 export type WorkerReply =
   | { type: 'ready'; pythonVersion: string; description: string }
@@ -344,8 +303,7 @@ export async function recordPyodide(options: PyodideRecordOptions): Promise<Pyod
 
     // The schedule: tick k is due at start + k·interval. A tick that comes too late for its
     // slot is not made up for; the slots skipped are scheduled and missed.
-    let scheduled = 0;
-    let lateTicks = 0;
+    const counts: TickResult = { scheduled: 0, lateTicks: 0 };
     let next = start;
     let lastProgress = start;
     let stoppedForDuration = false;
@@ -362,18 +320,9 @@ export async function recordPyodide(options: PyodideRecordOptions): Promise<Pyod
       await sleeper.until(next);
       if (Atomics.load(control, CONTROL.FINISHED) !== 0) break;
       const now = performance.now();
-      const late = Math.floor((now - next) / interval);
-      if (late > 0) {
-        scheduled += late;
-        lateTicks += late;
-        next += late * interval;
-      }
-      // the signal first, then the count: the worker never counts a tick it could still take as missed
-      Atomics.store(interrupt, 0, SIGUSR1);
-      Atomics.store(control, CONTROL.SCHEDULED, ++scheduled);
-      next += interval;
+      next = signalTick(counts, now, next, interval, interrupt, control);
       if (options.onProgress && now - lastProgress >= progressEvery) {
-        options.onProgress({ scheduled, taken: Atomics.load(control, CONTROL.TAKEN), elapsedMs: now - start });
+        options.onProgress({ scheduled: counts.scheduled, taken: Atomics.load(control, CONTROL.TAKEN), elapsedMs: now - start });
         lastProgress = now;
       }
       await yieldNow();
@@ -417,10 +366,10 @@ export async function recordPyodide(options: PyodideRecordOptions): Promise<Pyod
       pythonVersion,
       target: description,
       rateHz,
-      scheduled,
+      scheduled: counts.scheduled,
       ticks: taken,
-      missed: Math.max(0, scheduled - taken),
-      lateTicks,
+      missed: Math.max(0, counts.scheduled - taken),
+      lateTicks: counts.lateTicks,
       samples: totals?.samples ?? taken,
       failedTicks: totals?.failedTicks ?? 0,
       firstFailure: totals?.firstFailure ?? null,

@@ -9,7 +9,7 @@
 // Code records are kept in the first pass only (later passes would repeat them): samples of
 // later passes find them already recorded, as they would in a longer recording.
 import fs from 'node:fs';
-import { ByteReader, ByteWriter, BLOCK_TYPE, RECORD_TYPE, encodeBlock, encodeHeader, encodeTrailer } from '../src/capture/format.js';
+import { ByteReader, ByteWriter, BLOCK_FLAG, BLOCK_TYPE, RECORD_TYPE, encodeBlock, encodeHeader, encodeTrailer } from '../src/capture/format.js';
 import { unpack } from '../src/capture/reader.js';
 import { openCapture } from '../src/capture/file.js';
 
@@ -98,7 +98,7 @@ while (written < target) {
   let last = 0;
   for (const p of payloads) {
     const s = shifted(p, shift, passes === 0);
-    put(encodeBlock(BLOCK_TYPE.RECORDS, seq++, s.bytes, level));
+    put(encodeBlock(BLOCK_TYPE.RECORDS, seq++, s.bytes, level, s.codes === 0 ? BLOCK_FLAG.NO_CODES : 0));
     samples += s.samples;
     codes += s.codes;
     missed += s.missed;

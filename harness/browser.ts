@@ -3,6 +3,8 @@
 // and counted, so a page that would fetch from the internet is caught, not just slow.
 
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 
@@ -64,4 +66,25 @@ export function testOutputDir(): string {
   const dir = path.resolve('test-output');
   fs.mkdirSync(dir, { recursive: true });
   return dir;
+}
+
+/**
+ * The built viewer and one capture from a plain static server (127.0.0.1): no COOP/COEP, so the
+ * page is not cross-origin isolated — as where a user hosts the viewer's files themselves. The
+ * capture is /capture.pyuw; a viewer file is /NAME.
+ */
+export async function plainServer(webDir: string, capture: string): Promise<{ origin: string; close(): Promise<void> }> {
+  const types: Record<string, string> = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.wasm': 'application/wasm' };
+  const server = http.createServer((req, res) => {
+    const name = new URL(req.url ?? '/', 'http://x').pathname.slice(1);
+    const file = name === 'capture.pyuw' ? capture : fs.readdirSync(webDir).includes(name) ? path.join(webDir, name) : null;
+    if (!file) {
+      res.writeHead(404).end();
+      return;
+    }
+    res.writeHead(200, { 'content-type': types[path.extname(file)] ?? 'application/octet-stream' }).end(fs.readFileSync(file));
+  });
+  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+  const { port } = server.address() as AddressInfo;
+  return { origin: `http://127.0.0.1:${port}`, close: () => new Promise<void>((ok) => server.close(() => ok())) };
 }

@@ -3,7 +3,9 @@
 //   index.html             web/index.html
 //   viewer.js              web/viewer.ts, bundled (the page)
 //   worker.js              web/worker.ts, bundled (a module Web Worker: reportCaptureBytes and every export format)
-//   kernel-unshared.wasm   build/kernel-unshared.wasm (npm run build:wasm makes it)
+//   block-worker.js        web/block-worker.ts, bundled (a processing worker: a large capture's blocks are spread over several)
+//   kernel-unshared.wasm   build/kernel-unshared.wasm (npm run build:wasm makes both builds)
+//   kernel.wasm            build/kernel.wasm, the shared-memory build (run where the page is cross-origin isolated)
 //   viewer.css             BASE_CSS (the HTML exports' shared styles) + web/viewer.css
 //   flamegraph.js          FLAMEGRAPH_SCRIPT: the HTML exports' flame graph renderer, unchanged
 //   flamegraph.css         BASE_CSS + FLAMEGRAPH_CSS + web/embed.css
@@ -31,11 +33,13 @@ import * as esbuild from 'esbuild';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const web = path.join(root, 'web');
 const out = path.join(root, 'dist', 'web');
-const kernel = path.join(root, 'build', 'kernel-unshared.wasm');
+const kernels = ['kernel-unshared.wasm', 'kernel.wasm'].map((f) => path.join(root, 'build', f));
 
-if (!fs.existsSync(kernel)) {
-  console.error(`build-web: ${path.relative(root, kernel)} is missing: run npm run build:wasm first`);
-  process.exit(1);
+for (const kernel of kernels) {
+  if (!fs.existsSync(kernel)) {
+    console.error(`build-web: ${path.relative(root, kernel)} is missing: run npm run build:wasm first`);
+    process.exit(1);
+  }
 }
 
 /** node:* imports become an empty CommonJS module (any named import of it is undefined). */
@@ -73,6 +77,7 @@ const result = await esbuild.build({
   entryPoints: {
     viewer: path.join(web, 'viewer.ts'),
     worker: path.join(web, 'worker.ts'),
+    'block-worker': path.join(web, 'block-worker.ts'),
     profile: path.join(web, 'profile.ts'),
     'profile-worker': path.join(web, 'profile-worker.ts'),
     'pyodide-ticker-worker': path.join(root, 'src', 'record', 'pyodide-ticker-worker.ts'),
@@ -90,7 +95,7 @@ const result = await esbuild.build({
 });
 
 fs.copyFileSync(path.join(web, 'index.html'), path.join(out, 'index.html'));
-fs.copyFileSync(kernel, path.join(out, 'kernel-unshared.wasm'));
+for (const kernel of kernels) fs.copyFileSync(kernel, path.join(out, path.basename(kernel)));
 const read = (f) => fs.readFileSync(path.join(web, f), 'utf8');
 fs.writeFileSync(path.join(out, 'viewer.css'), BASE_CSS + read('viewer.css'));
 fs.writeFileSync(path.join(out, 'flamegraph.css'), BASE_CSS + FLAMEGRAPH_CSS + read('embed.css'));

@@ -18,7 +18,7 @@ import { CodeTable } from './symbols/code-table.js';
 import { STATUS_NAMES } from './walk/status.js';
 import { checkParams, encodeParams, PARAM_COUNT, walkParams, type WalkParams } from './layout/walk-params.js';
 import { writeCodeTable } from './walk/kernel-walker.js';
-import { loadKernel } from './kernel-source.js';
+import { instantiateKernel, loadKernel } from './kernel-source.js';
 
 const PAGE = 65536;
 const THREAD_SIZE = 112;
@@ -160,7 +160,7 @@ export interface BlockResult {
 export interface EngineOptions {
   /** keep only samples of this thread (native thread id, or thread_id) */
   thread?: bigint;
-  /** the compiled kernel (default: build/kernel-unshared.wasm next to the package) */
+  /** the compiled kernel, either build (default: build/kernel-unshared.wasm next to the package) */
   module?: WebAssembly.Module;
   maxDepth?: number;
 }
@@ -194,9 +194,8 @@ export class BlockEngine {
   ) {}
 
   static async load(layout: Layout, options: EngineOptions = {}): Promise<BlockEngine> {
-    const memory = new WebAssembly.Memory({ initial: 16, maximum: 65536 });
     const module = options.module ?? (await loadKernel());
-    const instance = await WebAssembly.instantiate(module, { env: { memory } });
+    const { instance, memory } = await instantiateKernel(module);
     const params = walkParams(layout, options.maxDepth);
     const bad = checkParams(params);
     if (bad) throw new RangeError(`walk parameters: ${bad}`);

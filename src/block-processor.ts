@@ -31,7 +31,7 @@ export interface BlockProcessorOptions {
   onSample?: (p: ProcessedSample) => void;
   /** process every block on the reference path */
   reference?: boolean;
-  /** the compiled kernel, unshared build (a worker gets it from its parent instead of compiling it again; a browser from the page) */
+  /** the compiled kernel, either build (a worker gets it from its parent instead of compiling it again; a browser from the page) */
   module?: WebAssembly.Module;
 }
 
@@ -94,8 +94,8 @@ export class BlockProcessor {
       ? await BlockEngine.load(layout, { ...(options.thread === undefined ? {} : { thread: options.thread }), ...(options.module ? { module: options.module } : {}) })
       : null;
     const codes = engine?.codes ?? new CodeTable(layout);
-    // (a module given is the engine's build, the one without shared memory)
-    const walker = options.walker ?? (await KernelWalker.load(options.module ? { module: options.module, shared: false } : {}));
+    // (a module given may be either build: the walker takes the memory it imports)
+    const walker = options.walker ?? (await KernelWalker.load(options.module ? { module: options.module } : {}));
     return new BlockProcessor(codes, new SampleProcessor(layout, walker, undefined, codes), engine, options);
   }
 
@@ -113,7 +113,7 @@ export class BlockProcessor {
 
   /** One block the reference way: decode it, walk each sample, add it. */
   private readonly reference = (block: PayloadBlock, into: Profile, copied: CopyStats): BlockResult => {
-    const raw = { index: block.index, offset: block.offset, compression: COMPRESSION.NONE, rawLength: block.payload.length, stored: block.payload };
+    const raw = { index: block.index, offset: block.offset, compression: COMPRESSION.NONE, flags: 0, rawLength: block.payload.length, stored: block.payload };
     const { block: decoded, warnings } = decodeBlock(raw);
     const result: BlockResult = { samples: 0, ticks: 0, firstTime: null, lastTime: null, missed: 0, warnings, fallback: this.engine !== null, decoded: decoded !== null };
     if (!decoded) return result;

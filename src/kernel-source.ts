@@ -1,7 +1,9 @@
 // Where the walk kernel (the WebAssembly module, assembly/kernel.ts) comes from, in every
-// runtime. Two builds ship in build/: kernel-unshared.wasm (plain memory: what the processing
-// engine uses, everywhere) and kernel.wasm (a shared memory: what KernelWalker uses by default
-// where SharedArrayBuffer exists — Node, Deno, Bun, a cross-origin-isolated page).
+// runtime. Two builds ship in build/: kernel-unshared.wasm (plain memory: runs everywhere; what
+// the processing engine loads by default) and kernel.wasm (a shared memory: needs
+// SharedArrayBuffer — Node, Deno, Bun, a cross-origin-isolated page; what KernelWalker uses by
+// default there, and what the viewer's processing workers run in an isolated page). Given a
+// compiled module, the engine and KernelWalker instantiate it with the memory its build imports.
 //
 // Nothing here imports a Node module at load time. The default source, the build next to the
 // package, is read with fetch() where fetch reads file: URLs (Deno, Bun), with node:fs
@@ -32,6 +34,22 @@ export async function loadKernel(source?: URL | string | BufferSource | WebAssem
 /** The bytes of a kernel build next to the package (for KernelWalker, worker pools and the fuzzer). */
 export async function readKernelBytes(shared: boolean): Promise<Uint8Array> {
   return readUrl(kernelUrl(shared));
+}
+
+/**
+ * The kernel instantiated with the memory its build imports: plain (kernel-unshared.wasm) or
+ * shared (kernel.wasm). A shared-memory build refuses a plain memory with a LinkError, and is
+ * then given a shared one (where SharedArrayBuffer exists).
+ */
+export async function instantiateKernel(module: WebAssembly.Module): Promise<{ instance: WebAssembly.Instance; memory: WebAssembly.Memory; shared: boolean }> {
+  const plain = new WebAssembly.Memory({ initial: 16, maximum: 65536 });
+  try {
+    return { instance: await WebAssembly.instantiate(module, { env: { memory: plain } }), memory: plain, shared: false };
+  } catch (e) {
+    if (!(e instanceof WebAssembly.LinkError) || typeof SharedArrayBuffer === 'undefined') throw e;
+    const memory = new WebAssembly.Memory({ initial: 16, maximum: 65536, shared: true });
+    return { instance: await WebAssembly.instantiate(module, { env: { memory } }), memory, shared: true };
+  }
 }
 
 /** fetch() reads file: URLs in these runtimes (Node's does not). */

@@ -18,21 +18,28 @@
 // no WebAssembly at run time, the module imported precompiled (`import kernel from
 // 'pyunwind/kernel.wasm'`) and passed as it is.
 //
-// Shared memory. Processing uses the kernel build without shared memory
-// (pyunwind/kernel.wasm, build/kernel-unshared.wasm) everywhere: it works in every page,
-// cross-origin-isolated or not. The shared-memory build (pyunwind/kernel-shared.wasm,
-// build/kernel.wasm) is for a caller that walks samples itself with KernelWalker and wants the
-// walk's memory to be a SharedArrayBuffer (to hand regions to it from other threads). A page can
-// instantiate it only when `crossOriginIsolated` is true:
+// Workers and shared memory. reportCaptureBytes processes in the calling thread, or, given
+// `workers` and a `pool` (OrderedBlockPool over the runtime's workers, each running
+// handleBlockJob), spreads the blocks over them; the profile is the same. Either kernel build
+// works (loadKernel compiles it, the engine takes the memory it imports): the plain one
+// (pyunwind/kernel.wasm, build/kernel-unshared.wasm) in every page; the shared-memory one
+// (pyunwind/kernel-shared.wasm, build/kernel.wasm) only where SharedArrayBuffer exists — a page
+// whose `crossOriginIsolated` is true. There, the viewer (web/worker.ts) puts the capture in a
+// SharedArrayBuffer, which its workers read each block from where it lies, and runs the
+// shared-memory build:
 //
-//   const walker = crossOriginIsolated
-//     ? await KernelWalker.load({ shared: true, module: await loadKernel(new URL('pyunwind/kernel-shared.wasm', import.meta.url)) })
-//     : await KernelWalker.load({ shared: false, module: await loadKernel(new URL('pyunwind/kernel.wasm', import.meta.url)) });
-//
-// Nothing in processing needs it.
+//   const shared = crossOriginIsolated;
+//   const module = await loadKernel(new URL(shared ? 'pyunwind/kernel-shared.wasm' : 'pyunwind/kernel.wasm', import.meta.url));
+//   const report = await reportCaptureBytes(shared ? inSharedMemory(bytes) : bytes, { module, workers: 4, pool: (n, setup) => myPool(n, setup) });
 
-export { reportCaptureBytes, recordingStats, type BytesReportOptions, type CaptureReport, type RecordingStats, type ReportOptions } from './report-core.js';
-export { loadKernel } from './kernel-source.js';
+export { reportCaptureBytes, recordingStats, WORKERS_FROM_BYTES, type BlockPool, type BytesReportOptions, type CaptureReport, type ProcessHost, type RecordingStats, type ReportOptions } from './report-core.js';
+// a pool of processing workers of the caller's runtime (a page's Web Workers): the ordered pool,
+// and what each worker runs
+export { OrderedBlockPool, LateCodes, type BlockPort, type PortEvents } from './workers/ordered-pool.js';
+export { handleBlockJob } from './workers/block-job.js';
+export { BlockProcessor } from './block-processor.js';
+export type { BlockJob, BlockReply, WorkerSetup } from './workers/messages.js';
+export { loadKernel, instantiateKernel } from './kernel-source.js';
 export { SampleProcessor, type ProcessedSample } from './sample-processor.js';
 export { unwindSnapshot, type ThreadStack, type SymbolizedFrame } from './unwind.js';
 export { CaptureReader, decodeBlock, readCaptureBytes, type CaptureSource, type RawBlock } from './capture/reader.js';

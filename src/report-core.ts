@@ -85,22 +85,39 @@ export function recordingStats(copies: CopyStats): RecordingStats {
   };
 }
 
-/** Where no file system is (a browser, a worker, an edge runtime): what the kernel is made from. */
+/** Where no file system is (a browser, a worker, an edge runtime): what the kernel is made from, and where blocks are processed. */
 export interface BytesReportOptions extends Omit<ReportOptions, 'workers'> {
-  /** the walk kernel (build/kernel-unshared.wasm), compiled or as bytes (see loadKernel); default: the build next to the package (Node, Deno, Bun) */
+  /** the walk kernel — either build, compiled or as bytes (see loadKernel); default: build/kernel-unshared.wasm next to the package (Node, Deno, Bun) */
   module?: WebAssembly.Module | BufferSource;
   /** names the capture in warnings (default "capture") */
   name?: string;
+  /** workers to spread the blocks over, with `pool` (default 0: this thread) */
+  workers?: number;
+  /** makes a pool of `workers` block processors (a page: Web Workers running web/block-worker.ts's handler) */
+  pool?: ProcessHost['pool'];
 }
 
 /**
- * The same report from a capture in memory, in this thread: no file system, no worker threads —
- * what a browser, a Web Worker or an edge runtime can run.
+ * The same report from a capture in memory: no file system — what a browser, a Web Worker or
+ * an edge runtime can run. In this thread, or spread over the workers of the caller's `pool`.
+ * The bytes may be a view into a SharedArrayBuffer: a pool's workers then read each block from
+ * it where it is, nothing copied.
  */
 export async function reportCaptureBytes(bytes: Uint8Array, options: BytesReportOptions = {}): Promise<CaptureReport> {
-  const { module, name, ...rest } = options;
-  return processCapture(readCaptureBytes(bytes, name), { ...rest, workers: 0 }, { module: await loadKernel(module) });
+  const { module, name, pool, workers = 0, ...rest } = options;
+  const host: ProcessHost = { module: await loadKernel(module), ...(pool ? { pool } : {}) };
+  try {
+    return await processCapture(readCaptureBytes(bytes, name), { ...rest, workers }, host);
+  } catch (e) {
+    // a block whose code records are not all at its start cannot be spread over workers
+    // (blocks processed meanwhile may have needed them): one thread then, exactly
+    if (workers > 0 && e instanceof Error && e.name === 'LateCodes') return processCapture(readCaptureBytes(bytes, name), { ...rest, workers: 0 }, host);
+    throw e;
+  }
 }
+
+/** Captures smaller than this are processed in the calling thread by default: workers would cost more than they save. */
+export const WORKERS_FROM_BYTES = 4 << 20;
 
 /** A pool that processes blocks elsewhere (Node: worker threads, src/workers/pool.ts). */
 export interface BlockPool {
@@ -119,7 +136,7 @@ export interface BlockPool {
 
 /** What the runtime offers processCapture besides this thread. */
 export interface ProcessHost {
-  /** the compiled kernel, unshared build (default: loadKernel()) */
+  /** the compiled kernel, either build (default: loadKernel(), the unshared one) */
   module?: WebAssembly.Module;
   /** the worker count when the caller names none, for a capture of this many bytes (default 0) */
   defaultWorkers?(captureBytes: number): number;

@@ -6,7 +6,7 @@
 
 import { openCapture } from './capture/file.js';
 import { defaultWorkers, WorkerPool } from './workers/pool.js';
-import { processCapture, type ProcessHost } from './report-core.js';
+import { processCapture, WORKERS_FROM_BYTES, type ProcessHost } from './report-core.js';
 import type { CaptureReport, ReportOptions } from './report-core.js';
 
 export {
@@ -18,9 +18,6 @@ export {
   type RecordingStats,
   type ReportOptions,
 } from './report-core.js';
-
-/** Captures smaller than this are processed in the calling thread by default: workers would cost more than they save. */
-const WORKERS_FROM_BYTES = 4 << 20;
 
 /** Node's worker threads. */
 const host: ProcessHost = {

@@ -332,7 +332,7 @@ describe('garbage', () => {
             else if (op === 'insert') p = Uint8Array.from([...p.subarray(0, i), v, ...p.subarray(i)]);
             else p = Uint8Array.from([...p.subarray(0, i), ...p.subarray(i + 1)]);
           }
-          const { block, warnings } = decodeBlock({ index: k, offset: 1234, compression: COMPRESSION.NONE, rawLength: p.length, stored: p });
+          const { block, warnings } = decodeBlock({ index: k, offset: 1234, compression: COMPRESSION.NONE, flags: 0, rawLength: p.length, stored: p });
           for (const w of warnings) expect(w.message).toMatch(/^block \d+ at byte 1234: /);
           if (block) expect(block.samples.length).toBeLessThanOrEqual(plain.blocks[k]!.samples.length + 50);
         },
@@ -349,7 +349,7 @@ describe('garbage', () => {
     view.setUint32(16, 1024, true);
     const stored = block.subarray(BLOCK_HEADER_SIZE);
     const t0 = performance.now();
-    const { block: got, warnings } = decodeBlock({ index: 0, offset: 99, compression: COMPRESSION.DEFLATE, rawLength: 1024, stored });
+    const { block: got, warnings } = decodeBlock({ index: 0, offset: 99, compression: COMPRESSION.DEFLATE, flags: 0, rawLength: 1024, stored });
     const ms = performance.now() - t0;
     expect(got).toBeNull();
     expect(warnings[0]!.message).toMatch(/^block 0 at byte 99: cannot be decompressed \(inflates to more than the 1024 bytes the block header announces\); block skipped$/);
@@ -358,7 +358,7 @@ describe('garbage', () => {
 
   it('a crafted block header announcing a huge block is skipped without reading it', () => {
     const head = big.bytes.subarray(0, big.dataStart);
-    const lie = blockWithHeader({ type: BLOCK_TYPE.RECORDS, compression: 1, seq: 0, storedLength: 0xffff_fff0, rawLength: 0xffff_fff0, payloadCrc: crc32(new Uint8Array(0)) }, new Uint8Array(0));
+    const lie = blockWithHeader({ type: BLOCK_TYPE.RECORDS, compression: 1, seq: 0, flags: 0, storedLength: 0xffff_fff0, rawLength: 0xffff_fff0, payloadCrc: crc32(new Uint8Array(0)) }, new Uint8Array(0));
     const bytes = new Uint8Array(head.length + lie.length);
     bytes.set(head);
     bytes.set(lie, head.length);
@@ -382,7 +382,7 @@ describe('a malformed sample inside an intact block', () => {
     }
     return w.view().slice();
   }
-  const decode = (p: Uint8Array) => decodeBlock({ index: 0, offset: 500, compression: COMPRESSION.NONE, rawLength: p.length, stored: p });
+  const decode = (p: Uint8Array) => decodeBlock({ index: 0, offset: 500, compression: COMPRESSION.NONE, flags: 0, rawLength: p.length, stored: p });
 
   it("costs its thread's later patches, not other threads' samples; a whole sample starts the thread again", () => {
     const enc = new SampleEncoder();

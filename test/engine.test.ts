@@ -10,11 +10,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { BLOCK_TYPE, ByteReader, ByteWriter, RECORD_TYPE, encodeBlock, encodeHeader, encodeTrailer } from '../src/capture/format.js';
-import { CaptureWriter, fileSink, openCapture } from '../src/capture/index.js';
-import { unpack } from '../src/capture/reader.js';
-import { reportCapture, type ReportOptions } from '../src/report.js';
+import { BLOCK_FLAG, BLOCK_TYPE, ByteReader, ByteWriter, RECORD_TYPE, encodeBlock, encodeHeader, encodeTrailer } from '../src/capture/format.js';
+import { openCapture } from '../src/capture/index.js';
+import { blockCodes, unpack } from '../src/capture/reader.js';
+import { instantiateKernel, loadKernel, readKernelBytes } from '../src/kernel-source.js';
+import { reportCapture, reportCaptureBytes, type CaptureReport, type ReportOptions } from '../src/report.js';
+import { WorkerPool } from '../src/workers/pool.js';
 import { recordCoverage } from './helpers/coverage.js';
+import { reblocked } from './helpers/reblock.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import { BIN } from '../harness/real-programs.js';
 
@@ -33,21 +36,19 @@ function record(py: string, name: string, args: string[]): string {
   return file;
 }
 
-/**
- * The same recording in blocks of about `bytes` raw bytes: many blocks from a short recording,
- * so that workers get several each and meet code records sent in blocks other workers process.
- */
-async function reblocked(file: string, bytes: number): Promise<string> {
-  const out = file.replace(/\.pyuw$/, `-${bytes}.pyuw`);
+/** The capture with each records block's payload and flags as `edit` makes them. */
+async function rewritten(file: string, suffix: string, edit: (payload: Uint8Array) => { payload: Uint8Array; flags: number }): Promise<string> {
+  const out = file.replace(/\.pyuw$/, `-${suffix}.pyuw`);
   const reader = await openCapture(file);
-  const writer = new CaptureWriter(fileSink(out), reader.header, { blockBytes: bytes });
-  for (const block of reader.blocks()) {
-    for (const c of block.codes) writer.addCode(c);
-    for (const s of block.samples) writer.addSample(s);
-    writer.addMissed(block.missed);
+  const parts: Uint8Array[] = [encodeHeader(reader.header)];
+  let blocks = 0;
+  for (const raw of reader.rawBlocks()) {
+    const { payload, flags } = edit(unpack(raw) as Uint8Array);
+    parts.push(encodeBlock(BLOCK_TYPE.RECORDS, blocks++, payload, 6, flags));
   }
-  writer.close();
+  parts.push(encodeBlock(BLOCK_TYPE.END, blocks, encodeTrailer(reader.trailer ?? { blocks, samples: 0, codes: 0, missed: 0 }), 0));
   reader.close();
+  fs.writeFileSync(out, Buffer.concat(parts));
   return out;
 }
 
@@ -57,13 +58,8 @@ async function reblocked(file: string, bytes: number): Promise<string> {
  * its samples) and which workers must not split (they would see the codes too late).
  */
 async function codesLast(file: string): Promise<{ file: string; moved: number }> {
-  const out = file.replace(/\.pyuw$/, '-codes-last.pyuw');
-  const reader = await openCapture(file);
-  const parts: Uint8Array[] = [encodeHeader(reader.header)];
-  let blocks = 0;
   let moved = 0;
-  for (const raw of reader.rawBlocks()) {
-    const payload = unpack(raw) as Uint8Array;
+  const out = await rewritten(file, 'codes-last', (payload) => {
     const r = new ByteReader(payload);
     const w = new ByteWriter(payload.length);
     w.uint(r.uint('missed'));
@@ -78,20 +74,32 @@ async function codesLast(file: string): Promise<{ file: string; moved: number }>
     }
     for (const c of codes) w.bytes(c);
     moved += codes.length;
-    parts.push(encodeBlock(BLOCK_TYPE.RECORDS, blocks++, w.view().slice(), 6));
-  }
-  parts.push(encodeBlock(BLOCK_TYPE.END, blocks, encodeTrailer(reader.trailer ?? { blocks, samples: 0, codes: 0, missed: 0 }), 0));
-  reader.close();
-  fs.writeFileSync(out, Buffer.concat(parts));
+    return { payload: w.view().slice(), flags: 0 };
+  });
   return { file: out, moved };
+}
+
+/** Every block's header claiming it holds no code records, those that do too: a lie the workers must catch. */
+const allClaimNoCodes = (file: string): Promise<string> => rewritten(file, 'no-codes-claimed', (payload) => ({ payload, flags: BLOCK_FLAG.NO_CODES }));
+
+/** The capture processed as a cross-origin-isolated page does: its bytes in a SharedArrayBuffer, the kernel's shared-memory build, blocks in `workers` workers. */
+async function processedShared(file: string, workers: number): Promise<string> {
+  const bytes = fs.readFileSync(file);
+  const shared = new Uint8Array(new SharedArrayBuffer(bytes.length));
+  shared.set(bytes);
+  const module = await loadKernel(await readKernelBytes(true));
+  expect((await instantiateKernel(module)).shared).toBe(true);
+  const r = await reportCaptureBytes(shared, { module, workers, pool: async (n, setup) => new WorkerPool(n, setup) });
+  return jsonOf(r);
 }
 
 async function processed(file: string, options: ReportOptions): Promise<{ json: string; fallbackBlocks: number; blocks: number; attempted: number }> {
   const r = await reportCapture(file, options);
-  const json = JSON.stringify({ profile: r.profile.toJSON(), recording: r.recording, warnings: r.warnings, clean: r.closedCleanly, blocks: r.blocks }, (_, v) =>
-    typeof v === 'bigint' ? v.toString() : v,
-  );
-  return { json, fallbackBlocks: r.fallbackBlocks, blocks: r.blocks, attempted: r.profile.stats().attempted };
+  return { json: jsonOf(r), fallbackBlocks: r.fallbackBlocks, blocks: r.blocks, attempted: r.profile.stats().attempted };
+}
+
+function jsonOf(r: CaptureReport): string {
+  return JSON.stringify({ profile: r.profile.toJSON(), recording: r.recording, warnings: r.warnings, clean: r.closedCleanly, blocks: r.blocks }, (_, v) => (typeof v === 'bigint' ? v.toString() : v));
 }
 
 describe.each(nativeInterpreters())('block engine == reference path on real captures, $label', (py) => {
@@ -115,6 +123,14 @@ describe.each(nativeInterpreters())('block engine == reference path on real capt
       expect(pooled.fallbackBlocks).toBe(0);
       expect(pooled.json).toBe(smallReference.json);
     }
+    // the writer says which blocks hold no code records (the pool then inflates nothing to find them)
+    const flagged = [...(await openCapture(small)).rawBlocks()];
+    for (const b of flagged) expect(b.flags & BLOCK_FLAG.NO_CODES ? 0 : 1).toBe(blockCodes(unpack(b) as Uint8Array).length > 0 ? 1 : 0);
+    // a header that lies about it: the workers find the code records, and one thread processes the capture
+    const lying = await allClaimNoCodes(small);
+    expect((await processed(lying, { workers: 3 })).json).toBe((await processed(lying, { reference: true })).json);
+    // as a cross-origin-isolated page processes it (bytes in shared memory, the shared-memory build)
+    for (const workers of [0, 2]) expect(await processedShared(small, workers)).toBe(smallReference.json);
     // code records after the samples: workers give way to one thread, with the same result
     const late = await codesLast(small);
     expect(late.moved).toBeGreaterThan(0);

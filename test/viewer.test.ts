@@ -27,12 +27,15 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import type { Page } from 'playwright-core';
 import { afterAll, describe, expect, it } from 'vitest';
-import { browserMissing, launchOffline, testOutputDir, type OfflineBrowser } from '../harness/browser.js';
+import { browserMissing, launchOffline, plainServer, testOutputDir, type OfflineBrowser } from '../harness/browser.js';
 import { BLOCK_HEADER_SIZE } from '../src/capture/format.js';
 import { readCaptureBytes } from '../src/capture/reader.js';
 import { CAPTURE_NAME, defaultWebDir, startViewServer, type ViewServer } from '../src/cli/view.js';
+import { WORKERS_FROM_BYTES } from '../src/report-core.js';
+import type { Processing } from '../web/protocol.js';
 import { recordCoverage } from './helpers/coverage.js';
 import { formatCapture } from './helpers/format-capture.js';
+import { reblocked } from './helpers/reblock.js';
 import { expectValidationPanel } from './helpers/validation-panel.js';
 
 const run = promisify(execFile);
@@ -448,6 +451,77 @@ describe('the viewer in Chromium, offline', () => {
     } finally {
       await browser.close();
       await server?.close();
+    }
+  });
+
+  it('spreads a capture over processing workers: in an isolated page through shared memory and the shared-memory build, elsewhere by copies; the numbers are the same', async () => {
+    let source = FIXTURE;
+    const made = await formatCapture();
+    if (typeof made !== 'string') source = made.file;
+    const dir = tempDir();
+    // many blocks, code records in several of them: workers must get each other's
+    const small = await reblocked(source, 8 << 10, path.join(dir, 'reblocked.pyuw'));
+    expect([...readCaptureBytes(fs.readFileSync(small)).rawBlocks()].length).toBeGreaterThan(8);
+    const json = JSON.parse((await report(small, 'json')).out.toString()) as JsonDoc;
+    // a capture past the size from which the viewer uses workers by default
+    const big = path.join(dir, 'big.pyuw');
+    await run(process.execPath, ['--import', 'tsx', 'bench/big-capture.ts', small, big, String((WORKERS_FROM_BYTES >> 20) + 1)], { maxBuffer: 64 << 20 });
+    const bigJson = JSON.parse((await report(big, 'json')).out.toString()) as JsonDoc;
+
+    const browser = await launchOffline();
+    const errors: string[] = [];
+    const servers: { close(): Promise<void> }[] = [];
+    /** the page at `url`, processed; what it says about where */
+    const opened = async (url: string, origin: string): Promise<{ page: Page; isolated: boolean; cores: number; processing: Processing; shown: string }> => {
+      const page = await browser.page([origin]);
+      page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
+      page.on('console', (m) => {
+        if (m.type() === 'error' || m.type() === 'warning') errors.push(`console ${m.type()}: ${m.text()}`);
+      });
+      await page.goto(url);
+      await page.waitForSelector('body[data-state="ready"]');
+      const seen = await page.evaluate(() => ({
+        isolated: crossOriginIsolated,
+        cores: navigator.hardwareConcurrency,
+        processing: (window as unknown as { __pyunwindViewer: { result: { processing: Processing } } }).__pyunwindViewer.result.processing,
+        shown: Array.from(document.querySelectorAll('#recording dt')).find((dt) => dt.textContent === 'processed')!.nextElementSibling!.textContent!,
+      }));
+      return { page, ...seen };
+    };
+    try {
+      // pyunwind view: cross-origin isolated
+      const view = await startViewServer({ file: small });
+      servers.push(view);
+      const a = await opened(`${view.url}&workers=2`, new URL(view.base).origin);
+      expect({ isolated: a.isolated, ...a.processing }).toEqual({ isolated: true, workers: 2, sharedCapture: true, sharedKernel: true });
+      expect(a.shown).toMatch(/by 2 workers \(the capture in shared memory, read where it lies; the kernel's shared-memory build\)$/);
+      await checkValidation(a.page, json);
+      await checkThreads(a.page, json);
+      await checkWidest(a.page, json.threads);
+
+      // the same viewer from a server without COOP/COEP: no SharedArrayBuffer, blocks copied, the plain build
+      const plain = await plainServer(WEB, small);
+      servers.push(plain);
+      const b = await opened(`${plain.origin}/index.html?file=${CAPTURE_NAME}&name=reblocked.pyuw&workers=2`, plain.origin);
+      expect({ isolated: b.isolated, ...b.processing }).toEqual({ isolated: false, workers: 2, sharedCapture: false, sharedKernel: false });
+      expect(b.shown).toMatch(/by 2 workers \(each block copied to its worker; the kernel's plain build\)$/);
+      await checkValidation(b.page, json);
+      await checkThreads(b.page, json);
+      await checkWidest(b.page, json.threads);
+
+      // a large capture with no ?workers=: one worker per core (none on one core), up to 8
+      const bigView = await startViewServer({ file: big });
+      servers.push(bigView);
+      const c = await opened(bigView.url, new URL(bigView.base).origin);
+      expect(c.processing).toEqual({ workers: c.cores > 1 ? Math.min(c.cores, 8) : 0, sharedCapture: c.cores > 1, sharedKernel: true });
+      await checkValidation(c.page, bigJson);
+      await checkThreads(c.page, bigJson);
+
+      expect(browser.blocked).toEqual([]);
+      expect(errors).toEqual([]);
+    } finally {
+      await browser.close();
+      for (const s of servers) await s.close();
     }
   });
 

@@ -16,6 +16,7 @@
 import { formatCount, formatPercent } from '../src/export/html/page.js';
 import { validationPanel } from '../src/export/html/validation.js';
 import { CONTROL, SIGINT } from '../src/record/pyodide-protocol.js';
+import { fillDefinitionList } from './definition-list.js';
 import { fitFrame, flameSrcdoc } from './flame-frame.js';
 import type { FromProfileWorker, ToProfileWorker } from './profile-protocol.js';
 import type { FromWorker, ToWorker, ViewerResult } from './protocol.js';
@@ -233,7 +234,9 @@ function pump(): void {
   const id = ++processId;
   requests.set(id, { run: r, final, blocks: r.blocks.length });
   const bytes = concat(r.blocks, r.bytes);
-  const m: ToWorker = { type: 'open', id, name: r.name, bytes: bytes.buffer as ArrayBuffer };
+  // in the viewer's worker itself: the capture so far is processed again every redraw, and the
+  // program being profiled needs the other cores
+  const m: ToWorker = { type: 'open', id, name: r.name, bytes: bytes.buffer as ArrayBuffer, workers: 0 };
   processor.postMessage(m, [bytes.buffer]);
 }
 window.setInterval(pump, REDRAW_EVERY_MS);
@@ -289,8 +292,6 @@ function finish(): void {
 
 function renderRecording(v: ViewerResult): void {
   const r = run;
-  const dl = $('recording');
-  dl.textContent = '';
   const rows: [string, string][] = [
     ['target', v.header.target],
     ['Python', v.header.pythonVersion],
@@ -306,13 +307,7 @@ function renderRecording(v: ViewerResult): void {
   }
   rows.push(['capture', `${kb(v.size)}, ${formatCount(v.blocks)} blocks${v.closedCleanly ? '' : ' so far'}`]);
   rows.push(['processed', `in ${formatCount(v.millis)} ms, in this browser`]);
-  for (const [k, val] of rows) {
-    const dt = document.createElement('dt');
-    dt.textContent = k;
-    const dd = document.createElement('dd');
-    dd.textContent = val;
-    dl.append(dt, dd);
-  }
+  fillDefinitionList($('recording'), rows);
 }
 
 $('run').addEventListener('click', start);

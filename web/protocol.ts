@@ -53,11 +53,22 @@ export interface ViewerResult {
   formats: FormatInfo[];
   /** processing time in this browser, ms */
   millis: number;
+  processing: Processing;
+}
+
+/** Where the capture was processed. */
+export interface Processing {
+  /** processing workers its blocks were spread over (0: the viewer's own worker) */
+  workers: number;
+  /** the capture lay in one SharedArrayBuffer the workers read (a cross-origin-isolated page) */
+  sharedCapture: boolean;
+  /** the kernel's shared-memory build ran (kernel.wasm; else kernel-unshared.wasm) */
+  sharedKernel: boolean;
 }
 
 export type ToWorker =
   /** process a capture (the buffer is transferred) */
-  | { type: 'open'; id: number; name: string; bytes: ArrayBuffer }
+  | { type: 'open'; id: number; name: string; bytes: ArrayBuffer; workers?: number }
   /** the bytes of one export format of the capture opened last */
   | { type: 'export'; id: number; format: string };
 

@@ -20,6 +20,7 @@
 
 import { formatCount, formatPercent } from '../src/export/html/page.js';
 import { validationPanel } from '../src/export/html/validation.js';
+import { fillDefinitionList } from './definition-list.js';
 import { fitFrame, flameSrcdoc } from './flame-frame.js';
 import type { FormatInfo, FromWorker, ToWorker, ViewerResult } from './protocol.js';
 
@@ -89,6 +90,20 @@ function resetView(): void {
   $('facts').textContent = '';
 }
 
+/** `?workers=N` (or #workers=N): the processing workers to use (0: the viewer's own worker); default: one per core for a large capture. */
+const askedWorkers = ((): number | undefined => {
+  const v = new URLSearchParams(location.search).get('workers') ?? new URLSearchParams(location.hash.replace(/^#/, '')).get('workers');
+  return v !== null && /^\d+$/.test(v) ? Number(v) : undefined;
+})();
+
+/** How the capture was processed, in words. */
+function processedWhere(r: ViewerResult): string {
+  const p = r.processing;
+  if (p.workers === 0) return `in ${formatCount(r.millis)} ms, in this browser (one worker${p.sharedKernel ? ", the kernel's shared-memory build" : ''})`;
+  const shared = p.sharedCapture ? 'the capture in shared memory, read where it lies' : 'each block copied to its worker';
+  return `in ${formatCount(r.millis)} ms, in this browser, by ${p.workers} workers (${shared}; the kernel's ${p.sharedKernel ? 'shared-memory' : 'plain'} build)`;
+}
+
 /** Open a capture held in memory (the buffer goes to the worker). */
 function openBytes(name: string, bytes: ArrayBuffer): void {
   resetView();
@@ -97,7 +112,7 @@ function openBytes(name: string, bytes: ArrayBuffer): void {
   $('title').textContent = name;
   setState('processing');
   showProgress('processing', 0, bytes.byteLength, `${mb(bytes.byteLength)}`, { samples: 0, blocks: 0, bytes: 0, total: bytes.byteLength });
-  send({ type: 'open', id, name, bytes }, [bytes]);
+  send({ type: 'open', id, name, bytes, ...(askedWorkers === undefined ? {} : { workers: askedWorkers }) }, [bytes]);
 }
 
 async function openFile(file: File): Promise<void> {
@@ -281,8 +296,6 @@ function downloadLink(f: FormatInfo): HTMLElement {
 let exportId = 1 << 20;
 
 function renderRecording(r: ViewerResult): void {
-  const dl = $('recording');
-  dl.textContent = '';
   const rec = r.recording;
   const pct = (n: number): string => formatPercent(n, rec.samples);
   const rows: [string, string][] = [
@@ -295,15 +308,9 @@ function renderRecording(r: ViewerResult): void {
     ['copied again', `${pct(rec.retried)} (the stack moved during the first copy)`],
     ['target stopped', `${pct(rec.stopped)} of the copies`],
     ['file', `${mb(r.size)}, ${formatCount(r.blocks)} blocks${r.closedCleanly ? '' : ', not closed by its writer'}`],
-    ['processed', `in ${formatCount(r.millis)} ms, in this browser`],
+    ['processed', processedWhere(r)],
   ];
-  for (const [k, v] of rows) {
-    const dt = document.createElement('dt');
-    dt.textContent = k;
-    const dd = document.createElement('dd');
-    dd.textContent = v;
-    dl.append(dt, dd);
-  }
+  fillDefinitionList($('recording'), rows);
 }
 
 function showResult(r: ViewerResult): void {

@@ -1,8 +1,14 @@
-// The viewer's Web Worker: it receives a capture's bytes, processes them in this thread with
-// reportCaptureBytes (the walk kernel fetched from ./kernel-unshared.wasm beside this script),
+// The viewer's Web Worker: it receives a capture's bytes, processes them with reportCaptureBytes,
 // posts progress while it works, then what the page shows (web/protocol.ts: ViewerResult), and
 // on request any export format's bytes — the same bytes `pyunwind report --format F` writes
-// (src/cli/report-formats.ts makes both).
+// (src/export/formats.ts makes both).
+//
+// Where: a large capture's blocks are spread over processing workers (web/block-pool.ts), one
+// per core; a small one is processed in this thread. In a cross-origin-isolated page (`pyunwind
+// view` serves it so) the capture is put in one SharedArrayBuffer that every processing worker
+// reads its blocks from, nothing copied per block, and the kernel is its shared-memory build
+// (./kernel.wasm); elsewhere each block is copied to its worker and the plain build runs
+// (./kernel-unshared.wasm). The profile is the same either way.
 //
 // Built by scripts/build-web.mjs into dist/web/worker.js (an ES module worker).
 
@@ -14,8 +20,9 @@ import { threadLabel } from '../src/export/common.js';
 import { flamegraphData } from '../src/export/flamegraph.js';
 import { recordingFacts } from '../src/export/html/page.js';
 import { metaFromHeader, type ExportMeta } from '../src/export/meta.js';
-import { reportCaptureBytes, type CaptureReport } from '../src/report-core.js';
-import type { FormatInfo, FromWorker, ToWorker, ViewerResult } from './protocol.js';
+import { reportCaptureBytes, WORKERS_FROM_BYTES, type CaptureReport } from '../src/report-core.js';
+import { webBlockPool } from './block-pool.js';
+import type { FormatInfo, FromWorker, Processing, ToWorker, ViewerResult } from './protocol.js';
 
 /** The capture opened last: exports are made from it. */
 interface Opened {
@@ -29,16 +36,24 @@ interface Opened {
 }
 
 let current: Opened | null = null;
-let kernel: Promise<WebAssembly.Module> | null = null;
+let kernel: { shared: boolean; module: Promise<WebAssembly.Module> } | null = null;
+
+/** Processing workers at most (a capture's blocks are independent; more than this gains little). */
+const MAX_WORKERS = 8;
+
+/** SharedArrayBuffer can be used here: the page is cross-origin isolated. */
+const isolated = (): boolean => (self as { crossOriginIsolated?: boolean }).crossOriginIsolated === true && typeof SharedArrayBuffer !== 'undefined';
 
 function post(message: FromWorker, transfer: Transferable[] = []): void {
   self.postMessage(message, { transfer });
 }
 
-/** The walk kernel, compiled once (streaming when the server says application/wasm). */
+/** The walk kernel, compiled once (streaming when the server says application/wasm): the shared-memory build where it can run. */
 function loadKernel(): Promise<WebAssembly.Module> {
-  kernel ??= (async () => {
-    const url = new URL('kernel-unshared.wasm', import.meta.url);
+  const shared = isolated();
+  if (kernel && kernel.shared === shared) return kernel.module;
+  const module = (async () => {
+    const url = new URL(shared ? 'kernel.wasm' : 'kernel-unshared.wasm', import.meta.url);
     const response = await fetch(url);
     if (!response.ok) throw new Error(`cannot load the walk kernel ${url.pathname}: HTTP ${response.status}`);
     if (typeof WebAssembly.compileStreaming === 'function' && response.headers.get('content-type')?.split(';')[0] === 'application/wasm') {
@@ -46,8 +61,24 @@ function loadKernel(): Promise<WebAssembly.Module> {
     }
     return WebAssembly.compile(await response.arrayBuffer());
   })();
-  kernel.catch(() => (kernel = null)); // a failed load is tried again next time
-  return kernel;
+  kernel = { shared, module };
+  module.catch(() => (kernel = null)); // a failed load is tried again next time
+  return module;
+}
+
+/** Processing workers for a capture of `size` bytes: the page's choice (?workers=N), else one per core for a large capture. */
+function workerCount(size: number, asked: number | undefined): number {
+  if (asked !== undefined && Number.isInteger(asked) && asked >= 0) return Math.min(asked, MAX_WORKERS * 4);
+  const cores = typeof navigator !== 'undefined' && navigator.hardwareConcurrency > 1 ? navigator.hardwareConcurrency : 0;
+  return size >= WORKERS_FROM_BYTES ? Math.min(cores, MAX_WORKERS) : 0;
+}
+
+/** The capture where it will be processed: in isolated pages, a SharedArrayBuffer the processing workers read. */
+function placed(bytes: Uint8Array, workers: number): Uint8Array {
+  if (workers === 0 || !isolated()) return bytes;
+  const shared = new Uint8Array(new SharedArrayBuffer(bytes.length));
+  shared.set(bytes);
+  return shared;
 }
 
 const baseName = (name: string): string => name.replace(/\.pyuw$/i, '') || 'capture';
@@ -99,11 +130,14 @@ function progress(id: number, bytes: Uint8Array, ends: number[], phase: string):
   };
 }
 
-async function open(id: number, name: string, bytes: Uint8Array): Promise<void> {
+async function open(id: number, name: string, given: Uint8Array, asked: number | undefined): Promise<void> {
   current = null;
   const started = performance.now();
-  post({ type: 'progress', id, samples: 0, blocks: 0, bytes: 0, total: bytes.length, phase: 'loading the walk kernel' });
+  post({ type: 'progress', id, samples: 0, blocks: 0, bytes: 0, total: given.length, phase: 'loading the walk kernel' });
   const module = await loadKernel();
+  const workers = workerCount(given.length, asked);
+  const bytes = placed(given, workers);
+  const processing: Processing = { workers, sharedCapture: bytes.buffer !== given.buffer, sharedKernel: kernel?.shared === true };
   let ends: number[];
   try {
     ends = blockEnds(bytes, name);
@@ -113,7 +147,7 @@ async function open(id: number, name: string, bytes: Uint8Array): Promise<void> 
     return;
   }
   const p = progress(id, bytes, ends, 'processing');
-  const report = await reportCaptureBytes(bytes, { module, name, onProgress: p.onProgress });
+  const report = await reportCaptureBytes(bytes, { module, name, onProgress: p.onProgress, workers, pool: async (n, setup) => webBlockPool(n, setup) });
   p.flush();
   const profile = report.profile;
   const meta = metaFromHeader(report.header);
@@ -147,6 +181,7 @@ async function open(id: number, name: string, bytes: Uint8Array): Promise<void> 
     blocks: report.blocks,
     formats: formats(name),
     millis: Math.round(performance.now() - started),
+    processing,
   };
   current = { id, name, bytes, report, meta };
   post({ type: 'result', id, result });
@@ -182,7 +217,7 @@ async function makeExport(id: number, format: string): Promise<void> {
 self.onmessage = (ev: MessageEvent<ToWorker>) => {
   const m = ev.data;
   if (m.type === 'open') {
-    open(m.id, m.name, new Uint8Array(m.bytes)).catch((e: unknown) => {
+    open(m.id, m.name, new Uint8Array(m.bytes), m.workers).catch((e: unknown) => {
       const warnings: CaptureWarning[] = [];
       post({ type: 'error', id: m.id, message: e instanceof Error ? e.message : String(e), warnings });
     });

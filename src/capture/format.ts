@@ -33,6 +33,13 @@ export const BLOCK_HEADER_SIZE = 28;
 
 export const BLOCK_TYPE = { RECORDS: 1, END: 2 } as const;
 export const COMPRESSION = { NONE: 0, DEFLATE: 1 } as const;
+/**
+ * Block header flags (byte 6, 0 in files of earlier writers: nothing said). NO_CODES: the writer
+ * put no code record in this block — a reader that spreads blocks over workers need not inflate
+ * it to find the code records the others must have. A claim, not a proof: a worker that finds
+ * code records in such a block says so, and the capture is processed in one thread.
+ */
+export const BLOCK_FLAG = { NO_CODES: 1 } as const;
 export const RECORD_TYPE = { CODE: 1, SAMPLE: 2 } as const;
 export const SAMPLE_FORM = { WHOLE: 0, PATCH: 1 } as const;
 export const REGION_KIND = { LITERAL: 0, PATCH: 1 } as const;
@@ -356,7 +363,10 @@ export class ByteReader {
 
   string(what: string): string {
     const n = this.uint(`${what} length`);
-    return textDecoder.decode(this.bytes(n, what));
+    const bytes = this.bytes(n, what);
+    // a capture may be read where it lies in a SharedArrayBuffer (a page's processing workers
+    // share it); browsers' TextDecoder refuses views of shared memory: a name is copied out first
+    return textDecoder.decode(bytes.buffer instanceof ArrayBuffer ? bytes : bytes.slice());
   }
 }
 
@@ -610,13 +620,15 @@ export interface BlockHeader {
   compression: number;
   /** the writer's 0-based block number */
   seq: number;
+  /** BLOCK_FLAG bits (0 from earlier writers) */
+  flags: number;
   storedLength: number;
   rawLength: number;
   payloadCrc: number;
 }
 
 /** Block header + payload, ready for one write. Deflated unless that would not be smaller. */
-export function encodeBlock(type: number, seq: number, raw: Uint8Array, level = DEFAULT_COMPRESSION_LEVEL): Uint8Array {
+export function encodeBlock(type: number, seq: number, raw: Uint8Array, level = DEFAULT_COMPRESSION_LEVEL, flags = 0): Uint8Array {
   if (raw.length > MAX_BLOCK_RAW) throw new RangeError(`block of ${raw.length} bytes exceeds the format's limit of ${MAX_BLOCK_RAW}`);
   let stored = raw;
   let compression: number = COMPRESSION.NONE;
@@ -628,7 +640,7 @@ export function encodeBlock(type: number, seq: number, raw: Uint8Array, level = 
       compression = COMPRESSION.DEFLATE;
     }
   }
-  return blockWithHeader({ type, compression, seq, storedLength: stored.length, rawLength: raw.length, payloadCrc: crc32(stored) }, stored);
+  return blockWithHeader({ type, compression, seq, flags, storedLength: stored.length, rawLength: raw.length, payloadCrc: crc32(stored) }, stored);
 }
 
 /** Writes a block header before already-stored bytes (the tests use it to wrap crafted payloads). */
@@ -637,7 +649,7 @@ export function blockWithHeader(f: BlockHeader, stored: Uint8Array): Uint8Array 
   w.bytes(BLOCK_MAGIC);
   w.u8(f.type);
   w.u8(f.compression);
-  w.u8(0);
+  w.u8(f.flags);
   w.u8(0);
   w.u32(f.seq);
   w.u32(f.storedLength);
@@ -655,7 +667,8 @@ export function parseBlockHeader(bytes: Uint8Array, at = 0): BlockHeader | strin
   const r = new ByteReader(bytes, at + 4, at + BLOCK_HEADER_SIZE);
   const type = r.u8('type');
   const compression = r.u8('compression');
-  r.pos += 2; // reserved
+  const flags = r.u8('flags');
+  r.pos += 1; // reserved
   const seq = r.u32('seq');
   const storedLength = r.u32('stored length');
   const rawLength = r.u32('raw length');
@@ -663,7 +676,7 @@ export function parseBlockHeader(bytes: Uint8Array, at = 0): BlockHeader | strin
   const stored = r.u32('header crc');
   const computed = crc32(bytes.subarray(at, at + BLOCK_HEADER_SIZE - 4));
   if (stored !== computed) return `block header checksum mismatch (stored ${hex32(stored)}, computed ${hex32(computed)})`;
-  return { type, compression, seq, storedLength, rawLength, payloadCrc };
+  return { type, compression, seq, flags, storedLength, rawLength, payloadCrc };
 }
 
 /** Offset of the first BLOCK_MAGIC in `bytes` at or after `from`, or -1. */

@@ -11,6 +11,7 @@ import {
   BLOCK_MAGIC,
   BLOCK_TYPE,
   ByteReader,
+  BLOCK_FLAG,
   COMPRESSION,
   DecodeError,
   BLOCK_HEADER_SIZE,
@@ -50,6 +51,8 @@ export interface RawBlock {
   /** byte offset of the block's header in the file */
   offset: number;
   compression: number;
+  /** BLOCK_FLAG bits of its header */
+  flags: number;
   rawLength: number;
   stored: Uint8Array;
 }
@@ -130,6 +133,8 @@ export function leadingCodes(raw: RawBlock): CodeRecord[] {
       return final || out.length >= raw.rawLength;
     }
   };
+  // the writer said there are none (a worker checks it: it finds every code record of its block)
+  if (raw.flags & BLOCK_FLAG.NO_CODES) return codes;
   if (raw.compression === COMPRESSION.NONE) {
     out = raw.stored;
     scan(true);
@@ -348,7 +353,7 @@ export class CaptureReader {
         continue;
       }
       complete++;
-      yield { index: header.seq, offset: pos, compression: header.compression, rawLength: header.rawLength, stored };
+      yield { index: header.seq, offset: pos, compression: header.compression, flags: header.flags, rawLength: header.rawLength, stored };
       pos = end;
     }
     const after = expected === 0 ? 'its header' : `block ${expected - 1}`;
@@ -408,7 +413,7 @@ export class CaptureReader {
       if (i + BLOCK_HEADER_SIZE + header.storedLength !== tail.length) continue;
       const stored = tail.subarray(i + BLOCK_HEADER_SIZE);
       if (crc32(stored) !== header.payloadCrc) continue;
-      const raw = unpack({ index: header.seq, offset: from + i, compression: header.compression, rawLength: header.rawLength, stored });
+      const raw = unpack({ index: header.seq, offset: from + i, compression: header.compression, flags: header.flags, rawLength: header.rawLength, stored });
       if (typeof raw === 'string') continue;
       try {
         return decodeTrailer(raw);

@@ -10,6 +10,7 @@ import {
   RECORD_TYPE,
   checkCodeRecord,
   checkUint,
+  BLOCK_FLAG,
   encodeBlock,
   encodeHeader,
   encodeTrailer,
@@ -165,7 +166,7 @@ export class CaptureWriter {
     // codes first: a code added before a sample is then visible to it whatever the order of adds
     raw.bytes(this.codes.view());
     raw.bytes(this.samples.view());
-    this.emit(encodeBlock(BLOCK_TYPE.RECORDS, this.blocksWritten, raw.view(), this.level));
+    this.emit(encodeBlock(BLOCK_TYPE.RECORDS, this.blocksWritten, raw.view(), this.level, this.blockCodes === 0 ? BLOCK_FLAG.NO_CODES : 0));
     this.blocksWritten++;
     this.samplesWritten += this.blockSamples;
     this.codesWritten += this.blockCodes;

@@ -6,7 +6,7 @@
 import { checkParams, encodeParams, PARAM_COUNT, type WalkParams } from '../layout/walk-params.js';
 import { normalizeCodeRanges, sortRegions, U64_MASK } from './normalize.js';
 import { statusName } from './status.js';
-import { readKernelBytes } from '../kernel-source.js';
+import { instantiateKernel, readKernelBytes } from '../kernel-source.js';
 import type { CodeRange, WalkFrame, WalkResult, WalkSample } from './types.js';
 
 export { readKernelBytes };
@@ -36,8 +36,9 @@ interface KernelExports {
 
 export interface KernelOptions {
   /**
-   * Use the build that imports a shared memory (default where SharedArrayBuffer exists);
-   * false uses the build for runtimes without threads.
+   * Use the build that imports a shared memory (default where SharedArrayBuffer exists, or,
+   * given a compiled module, the memory that module imports); false uses the build for
+   * runtimes without threads.
    */
   shared?: boolean;
   /** Compiled module or wasm bytes; default: read build/kernel(-unshared).wasm next to the package. */
@@ -55,6 +56,11 @@ export class KernelWalker {
   ) {}
 
   static async load(options: KernelOptions = {}): Promise<KernelWalker> {
+    if (options.module instanceof WebAssembly.Module && options.shared === undefined) {
+      // a compiled module of either build: the memory it imports
+      const { instance, memory, shared } = await instantiateKernel(options.module);
+      return new KernelWalker(instance.exports as unknown as KernelExports, memory, shared);
+    }
     const shared = options.shared ?? typeof SharedArrayBuffer !== 'undefined';
     const memory = new WebAssembly.Memory(
       shared ? { initial: 16, maximum: 65536, shared: true } : { initial: 16, maximum: 65536 },

@@ -1,13 +1,13 @@
-// A processing worker: a BlockProcessor of its own (block engine, reference path, a replica of
-// the code table) that inflates and processes the blocks the pool sends it and answers with
-// what each adds. Jobs are handled one after the other, in the order they came. A block whose
-// code records are not all at its start (the parent sent the other workers only those) is not
-// processed: the answer says so, and the parent processes the capture in one thread instead.
+// A processing worker thread (Node): a BlockProcessor of its own (block engine, reference path, a
+// replica of the code table) that inflates and processes the blocks the pool sends it and
+// answers with what each adds (block-job.ts). Jobs are handled one after the other, in the
+// order they came.
 
 import { parentPort, workerData } from 'node:worker_threads';
-import { BlockProcessor, openBlock, skipped } from '../block-processor.js';
+import { BlockProcessor } from '../block-processor.js';
 import { layoutFromSource } from '../layout/index.js';
-import type { BlockJob, BlockReply, WorkerSetup } from './messages.js';
+import { handleBlockJob } from './block-job.js';
+import type { BlockJob, WorkerSetup } from './messages.js';
 
 const setup = workerData as WorkerSetup;
 const port = parentPort!;
@@ -24,26 +24,14 @@ port.on('message', (job: BlockJob | { close: true }) => {
     return;
   }
   chain = chain.then(async () => {
-    let reply: BlockReply;
-    let transfer: ArrayBuffer[] = [];
+    let processor: BlockProcessor;
     try {
-      const processor = await ready;
-      processor.addCodes(job.codes);
-      const opened = openBlock(job.raw);
-      const codes = 'block' in opened ? opened.codes : [];
-      if (codes.length !== job.leading.length || codes.some((c, i) => c.address !== job.leading[i])) {
-        reply = { id: job.id, lateCodes: true };
-      } else {
-        processor.addCodes(codes);
-        const done = 'block' in opened ? processor.process(opened.block) : skipped(opened.warning);
-        const profile = done.profile.toTransfer();
-        reply = { id: job.id, result: done.result, profile, copies: done.copies.toJSON() };
-        // the stack tables move rather than being copied
-        transfer = profile.threads.flatMap((t) => [t.stackParent.buffer, t.stackFrame.buffer, t.stackWeight.buffer] as ArrayBuffer[]);
-      }
+      processor = await ready;
     } catch (e) {
-      reply = { id: job.id, error: e instanceof Error ? (e.stack ?? e.message) : String(e) };
+      port.postMessage({ id: job.id, error: e instanceof Error ? (e.stack ?? e.message) : String(e) });
+      return;
     }
+    const { reply, transfer } = handleBlockJob(processor, job);
     port.postMessage(reply, transfer);
   });
 });

@@ -77,7 +77,8 @@ const C_FILTER_LO = 15;
 const C_FILTER_HI = 16;
 const C_COPY_HIST = 17; // COPY_BUCKETS u32: copy times of the counted samples, one bucket per µs
 const C_TRACE = 18; // maxDepth TRACE_SIZE entries: the current walk's trace
-const C_COUNT = 19;
+const C_KEEP_FLAGS = 19; // 0, or the sample flag a sample must have to be counted (report --mode)
+const C_COUNT = 20;
 const COPY_BUCKETS: u32 = 65536;
 const FLAG_STOPPED: u32 = 4;
 const FLAG_RETRIED: u32 = 8;
@@ -191,6 +192,7 @@ let spliced: u32 = 0;
 let walks: u32 = 0;
 let filterKind: u32 = 0;
 let filterValue: u64 = 0;
+let keepFlags: u32 = 0;
 let copyHist: u32 = 0;
 let blockBytes: u64 = 0;
 // of the counted samples (those the filter keeps): copy times' sum and max, and flags
@@ -279,6 +281,7 @@ export function engineInit(config: u32, params: u32): bool {
   frames = load<u32>(cfg + C_FRAMES * 4);
   filterKind = load<u32>(cfg + C_FILTER * 4);
   filterValue = (<u64>load<u32>(cfg + C_FILTER_LO * 4)) | ((<u64>load<u32>(cfg + C_FILTER_HI * 4)) << 32);
+  keepFlags = load<u32>(cfg + C_KEEP_FLAGS * 4);
   copyHist = load<u32>(cfg + C_COPY_HIST * 4);
   trace = load<u32>(cfg + C_TRACE * 4);
   if (!inMemory(<u64>copyHist, <u64>COPY_BUCKETS * 4)) return false;
@@ -684,7 +687,16 @@ function sample(end: u32): i32 {
   lastTime = time;
   samplesSeen++;
 
-  if (filterKind == 1 && ntid != filterValue && tid != filterValue) return STOP_END;
+  // a sample left out (another thread, or without the mode's flag) is not counted, but its
+  // image stands: what the thread's next sample reuses must be of this image, and its slot of these ids
+  if ((filterKind == 1 && ntid != filterValue && tid != filterValue) || (keepFlags != 0 && (flags & keepFlags) == 0)) {
+    if (changed || idsChanged) {
+      store<u32>(th, NONE, T_LAST_STATUS);
+      store<u32>(th, NONE, T_LAST_STACK);
+    }
+    if (idsChanged) store<u32>(th, NONE, T_SLOT);
+    return STOP_END;
+  }
   counted++;
   copySum += copyMicros;
   if (copyMicros > <u64>copyMax) copyMax = <u32>(copyMicros > 0xffffffff ? 0xffffffff : copyMicros);

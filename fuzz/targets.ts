@@ -24,6 +24,7 @@ import { ReferenceWalker } from '../src/walk/reference-walker.js';
 import { KernelWalker, readKernelBytes } from '../src/walk/kernel-walker.js';
 import { RegionMemory } from '../src/walk/region-memory.js';
 import { concat, hostileParams, randomMemory, structuredMemory, WALK_PARAMS } from './arbitraries.js';
+import { SAMPLING_MODES, type SamplingMode } from '../src/capture/types.js';
 
 export interface Target {
   name: string;
@@ -125,8 +126,8 @@ export function mutatePayload(file: Uint8Array, blockPick: number, ms: readonly 
 
 let kernelModule: WebAssembly.Module | null = null;
 
-/** The profile of a capture (as bytes) by the block engine and by the reference walker; null if refused. */
-export async function processBoth(bytes: Uint8Array): Promise<{ engine: string; reference: string } | null> {
+/** The profile of a capture (as bytes) by the block engine and by the reference walker, keeping the samples `mode` keeps; null if refused. */
+export async function processBoth(bytes: Uint8Array, mode: SamplingMode = 'wall'): Promise<{ engine: string; reference: string } | null> {
   let reader;
   try {
     reader = readCaptureBytes(bytes, 'fuzzed');
@@ -142,8 +143,8 @@ export async function processBoth(bytes: Uint8Array): Promise<{ engine: string; 
     throw e;
   }
   kernelModule ??= await WebAssembly.compile((await readKernelBytes(false)) as Uint8Array<ArrayBuffer>);
-  const engine = await BlockProcessor.load(layout, { module: kernelModule });
-  const reference = await BlockProcessor.load(layout, { walker: new ReferenceWalker() });
+  const engine = await BlockProcessor.load(layout, { module: kernelModule, mode });
+  const reference = await BlockProcessor.load(layout, { walker: new ReferenceWalker(), mode });
   const profiles = [new Profile(), new Profile()];
   const warnings: string[][] = [[], []];
   for (const raw of reader.rawBlocks()) {
@@ -189,6 +190,8 @@ export async function targets(onCase: () => void = () => {}): Promise<Target[]> 
   };
 
   const captureIndex = fc.integer({ min: 0, max: corpus.captures.length - 1 });
+  // a mode keeps some samples of a thread and leaves out others (mutated flags say which)
+  const samplingMode = fc.constantFrom(...SAMPLING_MODES);
   const offsetsIndex = fc.integer({ min: 0, max: corpus.debugOffsets.length - 1 });
 
   return [
@@ -253,18 +256,18 @@ export async function targets(onCase: () => void = () => {}): Promise<Target[]> 
     {
       name: 'capture file: mutated bytes, engine vs reference',
       weight: 5,
-      property: fc.asyncProperty(captureIndex, fc.array(mutation, { minLength: 1, maxLength: 4 }), async (ci, ms) => {
+      property: fc.asyncProperty(captureIndex, fc.array(mutation, { minLength: 1, maxLength: 4 }), samplingMode, async (ci, ms, mode) => {
         onCase();
-        const got = await processBoth(mutate(corpus.captures[ci]!.bytes, ms));
+        const got = await processBoth(mutate(corpus.captures[ci]!.bytes, ms), mode);
         if (got && got.engine !== got.reference) throw new FuzzFailure(`engine and reference profiles differ: ${got.engine.slice(0, 300)} / ${got.reference.slice(0, 300)}`);
       }),
     },
     {
       name: 'capture blocks: mutated payloads (valid checksums), engine vs reference',
       weight: 5,
-      property: fc.asyncProperty(captureIndex, fc.nat(), fc.array(mutation, { minLength: 1, maxLength: 4 }), async (ci, block, ms) => {
+      property: fc.asyncProperty(captureIndex, fc.nat(), fc.array(mutation, { minLength: 1, maxLength: 4 }), samplingMode, async (ci, block, ms, mode) => {
         onCase();
-        const got = await processBoth(mutatePayload(corpus.captures[ci]!.bytes, block, ms));
+        const got = await processBoth(mutatePayload(corpus.captures[ci]!.bytes, block, ms), mode);
         if (got && got.engine !== got.reference) throw new FuzzFailure(`engine and reference profiles differ: ${got.engine.slice(0, 300)} / ${got.reference.slice(0, 300)}`);
       }),
     },

@@ -30,7 +30,7 @@ const NODE_SIZE = 32;
 const CODE_SIZE = 32;
 const FRAME_SIZE = 24;
 const COPY_BUCKETS = 65536;
-const CONFIG_SLOTS = 19;
+const CONFIG_SLOTS = 20;
 
 const STOP = { END: 0, CODE: 1, MALFORMED: 2, FULL: 3 } as const;
 
@@ -160,6 +160,8 @@ export interface BlockResult {
 export interface EngineOptions {
   /** keep only samples of this thread (native thread id, or thread_id) */
   thread?: bigint;
+  /** keep only samples with this SAMPLE_FLAG bit (report --mode: FACT_FLAG of the mode); 0 or none: all */
+  keepFlags?: number;
   /** the compiled kernel, either build (default: build/kernel-unshared.wasm next to the package) */
   module?: WebAssembly.Module;
   maxDepth?: number;
@@ -274,6 +276,7 @@ export class BlockEngine {
       filter === undefined ? 0 : Number((filter >> 32n) & 0xffffffffn),
       L.get('copyHist')!,
       L.get('trace')!,
+      this.options.keepFlags ?? 0,
     ];
     slots.forEach((v, i) => dv.setUint32(cfg + i * 4, v >>> 0, true));
     new Int32Array(this.memory.buffer, L.get('params')!, PARAM_COUNT).set(encodeParams(this.params));

@@ -11,7 +11,7 @@
 import { blockCodes, decodeBlock, unpack, type RawBlock } from './capture/reader.js';
 import { COMPRESSION } from './capture/format.js';
 import type { CaptureWarning, CodeRecord, SampleRecord } from './capture/types.js';
-import { SAMPLE_FLAG } from './capture/types.js';
+import { FACT_FLAG, SAMPLE_FLAG, type SamplingMode } from './capture/types.js';
 import type { Layout } from './layout/layout.js';
 import { SampleProcessor, type ProcessedSample } from './sample-processor.js';
 import { Profile } from './profile/index.js';
@@ -25,6 +25,8 @@ import { KernelWalker } from './walk/kernel-walker.js';
 export interface BlockProcessorOptions {
   /** keep only samples of this thread (native thread id, or thread_id) */
   thread?: bigint;
+  /** keep only samples whose thread was on a CPU, held the GIL, handled an exception (default wall: all) */
+  mode?: SamplingMode;
   /** walk every sample with this walker, on the reference path */
   walker?: Walker;
   /** called with every processed sample; implies the reference path */
@@ -77,8 +79,12 @@ export function sampleInput(p: ProcessedSample): SampleInput {
   };
 }
 
-const keep = (thread: bigint | undefined) => (s: SampleRecord) =>
-  thread === undefined || s.nativeThreadId === thread || s.threadId === thread;
+/** The samples a profile keeps: of one thread (or every one), with the mode's flag (or every one). */
+const keep = (thread: bigint | undefined, keepFlags: number) => (s: SampleRecord) =>
+  (thread === undefined || s.nativeThreadId === thread || s.threadId === thread) && (keepFlags === 0 || (s.flags & keepFlags) !== 0);
+
+/** The sample flag a mode keeps (0: every sample). */
+export const modeFlag = (mode: SamplingMode | undefined): number => (mode === undefined || mode === 'wall' ? 0 : FACT_FLAG[mode]);
 
 export class BlockProcessor {
   private constructor(
@@ -91,7 +97,11 @@ export class BlockProcessor {
   static async load(layout: Layout, options: BlockProcessorOptions = {}): Promise<BlockProcessor> {
     const useEngine = !options.reference && !options.onSample && !options.walker;
     const engine = useEngine
-      ? await BlockEngine.load(layout, { ...(options.thread === undefined ? {} : { thread: options.thread }), ...(options.module ? { module: options.module } : {}) })
+      ? await BlockEngine.load(layout, {
+          ...(options.thread === undefined ? {} : { thread: options.thread }),
+          keepFlags: modeFlag(options.mode),
+          ...(options.module ? { module: options.module } : {}),
+        })
       : null;
     const codes = engine?.codes ?? new CodeTable(layout);
     // (a module given may be either build: the walker takes the memory it imports)
@@ -126,7 +136,7 @@ export class BlockProcessor {
       result.lastTime = s.time;
       result.samples++;
     }
-    const chosen = decoded.samples.filter(keep(this.options.thread));
+    const chosen = decoded.samples.filter(keep(this.options.thread, modeFlag(this.options.mode)));
     for (const s of chosen) copied.add(s.copyMicros, s.flags);
     for (const p of this.processor.process(chosen)) {
       into.add(sampleInput(p));

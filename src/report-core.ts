@@ -13,7 +13,7 @@
 // files and worker threads for Node.
 
 import { leadingCodes, readCaptureBytes, type CaptureReader, type RawBlock } from './capture/reader.js';
-import type { CaptureHeader, CaptureWarning, CodeRecord } from './capture/types.js';
+import type { CaptureHeader, CaptureWarning, CodeRecord, SamplingMode } from './capture/types.js';
 import type { LayoutSource } from './layout/layout.js';
 import { layoutFromSource } from './layout/index.js';
 import { BlockProcessor, openBlock, sampleInput, skipped, type ProcessedBlock } from './block-processor.js';
@@ -28,6 +28,12 @@ export { sampleInput };
 export interface ReportOptions {
   /** keep only samples of this thread (native thread id, or thread_id) */
   thread?: bigint;
+  /**
+   * keep only the samples of threads on a CPU, holding the GIL, or handling an exception (default:
+   * the capture's own mode, wall for most). Refused (RangeError) for a fact the capture does not
+   * record, and for another mode than a capture recorded in a mode other than wall.
+   */
+  mode?: SamplingMode;
   /** walk every sample with this walker, on the reference path (default: the block engine) */
   walker?: Walker;
   /** called after each block with the samples processed so far */
@@ -69,6 +75,20 @@ export interface CaptureReport {
   fallbackBlocks: number;
   /** every sample in time order (with the `timeline` option) */
   timeline?: Timeline;
+  /** the samples the profile holds: every thread's (wall), or those a fact held for */
+  mode: SamplingMode;
+}
+
+/** The mode a report of this capture keeps (see ReportOptions.mode), or why it cannot. */
+export function reportMode(header: CaptureHeader, asked: SamplingMode | undefined): SamplingMode {
+  const recorded = header.sampling ?? 'wall';
+  if (asked === undefined || asked === recorded) return recorded;
+  if (recorded !== 'wall') throw new RangeError(`mode ${asked}: the capture was recorded in mode ${recorded}, and holds only those samples`);
+  if (asked !== 'wall' && !(header.facts ?? []).includes(asked)) {
+    const told = header.facts?.length ? `it tells only ${header.facts.join(', ')}` : 'it tells none (recorded before pyunwind 0.2, or by the Pyodide recorder)';
+    throw new RangeError(`mode ${asked}: the capture does not tell which samples had it: ${told}`);
+  }
+  return asked;
 }
 
 export function recordingStats(copies: CopyStats): RecordingStats {
@@ -141,7 +161,7 @@ export interface ProcessHost {
   /** the worker count when the caller names none, for a capture of this many bytes (default 0) */
   defaultWorkers?(captureBytes: number): number;
   /** a pool of `workers` block processors (none: workers >= 1 is refused) */
-  pool?(workers: number, setup: { layoutSource: LayoutSource; module: WebAssembly.Module; thread?: bigint }): Promise<BlockPool>;
+  pool?(workers: number, setup: { layoutSource: LayoutSource; module: WebAssembly.Module; thread?: bigint; mode?: SamplingMode }): Promise<BlockPool>;
 }
 
 /** The report of a capture being read (the reader is closed at the end). */
@@ -155,6 +175,7 @@ export async function processCapture(reader: CaptureReader, options: ReportOptio
   let pool: BlockPool | null = null;
   try {
     const header = reader.header;
+    const mode = reportMode(header, options.mode);
     const layout = layoutFromSource(header.layoutSource);
     const engineOnly = !options.reference && !options.onSample && !options.walker;
     const workers = options.workers ?? host.defaultWorkers?.(reader.size) ?? 0;
@@ -164,11 +185,12 @@ export async function processCapture(reader: CaptureReader, options: ReportOptio
     const module = host.module ?? (options.walker ? undefined : await loadKernel());
     let local: BlockProcessor | null = null;
     if (engineOnly && workers >= 1 && host.pool && module) {
-      pool = await host.pool(workers, { layoutSource: header.layoutSource, module, ...(options.thread === undefined ? {} : { thread: options.thread }) });
+      pool = await host.pool(workers, { layoutSource: header.layoutSource, module, mode, ...(options.thread === undefined ? {} : { thread: options.thread }) });
     } else {
       local = await BlockProcessor.load(layout, {
         ...(module ? { module } : {}),
         ...(options.thread === undefined ? {} : { thread: options.thread }),
+        mode,
         ...(options.walker ? { walker: options.walker } : {}),
         ...(options.onSample ? { onSample: options.onSample } : {}),
         ...(options.reference ? { reference: true } : {}),
@@ -226,7 +248,7 @@ export async function processCapture(reader: CaptureReader, options: ReportOptio
     }
     // in file order, whichever thread found them when
     const warnings = [...reader.warnings].sort((a, b) => a.offset - b.offset);
-    return { header, profile, recording: recordingStats(copies), warnings, closedCleanly: reader.closedCleanly, blocks, fallbackBlocks, ...(timeline ? { timeline } : {}) };
+    return { header, profile, recording: recordingStats(copies), warnings, closedCleanly: reader.closedCleanly, blocks, fallbackBlocks, mode, ...(timeline ? { timeline } : {}) };
   } finally {
     reader.close();
     await pool?.close();

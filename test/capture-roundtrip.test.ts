@@ -39,7 +39,9 @@ const HEADER: CaptureHeader = {
   rateHz: 1000,
   startTime: 1_760_000_000_000,
   recorder: 'pyunwind 0.1.0',
-  mode: 'optimistic',
+  copy: 'optimistic',
+  sampling: 'wall',
+  facts: ['cpu', 'gil'],
 };
 
 /** The same bytes, as a view starting `shift` bytes into a larger buffer. */
@@ -200,6 +202,17 @@ function readAll(bytes: Uint8Array) {
 }
 
 describe('header', () => {
+  it('reads the copy mode of a file written before 0.2 (its `mode` field) as `copy`, and no sampling mode or facts', () => {
+    // the fixtures were recorded by pyunwind 0.1.0: `"mode":"adaptive"` (Pyodide: "signal")
+    const dir = path.resolve('test/fixtures/captures');
+    for (const [file, copy] of [['threadpool-3.12.pyuw', 'adaptive'], ['hotcold-pyodide-3.15.pyuw', 'signal']] as const) {
+      const bytes = fs.readFileSync(path.join(dir, file));
+      expect(new TextDecoder().decode(bytes.subarray(0, 4096))).toContain(`"mode":"${copy}"`);
+      const h = readCaptureBytes(bytes).header;
+      expect({ copy: h.copy, sampling: h.sampling, facts: h.facts }).toEqual({ copy, sampling: undefined, facts: undefined });
+    }
+  });
+
   const headers: Array<[string, CaptureHeader]> = [
     ['debug offsets, every optional field', HEADER],
     [
@@ -244,7 +257,9 @@ describe('header', () => {
         rateHz: fc.double({ noNaN: true, noDefaultInfinity: true }).filter((x) => !Object.is(x, -0)),
         startTime: fc.integer(),
         recorder: fc.string(),
-        mode: fc.string(),
+        copy: fc.string(),
+        sampling: fc.constantFrom('wall' as const, 'cpu' as const, 'gil' as const, 'exception' as const),
+        facts: fc.subarray(['cpu' as const, 'gil' as const, 'exception' as const]),
       },
       { requiredKeys: ['layoutSource', 'pointerSize', 'pythonVersion', 'target', 'runtimeAddress', 'rateHz', 'startTime', 'recorder'] },
     );

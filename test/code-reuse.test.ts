@@ -99,7 +99,7 @@ describe.each(nativeInterpreters())('code objects reused at one address, $label'
     try {
       await runSampler(source, writer, {
         rateHz: 2000,
-        mode: 'adaptive',
+        copy: 'adaptive',
         stopper,
         shouldStop: () => child.exitCode !== null || child.signalCode !== null,
         isAlive: () => child.exitCode === null && child.signalCode === null,

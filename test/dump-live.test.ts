@@ -1,7 +1,7 @@
 // `pyunwind dump` follows record's copy rules. A deeply recursive program whose stack changes
 // all the time (it unwinds and rebuilds 60 frames every few tens of microseconds, longer than
 // a copy of them takes) is dumped again and again on every interpreter: in the default mode
-// every dump must be trusted and one of the stacks the program can have; with --mode
+// every dump must be trusted and one of the stacks the program can have; with --copy
 // optimistic a dump may come back `torn`, but never as a trusted stack it cannot have.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
@@ -75,7 +75,7 @@ describe.each(nativeInterpreters())('dump of a call-heavy deep stack, $label', (
       child.once('exit', (c) => reject(new Error(`program exited ${c}`)));
     });
     const dump = (mode: string): DumpJson => {
-      const r = spawnSync(process.execPath, [BIN, 'dump', '--pid', String(child.pid), '-f', 'json', '-m', mode], { encoding: 'utf8', timeout: 30_000 });
+      const r = spawnSync(process.execPath, [BIN, 'dump', '--pid', String(child.pid), '-f', 'json', '--copy', mode], { encoding: 'utf8', timeout: 30_000 });
       expect(r.status, r.stderr).toBe(0);
       return JSON.parse(r.stdout) as DumpJson;
     };

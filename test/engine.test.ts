@@ -137,6 +137,14 @@ describe.each(nativeInterpreters())('block engine == reference path on real capt
     const lateReference = await processed(late.file, { reference: true });
     expect((await processed(late.file, { workers: 0 })).json).toBe(lateReference.json);
     expect((await processed(late.file, { workers: 2 })).json).toBe(lateReference.json);
+    // the samples of one mode only (report --mode): the engine keeps those the reference path keeps
+    const facts = (await openCapture(file)).header.facts ?? [];
+    expect(facts).toContain('cpu');
+    for (const mode of facts) {
+      const kept = await processed(file, { mode });
+      expect(kept.json, mode).toBe((await processed(file, { mode, reference: true })).json);
+      expect(kept.attempted).toBeLessThanOrEqual(engine.attempted);
+    }
     // one thread's samples only: the filter is applied in the engine, too
     const first = JSON.parse(reference.json).profile.threads[0];
     const thread = BigInt(first.nativeThreadId ?? first.threadId);

@@ -128,7 +128,7 @@ const thread = (tid: bigint, name?: string, interp = 0n): SampleThread => ({ int
 function add(p: Profile, t: SampleThread, n: number, ...frames: SourceFrame[]): void {
   for (let i = 0; i < n; i++) p.add({ time: i, thread: t, status: 'complete', frames });
 }
-const META = (title: string): ExportMeta => ({ title, pythonVersion: '3.15.2', rateHz: 1000, startTime: 0, recorder: 'pyunwind test', mode: null });
+const META = (title: string): ExportMeta => ({ title, pythonVersion: '3.15.2', rateHz: 1000, startTime: 0, recorder: 'pyunwind test', copy: null, mode: 'wall' });
 
 describe('the diff model (made-up profiles)', () => {
   // base: MainThread (tid 100) 6 samples, an unnamed thread 101 2 samples; current: MainThread

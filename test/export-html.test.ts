@@ -349,7 +349,7 @@ describe('HTML exports in Chromium, offline', () => {
 
       // without sources: the page says so, and still lists the sampled lines with their counts
       const bare = path.join(ex.dir, 'heatmap-no-source.html');
-      const meta = { title: 'no sources', pythonVersion: null, rateHz: 0, startTime: 0, recorder: 'test', mode: null };
+      const meta = { title: 'no sources', pythonVersion: null, rateHz: 0, startTime: 0, recorder: 'test', copy: null, mode: 'wall' as const };
       fs.writeFileSync(bare, exportHeatmap(Profile.fromJSON(json), meta, () => null));
       const page2 = await openPage(browser, bare, errors);
       const first = (await page2.textContent('#file-name'))!;

@@ -353,7 +353,7 @@ function knownSamples(): SampleInput[] {
   return s;
 }
 
-const META: ExportMeta = { title: 'pid 1234 (python3.15, 3.15.2)', pythonVersion: '3.15.2', rateHz: 1000, startTime: 1_700_000_000_000, recorder: 'pyunwind test', mode: 'adaptive' };
+const META: ExportMeta = { title: 'pid 1234 (python3.15, 3.15.2)', pythonVersion: '3.15.2', rateHz: 1000, startTime: 1_700_000_000_000, recorder: 'pyunwind test', copy: 'adaptive', mode: 'wall' };
 
 function known(): { profile: Profile; timeline: Timeline } {
   const profile = new Profile();
@@ -495,7 +495,7 @@ describe('jsonl', () => {
     expect(samples.length).toBe(12);
     expect(sorted(jsonlCounts(samples))).toEqual(KNOWN_COUNTS);
     expect(samples.map((s) => s.time)).toEqual(TRUSTED_TIMES);
-    expect(header).toMatchObject({ type: 'header', format: 'pyunwind-samples', version: 1, title: META.title, rateHz: 1000, startTime: META.startTime, mode: 'adaptive' });
+    expect(header).toMatchObject({ type: 'header', format: 'pyunwind-samples', version: 1, title: META.title, rateHz: 1000, startTime: META.startTime, mode: 'wall', copy: 'adaptive' });
     expect(header.validation).toMatchObject({ attempted: 15, trusted: 12, rejected: 3, ticks: 11, missed: 1, scheduled: 12 });
     expect(summary).toMatchObject({ type: 'summary', attempted: 15, trusted: 12, rejected: 3, ticks: 11, missed: 1 });
     expect(summary.statuses).toEqual({ complete: 6, 'complete-unverifiable': 2, idle: 4, incomplete: 1, dangling: 1, cycle: 0, 'too-deep': 0, corrupt: 0, 'no-thread-state': 0, torn: 1 });

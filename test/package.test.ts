@@ -26,11 +26,12 @@ console.log(JSON.stringify({ version: VERSION, target, recorded: stats.samples, 
 `;
 
 const TYPED = `import { Profile, reportCapture, type CaptureReport, type Status } from 'pyunwind';
-import { recordProcess, type RecordProcessOptions, type SamplingMode } from 'pyunwind/record';
+import { recordProcess, type RecordProcessOptions, type CopyMode, type SamplingMode } from 'pyunwind/record';
 import { recordPyodide, type PyodideRecordOptions } from 'pyunwind/pyodide';
 
-const mode: SamplingMode = 'adaptive';
-const options: RecordProcessOptions = { pid: 1, output: 'out.pyuw', mode };
+const copy: CopyMode = 'adaptive';
+const sampling: SamplingMode = 'cpu';
+const options: RecordProcessOptions = { pid: 1, output: 'out.pyuw', copy, sampling };
 const status: Status = 'complete';
 export async function use(): Promise<[CaptureReport, unknown, Profile, Status, PyodideRecordOptions | null]> {
   return [await reportCapture('out.pyuw'), await recordProcess(options), new Profile(), status, typeof recordPyodide === 'function' ? null : null];

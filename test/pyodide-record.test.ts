@@ -73,7 +73,7 @@ describe.each(['3.15', '3.14'] as PyodideVersion[])('Pyodide %s, sampled by sign
     expect(header.pointerSize).toBe(4);
     expect(header.pythonVersion.startsWith(`${version}.`)).toBe(true);
     expect(header.pythonVersion).toBe(stats.pythonVersion);
-    expect(header.mode).toBe('signal');
+    expect(header.copy).toBe('signal');
     expect(header.rateHz).toBe(RATE_HZ);
     expect(header.command).toEqual([WORKLOAD, String(SECONDS)]);
     const layout = layoutFromSource(header.layoutSource);

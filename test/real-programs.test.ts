@@ -15,7 +15,7 @@ import { CaptureWriter, memorySink, readCaptureBytes } from '../src/capture/inde
 import { formatVersion, layoutFromSource } from '../src/layout/index.js';
 import { SampleProcessor } from '../src/sample-processor.js';
 import { openLinuxProcess } from '../src/record/linux-process.js';
-import type { SamplingMode } from '../src/record/modes.js';
+import type { CopyMode } from '../src/record/modes.js';
 import { runSampler } from '../src/record/sampler.js';
 import { openStopper } from '../src/record/stopper.js';
 import { KernelWalker } from '../src/walk/kernel-walker.js';
@@ -68,13 +68,13 @@ async function samplePaired(py: string, program: RealProgram): Promise<Paired> {
     startTime: Date.now(),
     recorder: 'pyunwind test',
   });
-  const modeAt = new Map<number, SamplingMode>();
+  const modeAt = new Map<number, CopyMode>();
   const taken = { adaptive: 0, blocking: 0 };
   const stopper = openStopper(child.pid!);
   try {
     await runSampler(source, writer, {
       rateHz: RATE_HZ,
-      mode: 'adaptive',
+      copy: 'adaptive',
       alternate: 'blocking',
       stopper,
       shouldStop: () => (taken.adaptive >= SAMPLES && taken.blocking >= SAMPLES) || child.exitCode !== null || child.signalCode !== null,

@@ -296,7 +296,8 @@ function renderRecording(v: ViewerResult): void {
     ['target', v.header.target],
     ['Python', v.header.pythonVersion],
     ['rate', `${v.header.rateHz} Hz`],
-    ['mode', v.header.mode ?? 'unknown'],
+    ['mode', v.header.sampling],
+    ['copies', v.header.copy ?? 'unknown'],
   ];
   if (r?.loaded) rows.push(['Pyodide ready in', `${formatCount(Math.round(r.loaded.loadMs))} ms`]);
   if (r?.done) {

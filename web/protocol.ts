@@ -1,7 +1,7 @@
 // The messages between the viewer's page (web/viewer.ts) and its worker (web/worker.ts). The
 // worker owns the capture's bytes and the profile; the page gets plain data to show.
 
-import type { CaptureWarning } from '../src/capture/types.js';
+import type { CaptureWarning, SamplingMode } from '../src/capture/types.js';
 import type { FlameGraphData } from '../src/export/html/flamegraph-script.js';
 import type { ExportMeta } from '../src/export/meta.js';
 import type { ProfileStats, StatusCounts } from '../src/profile/types.js';
@@ -36,7 +36,7 @@ export interface ViewerResult {
   size: number;
   meta: ExportMeta;
   /** the capture's header, what a person reads of it */
-  header: { target: string; pythonVersion: string; rateHz: number; startTime: number; recorder: string; mode: string | null; pid: number | null; command: string[] | null };
+  header: { target: string; pythonVersion: string; rateHz: number; startTime: number; recorder: string; copy: string | null; sampling: SamplingMode; pid: number | null; command: string[] | null };
   /** the facts the HTML exports show under their title */
   facts: string[];
   /** the validation numbers (= `report --format json`'s summary without the time span) */

@@ -150,7 +150,7 @@ async function open(id: number, name: string, given: Uint8Array, asked: number |
   const report = await reportCaptureBytes(bytes, { module, name, onProgress: p.onProgress, workers, pool: async (n, setup) => webBlockPool(n, setup) });
   p.flush();
   const profile = report.profile;
-  const meta = metaFromHeader(report.header);
+  const meta = metaFromHeader(report.header, report.mode);
   const flame = flamegraphData(profile);
   const h = report.header;
   const result: ViewerResult = {
@@ -163,7 +163,8 @@ async function open(id: number, name: string, given: Uint8Array, asked: number |
       rateHz: h.rateHz,
       startTime: h.startTime,
       recorder: h.recorder,
-      mode: h.mode ?? null,
+      copy: h.copy ?? null,
+      sampling: h.sampling ?? 'wall',
       pid: h.pid ?? null,
       command: h.command ?? null,
     },

@@ -9,7 +9,7 @@
 import CRC32 from 'crc-32/crc32.js';
 import { Inflate, deflateSync, inflateSync } from 'fflate';
 import type { LayoutSource } from '../layout/layout.js';
-import { CaptureError, type CaptureHeader, type CodeRecord, type Region } from './types.js';
+import { CaptureError, SAMPLE_FACTS, SAMPLING_MODES, type CaptureHeader, type CodeRecord, type Region, type SampleFact, type SamplingMode } from './types.js';
 
 // ---------------------------------------------------------------------------------------
 // Constants
@@ -471,7 +471,9 @@ export function encodeHeader(h: CaptureHeader): Uint8Array {
     throw new TypeError('header.command must be an array of strings');
   }
   if (h.pid !== undefined) checkUint(h.pid, 'header.pid');
-  if (h.mode !== undefined && typeof h.mode !== 'string') throw new TypeError('header.mode must be a string');
+  if (h.copy !== undefined && typeof h.copy !== 'string') throw new TypeError('header.copy must be a string');
+  if (h.sampling !== undefined && !SAMPLING_MODES.includes(h.sampling)) throw new TypeError(`header.sampling must be one of ${SAMPLING_MODES.join(', ')}`);
+  if (h.facts !== undefined && (!Array.isArray(h.facts) || h.facts.some((f) => !SAMPLE_FACTS.includes(f)))) throw new TypeError(`header.facts must be an array of ${SAMPLE_FACTS.join(', ')}`);
 
   // JSON for the descriptive part: readable with `strings`, and new optional fields cost
   // nothing to add. Bigints go as hex strings (JSON numbers are doubles).
@@ -487,7 +489,9 @@ export function encodeHeader(h: CaptureHeader): Uint8Array {
   };
   if (h.command !== undefined) json.command = h.command;
   if (h.pid !== undefined) json.pid = h.pid;
-  if (h.mode !== undefined) json.mode = h.mode;
+  if (h.copy !== undefined) json.copy = h.copy;
+  if (h.sampling !== undefined) json.sampling = h.sampling;
+  if (h.facts !== undefined) json.facts = h.facts;
 
   const body = new ByteWriter(512 + blob.length);
   body.string(JSON.stringify(json));
@@ -606,7 +610,18 @@ function headerFromJson(name: string, json: unknown, blob: Uint8Array): CaptureH
     if (typeof o.pid !== 'number' || !Number.isSafeInteger(o.pid)) bad('pid', 'must be an integer');
     header.pid = o.pid as number;
   }
-  if (o.mode !== undefined) header.mode = str('mode');
+  // the copy mode; written as `mode` before 0.2
+  if (o.copy !== undefined) header.copy = str('copy');
+  else if (o.mode !== undefined) header.copy = str('mode');
+  if (o.sampling !== undefined) {
+    if (!(SAMPLING_MODES as readonly unknown[]).includes(o.sampling)) bad('sampling', `must be one of ${SAMPLING_MODES.join(', ')}`);
+    header.sampling = o.sampling as SamplingMode;
+  }
+  if (o.facts !== undefined) {
+    if (!Array.isArray(o.facts) || o.facts.some((f) => typeof f !== 'string')) bad('facts', 'must be an array of strings');
+    // a fact a later version tells of means nothing here
+    header.facts = (o.facts as string[]).filter((f): f is SampleFact => (SAMPLE_FACTS as readonly string[]).includes(f));
+  }
   // other fields: written by a later version, ignored
   return header;
 }

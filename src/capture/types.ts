@@ -29,9 +29,25 @@ export interface CaptureHeader {
   startTime: number;
   /** e.g. "pyunwind 0.1.0" */
   recorder: string;
-  /** how the recorder made its copies consistent, e.g. "optimistic", "blocking" (free text) */
-  mode?: string;
+  /** how the recorder made its copies consistent, e.g. "adaptive", "blocking, read-only", "signal" (free text; files before 0.2 call it `mode`) */
+  copy?: string;
+  /** which threads' samples were kept: every one (wall), or those a fact held for (absent: wall) */
+  sampling?: SamplingMode;
+  /** what the recorder told of each sample besides its memory (SAMPLE_FLAG bits it set); absent: none */
+  facts?: SampleFact[];
 }
+
+/**
+ * What a recorder can tell of a thread at a sample besides its memory, each a SAMPLE_FLAG bit:
+ * `cpu` it was on a CPU (Linux: running or runnable in /proc/PID/task/TID/stat), `gil` it held
+ * the GIL (3.13+), `exception` it was handling or raising an exception (3.15+).
+ */
+export type SampleFact = 'cpu' | 'gil' | 'exception';
+export const SAMPLE_FACTS: readonly SampleFact[] = ['cpu', 'gil', 'exception'];
+
+/** Which samples a profile keeps: every one (wall clock), or those of threads a fact held for. */
+export type SamplingMode = 'wall' | SampleFact;
+export const SAMPLING_MODES: readonly SamplingMode[] = ['wall', 'cpu', 'gil', 'exception'];
 
 /** A code object copied once (per address, and again when the address is reused). */
 export interface CodeRecord {
@@ -52,7 +68,14 @@ export const SAMPLE_FLAG = {
   STOPPED: 4,
   /** the first copy moved and was made again */
   RETRIED: 8,
+  /** the thread was on a CPU (running or runnable) when its copy was made */
+  ON_CPU: 16,
+  /** the thread was handling (or raising) an exception */
+  EXCEPTION: 32,
 } as const;
+
+/** The flag each fact sets. */
+export const FACT_FLAG: Readonly<Record<SampleFact, number>> = { cpu: SAMPLE_FLAG.ON_CPU, gil: SAMPLE_FLAG.GIL, exception: SAMPLE_FLAG.EXCEPTION };
 
 export interface SampleRecord {
   /** µs since the header's startTime (integer) */

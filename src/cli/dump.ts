@@ -10,24 +10,24 @@ import { openStopper } from '../record/stopper.js';
 import { unwindSnapshot, type ThreadStack } from '../unwind.js';
 import { KernelWalker } from '../walk/kernel-walker.js';
 import { UsageError } from './errors.js';
-import { modeOption, parsePid } from './options.js';
+import { copyOption, parsePid } from './options.js';
 
-export const DUMP_HELP = `Usage: pyunwind dump --pid PID [--format text|json] [--mode MODE]
+export const DUMP_HELP = `Usage: pyunwind dump --pid PID [--format text|json] [--copy COPY]
 
 Print the Python stack of every thread of process PID, once, each with its status
 (complete, complete-unverifiable, idle, or why it was rejected). The program runs on while
-its stacks are copied; a copy that moved meanwhile is made again as --mode says.
+its stacks are copied; a copy that moved meanwhile is made again as --copy says.
 
 Options:
   -p, --pid PID        the Python process (same user as you, or CAP_SYS_PTRACE)
   -f, --format FORMAT  text (default) or json
-  -m, --mode MODE      how copies are kept consistent (default adaptive), as for record:
+      --copy COPY      how copies are kept consistent (default adaptive), as for record:
                          adaptive    a thread whose copy moved is copied again with the
                                      program stopped for a moment
                          optimistic  never stop the program: a copy that moved is shown
                                      as torn, without a stack
                          blocking    stop the program while every thread is copied
-      --blocking       same as --mode blocking
+      --blocking       same as --copy blocking
       --read-only      never write into the program (no profiler anchor on 3.15+)
   -h, --help           this help
 `;
@@ -38,6 +38,8 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
     options: {
       pid: { type: 'string', short: 'p' },
       format: { type: 'string', short: 'f', default: 'text' },
+      copy: { type: 'string' },
+      // before 0.2 the copy mode: refused with the new spelling
       mode: { type: 'string', short: 'm' },
       blocking: { type: 'boolean' },
       'read-only': { type: 'boolean' },
@@ -53,14 +55,15 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
   if (values.pid === undefined) throw new UsageError('dump needs --pid PID');
   const pid = parsePid(values.pid);
   if (values.format !== 'text' && values.format !== 'json') throw new UsageError(`unknown format "${values.format}" (text or json)`);
-  const mode = modeOption(values.mode, values.blocking);
+  if (values.mode !== undefined && copyOption(undefined, false, values.mode)) throw new UsageError('dump has no --mode: it shows every thread (--copy says how copies are made)');
+  const copy = copyOption(values.copy, values.blocking);
 
   const source = openLinuxProcess(pid);
-  const stopper = mode === 'optimistic' ? null : openStopper(pid);
+  const stopper = copy === 'optimistic' ? null : openStopper(pid);
   let stacks: ThreadStack[];
   try {
     const snapshot = takeSnapshot(source, {
-      mode,
+      copy,
       ...(stopper ? { stopper } : {}),
       ...(values['read-only'] ? { consistency: 'reread' as const } : {}),
     });

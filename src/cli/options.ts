@@ -1,5 +1,6 @@
 // Parsing of option values shared by the commands.
-import { SAMPLING_MODES, type SamplingMode } from '../record/modes.js';
+import { SAMPLING_MODES, type SamplingMode } from '../capture/types.js';
+import { COPY_MODES, type CopyMode } from '../record/modes.js';
 import { UsageError } from './errors.js';
 
 export function parsePid(text: string): number {
@@ -17,10 +18,20 @@ export function parsePositive(name: string, text: string, { allowK = false } = {
   return v;
 }
 
-/** --mode / --blocking (record and dump). */
-export function modeOption(mode: string | undefined, blocking: boolean | undefined): SamplingMode {
-  if (blocking && mode !== undefined && mode !== 'blocking') throw new UsageError(`--blocking contradicts --mode ${mode}`);
-  const chosen = blocking ? 'blocking' : (mode ?? 'adaptive');
-  if (!(SAMPLING_MODES as readonly string[]).includes(chosen)) throw new UsageError(`unknown mode "${mode}" (adaptive, optimistic or blocking)`);
-  return chosen as SamplingMode;
+/** --copy / --blocking (record and dump); `mode`: --mode, which named the copy mode before 0.2. */
+export function copyOption(copy: string | undefined, blocking: boolean | undefined, mode?: string): CopyMode {
+  if (mode !== undefined && (COPY_MODES as readonly string[]).includes(mode)) {
+    throw new UsageError(`--mode ${mode}: the copy mode is now --copy ${mode} (--mode is the sampling mode: ${SAMPLING_MODES.join(', ')})`);
+  }
+  if (blocking && copy !== undefined && copy !== 'blocking') throw new UsageError(`--blocking contradicts --copy ${copy}`);
+  const chosen = blocking ? 'blocking' : (copy ?? 'adaptive');
+  if (!(COPY_MODES as readonly string[]).includes(chosen)) throw new UsageError(`unknown copy mode "${copy}" (${COPY_MODES.join(', ')})`);
+  return chosen as CopyMode;
+}
+
+/** --mode (record, report): which samples to keep. */
+export function samplingModeOption(mode: string | undefined): SamplingMode | undefined {
+  if (mode === undefined) return undefined;
+  if (!(SAMPLING_MODES as readonly string[]).includes(mode)) throw new UsageError(`unknown mode "${mode}" (${SAMPLING_MODES.join(', ')})`);
+  return mode as SamplingMode;
 }

@@ -10,7 +10,7 @@ import { KernelWalker } from '../walk/kernel-walker.js';
 import { TRUSTED } from '../walk/status.js';
 import { UsageError } from './errors.js';
 import { percent } from './format.js';
-import { modeOption, parsePid, parsePositive } from './options.js';
+import { copyOption, parsePid, parsePositive, samplingModeOption } from './options.js';
 
 export const RECORD_HELP = `Usage: pyunwind record [OPTIONS] -o FILE (--pid PID | -- COMMAND [ARGS...])
 
@@ -33,7 +33,14 @@ Options:
                          recording ends before it (--duration), it is stopped (SIGTERM)
   -r, --rate HZ          samples per second (default 1000; "2k" works too)
   -d, --duration SECS    stop after this long (default: until the target exits or Ctrl-C)
-  -m, --mode MODE        how copies are kept consistent (default adaptive):
+  -m, --mode MODE        which threads' samples to keep (default wall):
+                           wall        every thread at every tick
+                           cpu         threads on a CPU (running or runnable)
+                           gil         threads holding the GIL (3.13+)
+                           exception   threads handling or raising an exception (3.15+)
+                         Every capture records these facts of each sample (where the version
+                         has them): \`report --mode\` keeps fewer samples of a wall capture.
+      --copy COPY        how copies are kept consistent (default adaptive):
                            adaptive    copy while the target runs; a thread whose copy moved
                                        is copied again stopped for a moment, and one whose
                                        copies keep moving (call-heavy code) is stopped first:
@@ -42,7 +49,7 @@ Options:
                                        'torn' — counted, never profiled
                            blocking    stop every thread that may be running Python for its
                                        copy (exact; costs the target)
-      --blocking         same as --mode blocking
+      --blocking         same as --copy blocking
       --read-only        never write into the target (no profiler anchor): the comparison
                          of the two readings alone
   -a, --all-threads      sample every thread of every interpreter (the default; kept for
@@ -67,6 +74,7 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
       duration: { type: 'string', short: 'd' },
       'all-threads': { type: 'boolean', short: 'a' },
       mode: { type: 'string', short: 'm' },
+      copy: { type: 'string' },
       blocking: { type: 'boolean' },
       'read-only': { type: 'boolean' },
       quiet: { type: 'boolean', short: 'q' },
@@ -85,7 +93,8 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
   const rateHz = parsePositive('--rate', values.rate!, { allowK: true });
   if (rateHz > MAX_RATE_HZ) throw new UsageError(`--rate ${rateHz} is above ${MAX_RATE_HZ} Hz`);
   const durationMs = values.duration === undefined ? undefined : parsePositive('--duration', values.duration) * 1000;
-  const mode = modeOption(values.mode, values.blocking);
+  const copy = copyOption(values.copy, values.blocking, values.mode);
+  const sampling = samplingModeOption(values.mode) ?? 'wall';
 
   const abort = new AbortController();
   const stop = (): void => abort.abort();
@@ -127,7 +136,8 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
       ...(values.pid !== undefined ? { pid: parsePid(values.pid) } : { command }),
       output: values.output,
       rateHz,
-      mode,
+      copy,
+      sampling,
       ...(values['read-only'] ? { readOnly: true } : {}),
       ...(durationMs !== undefined ? { durationMs } : {}),
       signal: abort.signal,
@@ -162,6 +172,7 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
       `(stopped ${percent(result.stoppedMicros, stats.elapsedMs * 1000)} of the time); ` +
       `copy ${stats.samples ? Math.round(stats.copyMicros.total / stats.samples) : 0} µs mean) → ${values.output}` +
       (result.targetExited ? ' (the target exited)' : '') +
+      (sampling !== 'wall' ? `; mode ${sampling}: ${stats.leftOut} samples of threads it leaves out were not written` : '') +
       '\n',
   );
   return 0;

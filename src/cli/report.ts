@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { metaFromHeader } from '../export/meta.js';
+import { samplingModeOption } from './options.js';
 import { reportCapture, type CaptureReport } from '../report.js';
 import { UsageError } from './errors.js';
 import { openInBrowser } from './open-browser.js';
@@ -22,7 +23,7 @@ function readSource(filename: string): string | null {
   }
 }
 
-export const REPORT_HELP = `Usage: pyunwind report FILE [--format FORMAT] [-o OUT] [--diff BASE] [--open] [--thread ID]
+export const REPORT_HELP = `Usage: pyunwind report FILE [--format FORMAT] [-o OUT] [--diff BASE] [--open] [--thread ID] [--mode MODE]
 
 Turn a capture (pyunwind record) into a profile. Every sample is walked and validated;
 rejected samples never enter the profile — they are counted, by reason, in the summary, and
@@ -37,6 +38,13 @@ ${formatsHelp('                          ')}
       --open            open an HTML format in the browser (written to OUT, or to a
                         temporary file without -o)
   -t, --thread ID       only this thread (native thread id or thread_id)
+  -m, --mode MODE       only the samples of threads that, when sampled, were
+                          cpu         on a CPU (running or runnable)
+                          gil         holding the GIL (CPython 3.13+)
+                          exception   handling or raising an exception (3.15+)
+                        or wall: every sample (the default: the mode the capture was
+                        recorded in). A capture recorded in wall mode tells each of these
+                        where its Python had them (record --help).
   -n, --top N           functions listed per thread in text (default 15)
   -j, --workers N       worker threads that process blocks (default: one per core for a
                         capture of 4 MB or more, else 0: all in this thread); the profile
@@ -55,6 +63,7 @@ export async function report(argv: string[], out: (s: string | Uint8Array) => vo
       diff: { type: 'string' },
       open: { type: 'boolean' },
       thread: { type: 'string', short: 't' },
+      mode: { type: 'string', short: 'm' },
       top: { type: 'string', short: 'n', default: '15' },
       workers: { type: 'string', short: 'j' },
       quiet: { type: 'boolean', short: 'q' },
@@ -83,10 +92,13 @@ export async function report(argv: string[], out: (s: string | Uint8Array) => vo
     thread = BigInt(values.thread);
   }
 
+  const mode = samplingModeOption(values.mode);
+
   const tty = !values.quiet && process.stderr.isTTY === true;
   const load = async (f: string, what: string): Promise<CaptureReport> => {
     const result = await reportCapture(f, {
       ...(thread !== undefined ? { thread } : {}),
+      ...(mode !== undefined ? { mode } : {}),
       ...(values.workers !== undefined ? { workers: Number(values.workers) } : {}),
       ...(spec.timeline ? { timeline: true } : {}),
       ...(tty ? { onProgress: (n: number, b: number) => err(`\rreport${what}: ${n} samples, ${b} blocks\x1b[K`) } : {}),
@@ -99,10 +111,10 @@ export async function report(argv: string[], out: (s: string | Uint8Array) => vo
   const base = values.diff !== undefined ? await load(values.diff, ' (base)') : undefined;
   const made = await spec.make({
     report: result,
-    meta: metaFromHeader(result.header),
+    meta: metaFromHeader(result.header, result.mode),
     top: Number(values.top),
     readSource,
-    ...(base ? { base: { report: base, meta: metaFromHeader(base.header) } } : {}),
+    ...(base ? { base: { report: base, meta: metaFromHeader(base.header, base.mode) } } : {}),
   });
 
   let written = values.output;

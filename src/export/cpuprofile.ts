@@ -61,7 +61,8 @@ export interface Cpuprofile {
     pythonVersion: string | null;
     rateHz: number;
     recorder: string;
-    mode: string | null;
+    mode: string;
+    copy: string | null;
     attempted: number;
     trusted: number;
     rejected: number;
@@ -137,6 +138,7 @@ export function cpuprofileDocument(timeline: Timeline, meta: ExportMeta, profile
       rateHz: meta.rateHz,
       recorder: meta.recorder,
       mode: meta.mode,
+      copy: meta.copy,
       attempted: v.attempted,
       trusted: v.trusted,
       rejected: v.rejected,

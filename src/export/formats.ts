@@ -37,13 +37,13 @@ export const FORMATS = {
   text: {
     help: ['text (default): top functions per thread and the validation summary'],
     extension: 'txt',
-    async make({ report, top }) {
+    async make({ report, meta, top }) {
       const { exportText } = await import('./text.js');
       const { header, recording } = report;
       const pct = (n: number): string => (recording.samples ? `${((100 * n) / recording.samples).toFixed(1)}%` : '0.0%');
       return (
         exportText(report.profile, { top, title: `${header.target}, recorded at ${header.rateHz} Hz by ${header.recorder}` }) +
-        `\nRecording: mode ${header.mode ?? 'unknown'}; copy window ${recording.copyMicros.mean} µs mean, ` +
+        `\nRecording: mode ${meta.mode}; copies ${meta.copy ?? 'unknown'}; copy window ${recording.copyMicros.mean} µs mean, ` +
         `${recording.copyMicros.p50} µs median, ${recording.copyMicros.p99} µs p99, ${recording.copyMicros.max} µs max; ` +
         `copied again after moving ${pct(recording.retried)}, copied with the target stopped ${pct(recording.stopped)}\n`
       );
@@ -52,7 +52,7 @@ export const FORMATS = {
   json: {
     help: ['json: the summary and the aggregated profile (docs/json-format.md)'],
     extension: 'json',
-    async make({ report }) {
+    async make({ report, meta }) {
       const { exportJson } = await import('./json.js');
       const { header, recording } = report;
       return exportJson(report.profile, {
@@ -62,7 +62,8 @@ export const FORMATS = {
           rateHz: header.rateHz,
           recorder: header.recorder,
           startTime: header.startTime,
-          mode: header.mode ?? null,
+          mode: meta.mode,
+          copy: meta.copy,
           recording: { samples: recording.samples, copyMicros: { ...recording.copyMicros }, stopped: recording.stopped, retried: recording.retried },
         },
       });

@@ -96,6 +96,7 @@ export function exportJsonl(timeline: Timeline, meta: ExportMeta, profile?: Prof
       startTime: meta.startTime,
       recorder: meta.recorder,
       mode: meta.mode,
+      copy: meta.copy,
       validation: v,
     }),
   ];

@@ -4,6 +4,7 @@
 
 import type { Profile } from '../profile/profile.js';
 import type { ProfileStats } from '../profile/types.js';
+import type { SamplingMode } from '../capture/types.js';
 
 export interface ExportMeta {
   /** a title for viewers, e.g. "pid 1234 (python3.15, 3.15.2)" */
@@ -17,7 +18,9 @@ export interface ExportMeta {
   /** e.g. "pyunwind 0.1.0" */
   recorder: string;
   /** how copies were made consistent (null: unknown) */
-  mode: string | null;
+  copy: string | null;
+  /** which samples the profile holds: every thread's (wall), or those on a CPU, holding the GIL, handling an exception */
+  mode: SamplingMode;
 }
 
 /**
@@ -40,7 +43,10 @@ export function validationLines(profile: Profile): string[] {
   ];
 }
 
-/** ExportMeta from a capture's header. */
-export function metaFromHeader(h: { target: string; pythonVersion: string; rateHz: number; startTime: number; recorder: string; mode?: string }): ExportMeta {
-  return { title: h.target, pythonVersion: h.pythonVersion, rateHz: h.rateHz, startTime: h.startTime, recorder: h.recorder, mode: h.mode ?? null };
+/** ExportMeta from a capture's header; `mode`: the samples the profile keeps (default: those the recording kept). */
+export function metaFromHeader(
+  h: { target: string; pythonVersion: string; rateHz: number; startTime: number; recorder: string; copy?: string; sampling?: SamplingMode },
+  mode: SamplingMode = h.sampling ?? 'wall',
+): ExportMeta {
+  return { title: h.target, pythonVersion: h.pythonVersion, rateHz: h.rateHz, startTime: h.startTime, recorder: h.recorder, copy: h.copy ?? null, mode };
 }

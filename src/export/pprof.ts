@@ -85,7 +85,7 @@ export function pprofProfile(profile: Profile, meta: ExportMeta): PprofProfile {
   const rate = meta.rateHz > 0 ? `${meta.rateHz} Hz` : 'rate unknown';
   const comment = [
     `pyunwind profile of ${meta.title}`,
-    `Python ${meta.pythonVersion ?? 'version unknown'}; recorded by ${meta.recorder} at ${rate}, mode ${meta.mode ?? 'unknown'}`,
+    `Python ${meta.pythonVersion ?? 'version unknown'}; recorded by ${meta.recorder} at ${rate}, mode ${meta.mode}, copies ${meta.copy ?? 'unknown'}`,
     ...validationLines(profile),
   ].map(str);
 

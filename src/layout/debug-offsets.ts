@@ -379,6 +379,12 @@ function buildLayout(t: Table, version: PythonVersion): Layout {
     datastackTop: r.check('thread_state', 'datastack_top (datastack_chunk + pointer)', BigInt(chunk + ptr), ptr),
     datastackLimit: r.check('thread_state', 'datastack_limit (datastack_chunk + 2 pointers)', BigInt(chunk + 2 * ptr), ptr),
     holdsGil: opt('thread_state.holds_gil', () => r.field('thread_state', 'holds_gil', 4)),
+    currentException: opt('thread_state.current_exception', () => r.pointer('thread_state', 'current_exception')),
+    // exc_state is a _PyErr_StackItem inside the thread state: its exc_value at err_stackitem's offset
+    handledException:
+      t.has('thread_state.exc_state') && t.has('err_stackitem.exc_value')
+        ? r.check('thread_state', 'thread_state.exc_state + err_stackitem.exc_value', t.raw('thread_state.exc_state') + t.raw('err_stackitem.exc_value'), ptr)
+        : null,
   };
 
   const frameSize = r.size('interpreter_frame');
@@ -440,6 +446,7 @@ function buildLayout(t: Table, version: PythonVersion): Layout {
         r.field('interpreter_state', 'code_object_generation', 8),
       ),
       gilHolder: opt('interpreter_state.gil_runtime_state_holder', () => r.pointer('interpreter_state', 'gil_runtime_state_holder')),
+      gilLocked: opt('interpreter_state.gil_runtime_state_locked', () => r.field('interpreter_state', 'gil_runtime_state_locked', 4)),
     },
     tstate,
     frame,

@@ -58,6 +58,8 @@ export interface Layout {
      * 3.13+), null where the table does not give it
      */
     gilHolder: number | null;
+    /** offset of the int saying whether that GIL is taken (gil_runtime_state_locked, 3.13+), null where not given */
+    gilLocked: number | null;
   };
   tstate: {
     size: number;
@@ -83,6 +85,10 @@ export interface Layout {
     datastackLimit: number;
     /** 3.15+: int holds_gil; null before */
     holdsGil: number | null;
+    /** 3.15+: the exception being raised (PyObject *current_exception); null where not given */
+    currentException: number | null;
+    /** 3.15+: the exception being handled (exc_state.exc_value, inside the thread state); null where not given */
+    handledException: number | null;
   };
   frame: {
     size: number;

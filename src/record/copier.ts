@@ -124,6 +124,7 @@ export class MemoryCopier {
     ];
     if (f.threadsMain !== null) fields.push([f.threadsMain, this.P]);
     if (f.gilHolder !== null) fields.push([f.gilHolder, this.P]);
+    if (f.gilLocked !== null) fields.push([f.gilLocked, 4]);
     this.interpSpan = { lo: Math.min(...fields.map(([o]) => o)), hi: Math.max(...fields.map(([o, n]) => o + n)) };
     const collectUsed = options.collectUsed ?? true;
     // eslint-disable-next-line @typescript-eslint/no-this-alias
@@ -216,6 +217,8 @@ export class MemoryCopier {
       const interpreterId = BigInt.asIntN(64, readPointer(block, f.id - lo, 8));
       const main = f.threadsMain !== null ? readPointer(block, f.threadsMain - lo, P) : 0n;
       const gilHolder = f.gilHolder !== null ? readPointer(block, f.gilHolder - lo, P) : null;
+      // 3.13/3.14: the thread holding the GIL is the interpreter's last holder while the GIL is taken
+      const gilTaken = f.gilLocked !== null && new DataView(block.buffer, block.byteOffset + f.gilLocked - lo, 4).getInt32(0, true) !== 0;
       // (a thread state freed under the pass ends this walk of the list: see thread-list.ts)
       this.list.walk(interp, readPointer(block, f.threadsHead - lo, P), (tstate) => {
         const { snap, entry } = this.thread(interp, interpreterId, tstate, prefetched?.get(tstate), gilHolder);
@@ -230,6 +233,7 @@ export class MemoryCopier {
           cache.interp = interp;
         }
         snap.mainThread = main !== 0n && main === tstate;
+        if (L.tstate.holdsGil === null && gilTaken) snap.holdsGil = gilHolder === tstate;
         threads.push(snap);
       });
       interp = readPointer(block, f.next - lo, P);
@@ -418,6 +422,7 @@ export class MemoryCopier {
     snap.threadId = got.threadId;
     snap.nativeThreadId = got.nativeThreadId;
     snap.holdsGil = got.holdsGil;
+    snap.handlingException = got.handlingException;
     snap.moved = got.moved;
     snap.copyMicros = Math.round((performance.now() - started) * 1000);
     return { snap, codes: EMPTY_CODES, entry: 'thread' };

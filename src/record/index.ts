@@ -4,6 +4,7 @@ export { recordProcess, MAX_RATE_HZ, type RecordProcessOptions, type RecordProce
 export { openLinuxProcess, processIsRunning, TargetError, type LinuxProcessSource, type TargetErrorKind } from './linux-process.js';
 export { takeSnapshot, type Snapshot, type SnapshotOptions, type ThreadSnapshot } from './snapshot.js';
 export type { CodeRecord } from '../capture/types.js';
-export { SAMPLING_MODES, type SamplingMode } from './modes.js';
+export { COPY_MODES, type CopyMode } from './modes.js';
+export { SAMPLING_MODES, SAMPLE_FACTS, type SamplingMode, type SampleFact } from '../capture/types.js';
 export type { SamplerStats, SamplerEnd } from './sampler.js';
 export type { MemorySource } from './source.js';

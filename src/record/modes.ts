@@ -14,21 +14,21 @@ import type { MemorySource } from './source.js';
  *   no sample is lost to the check; steady code is never stopped.
  * - `blocking`: stop the target for every copy.
  */
-export type SamplingMode = 'optimistic' | 'adaptive' | 'blocking';
+export type CopyMode = 'optimistic' | 'adaptive' | 'blocking';
 
-export const SAMPLING_MODES: readonly SamplingMode[] = ['adaptive', 'optimistic', 'blocking'];
+export const COPY_MODES: readonly CopyMode[] = ['adaptive', 'optimistic', 'blocking'];
 
-export interface ModeOptions {
-  mode: SamplingMode;
+export interface CopyOptions {
+  copy: CopyMode;
   /** stops and resumes the target (required for `adaptive` and `blocking`) */
   stopper?: Stopper;
   /** how a copy is checked (default: the anchor where the target has one and can be written) */
   consistency?: Consistency;
 }
 
-/** A copier that makes copies as `mode` says. */
-export function copierFor(source: MemorySource, options: ModeOptions, more: Pick<CopierOptions, 'collectUsed'> = {}): MemoryCopier {
-  if (options.mode !== 'optimistic' && !options.stopper) throw new Error(`sampling mode ${options.mode} needs a way to stop the target`);
+/** A copier that makes copies as `copy` says. */
+export function copierFor(source: MemorySource, options: CopyOptions, more: Pick<CopierOptions, 'collectUsed'> = {}): MemoryCopier {
+  if (options.copy !== 'optimistic' && !options.stopper) throw new Error(`copy mode ${options.copy} needs a way to stop the target`);
   return new MemoryCopier(source, {
     ...more,
     ...(options.consistency ? { consistency: options.consistency } : {}),
@@ -36,11 +36,11 @@ export function copierFor(source: MemorySource, options: ModeOptions, more: Pick
     // without stopping would bias the profile: a retry lands just after the transition that
     // moved the copy, and which retries succeed depends on how long the program's frames live
     // (measured in docs/validation.md, point 3), while every stop succeeds.
-    ...(options.mode !== 'optimistic' ? { stopper: options.stopper!, retries: 0 } : {}),
+    ...(options.copy !== 'optimistic' ? { stopper: options.stopper!, retries: 0 } : {}),
   });
 }
 
-/** Copy every thread once, as `mode` says (blocking: each thread that may run Python stopped for its copy). */
-export function copyThreads(copier: MemoryCopier, options: ModeOptions): ThreadSnapshot[] {
-  return copier.copyAll({ blocking: options.mode === 'blocking' });
+/** Copy every thread once, as `copy` says (blocking: each thread that may run Python stopped for its copy). */
+export function copyThreads(copier: MemoryCopier, options: CopyOptions): ThreadSnapshot[] {
+  return copier.copyAll({ blocking: options.copy === 'blocking' });
 }

@@ -122,7 +122,7 @@ export class PyodideSampler {
         rateHz: options.rateHz,
         startTime: options.startTime ?? Date.now(),
         recorder: options.recorder,
-        mode: 'signal',
+        copy: 'signal',
       }),
     ));
     const flushEvery = options.flushEveryMs;

@@ -8,7 +8,9 @@ import type { CodeRecord, SampleRecord } from '../capture/types.js';
 import type { Layout } from '../layout/index.js';
 import { captureHeader } from './capture-header.js';
 import { openLinuxProcess, processIsRunning, TargetError, type LinuxProcessSource } from './linux-process.js';
-import type { SamplingMode } from './modes.js';
+import type { CopyMode } from './modes.js';
+import { CpuStates } from './cpu-states.js';
+import type { SampleFact, SamplingMode } from '../capture/types.js';
 import { runSampler, type SamplerStats } from './sampler.js';
 import { openStopper } from './stopper.js';
 import { RECORDER } from '../version.js';
@@ -24,7 +26,13 @@ export interface RecordProcessOptions {
   /** stop after this long (default: until `signal` aborts or the target exits) */
   durationMs?: number;
   /** how copies are kept consistent (default `adaptive`, see modes.ts) */
-  mode?: SamplingMode;
+  copy?: CopyMode;
+  /**
+   * which threads' samples to keep (default `wall`: every one). Another mode copies every thread
+   * still, and writes only the samples whose fact holds; a mode whose fact this target cannot
+   * tell (gil before 3.13, exception before 3.15) is refused with a RangeError.
+   */
+  sampling?: SamplingMode;
   /** never write into the target: no profiler anchor, copies checked by re-reading alone */
   readOnly?: boolean;
   /** ends the recording (the file is then closed properly) */
@@ -51,6 +59,22 @@ export interface RecordProcessResult {
   targetExited: boolean;
 }
 
+/** What a recording of this target tells of each sample besides its memory. */
+export function recordableFacts(layout: Layout, pid: number): SampleFact[] {
+  const facts: SampleFact[] = [];
+  if (CpuStates.available(pid)) facts.push('cpu');
+  if (layout.tstate.holdsGil !== null || (layout.interp.gilHolder !== null && layout.interp.gilLocked !== null)) facts.push('gil');
+  if (layout.tstate.currentException !== null && layout.tstate.handledException !== null) facts.push('exception');
+  return facts;
+}
+
+/** Why a fact cannot be told, for a refused mode. */
+export const FACT_MISSING: Readonly<Record<SampleFact, string>> = {
+  cpu: "the threads' states cannot be read from /proc",
+  gil: 'which thread holds the GIL is published from CPython 3.13 on',
+  exception: "a thread's exception is published in the debug offsets from CPython 3.15 on",
+};
+
 /** Largest rate a recording may ask for. */
 export const MAX_RATE_HZ = 100_000;
 
@@ -66,7 +90,8 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
   if ((options.pid === undefined) === (options.command === undefined || options.command.length === 0)) {
     throw new RangeError('recordProcess needs either a pid or a command');
   }
-  const mode = options.mode ?? 'adaptive';
+  const copy = options.copy ?? 'adaptive';
+  const sampling = options.sampling ?? 'wall';
   const command = options.command ? [...options.command] : null;
 
   let child: ChildProcess | null = null;
@@ -84,16 +109,22 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
 
   let writer: CaptureWriter | undefined;
   let stopper: ReturnType<typeof openStopper> | null = null;
+  let cpuStates: CpuStates | null = null;
   try {
+    const facts = recordableFacts(source.layout, pid);
+    if (sampling !== 'wall' && !facts.includes(sampling)) throw new RangeError(`--mode ${sampling}: ${FACT_MISSING[sampling]} (${source.description})`);
+    if (facts.includes('cpu')) cpuStates = new CpuStates(pid);
     writer = new CaptureWriter(typeof options.output === 'string' ? fileSink(options.output) : options.output, captureHeader(source, {
       ...(command ? { command } : {}),
       pid,
       rateHz,
       startTime: Date.now(),
       recorder: RECORDER,
-      mode: `${mode}${options.readOnly ? ', read-only' : ''}`,
+      copy: `${copy}${options.readOnly ? ', read-only' : ''}`,
+      sampling,
+      facts,
     }));
-    stopper = mode === 'optimistic' ? null : openStopper(pid);
+    stopper = copy === 'optimistic' ? null : openStopper(pid);
   } catch (e) {
     try {
       writer?.close();
@@ -101,6 +132,7 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
       // the first failure is the one reported
     }
     source.close();
+    cpuStates?.close();
     if (child && alive()) child.kill('SIGTERM');
     throw e;
   }
@@ -120,7 +152,9 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
     options.onStart?.(source.layout);
     stats = await runSampler(source, sink, {
       rateHz,
-      mode,
+      copy,
+      sampling,
+      ...(cpuStates ? { cpuStates } : {}),
       ...(options.readOnly ? { consistency: 'reread' as const } : {}),
       ...(stopper ? { stopper } : {}),
       ...(options.durationMs !== undefined ? { durationMs: options.durationMs } : {}),
@@ -136,6 +170,7 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
     throw e;
   } finally {
     stopper?.close();
+    cpuStates?.close();
     source.close();
     // a command started here does not outlive a recording that failed
     if (failure && child && alive()) child.kill('SIGTERM');

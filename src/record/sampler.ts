@@ -10,13 +10,13 @@
 // call-heavy Python code — so that code would collect extra samples (measured in
 // docs/validation.md: 4 points on a real program).
 
-import type { SampleRecord } from '../capture/types.js';
-import { SAMPLE_FLAG } from '../capture/types.js';
+import type { SampleRecord, SamplingMode } from '../capture/types.js';
+import { FACT_FLAG, SAMPLE_FLAG } from '../capture/types.js';
 import type { Consistency } from './consistency.js';
 import type { MemoryCopier } from './copier.js';
 import type { Stopper } from './stopper.js';
 import type { ThreadSnapshot } from './thread-snapshot.js';
-import { copierFor, copyThreads, type ModeOptions, type SamplingMode } from './modes.js';
+import { copierFor, copyThreads, type CopyOptions, type CopyMode } from './modes.js';
 import { emitCodes, sampleRecord, type SampleSink } from './sink.js';
 import { loadNative } from './native.js';
 import { Sleeper } from './sleeper.js';
@@ -24,12 +24,17 @@ import { TickSchedule } from './schedule.js';
 import { ReadError, type MemorySource } from './source.js';
 
 export type { SampleSink } from './sink.js';
-export type { SamplingMode } from './modes.js';
+export type { CopyMode } from './modes.js';
 
 
 export interface SamplerOptions {
   rateHz: number;
-  mode?: SamplingMode;
+  /** how copies are kept consistent (default optimistic) */
+  copy?: CopyMode;
+  /** which threads' samples are written (default wall: all); the others are copied and left out */
+  sampling?: SamplingMode;
+  /** tells whether a thread is on a CPU (Linux: /proc), for the ON_CPU flag of its sample */
+  cpuStates?: { onCpu(nativeThreadId: bigint): boolean | null };
   /** how a copy is checked (default: the anchor where the target has one and can be written) */
   consistency?: Consistency;
   /** stops and resumes the target (required for `adaptive` and `blocking`) */
@@ -46,13 +51,13 @@ export interface SamplerOptions {
   onProgress?: (stats: SamplerStats, recent: SampleRecord[]) => void;
   progressEveryMs?: number;
   /** called with each tick's samples (after they went to the sink) */
-  onTick?: (samples: SampleRecord[], threads: ThreadSnapshot[], mode: SamplingMode) => void;
+  onTick?: (samples: SampleRecord[], threads: ThreadSnapshot[], copy: CopyMode) => void;
   /**
    * Every other tick copies as this mode instead (it must be able to stop the target if the
    * main mode can): two modes sampled from one run of a program, tick by tick, compare without
    * the run-to-run differences of the program or of the machine's load. onTick says which.
    */
-  alternate?: SamplingMode;
+  alternate?: CopyMode;
 }
 
 export type SamplerEnd = 'duration' | 'stopped' | 'target-exited';
@@ -70,6 +75,8 @@ export interface SamplerStats {
   missed: number;
   /** thread samples written */
   samples: number;
+  /** thread samples copied but not written: the sampling mode leaves their thread out (not on a CPU, …) */
+  leftOut: number;
   /** of which the stack moved during the copy */
   torn: number;
   /** ticks whose copy failed before any thread (e.g. the interpreter list was unreadable) */
@@ -105,13 +112,13 @@ const WARM_UP_MS = 30;
 const WARM_UP_PASSES = 200;
 
 /** Copy the target before the schedule starts (see WARM_UP_MS); code records written: returned. */
-function warmUp(copier: MemoryCopier, modeOptions: ModeOptions, sink: SampleSink): number {
+function warmUp(copier: MemoryCopier, copyOptions: CopyOptions, sink: SampleSink): number {
   const until = performance.now() + WARM_UP_MS;
   let codes = 0;
   for (let i = 0; i < WARM_UP_PASSES && performance.now() < until; i++) {
     let threads: ThreadSnapshot[];
     try {
-      threads = copyThreads(copier, modeOptions);
+      threads = copyThreads(copier, copyOptions);
     } catch (e) {
       if (e instanceof ReadError) break; // the schedule's first tick meets it again, and says why
       throw e;
@@ -129,18 +136,18 @@ const yieldNow = (): Promise<void> => new Promise((r) => setImmediate(r));
 
 export async function runSampler(source: MemorySource, sink: SampleSink, options: SamplerOptions): Promise<SamplerStats> {
   if (!(options.rateHz > 0)) throw new RangeError(`rate ${options.rateHz} Hz`);
-  const modeOptions: ModeOptions = {
-    mode: options.mode ?? 'optimistic',
+  const copyOptions: CopyOptions = {
+    copy: options.copy ?? 'optimistic',
     ...(options.stopper ? { stopper: options.stopper } : {}),
     ...(options.consistency ? { consistency: options.consistency } : {}),
   };
   // (the code objects a pass used are the snapshot's business, not the sampler's)
-  const copier = copierFor(source, modeOptions, { collectUsed: false });
+  const copier = copierFor(source, copyOptions, { collectUsed: false });
   // shorter sleeps wake closer to the tick (where the native calls are available)
   const native = loadNative();
   if (typeof native !== 'string') native.setTimerSlack(1);
   try {
-    return await sampleLoop(source, sink, options, copier, modeOptions);
+    return await sampleLoop(source, sink, options, copier, copyOptions);
   } finally {
     // the anchor is the one thing written into the target: put it back, on every path
     copier.clearAnchors();
@@ -152,7 +159,7 @@ async function sampleLoop(
   sink: SampleSink,
   options: SamplerOptions,
   copier: MemoryCopier,
-  modeOptions: ModeOptions,
+  copyOptions: CopyOptions,
 ): Promise<SamplerStats> {
   const interval = 1000 / options.rateHz;
   const flushEvery = options.flushEveryMs ?? 1000;
@@ -162,6 +169,7 @@ async function sampleLoop(
     ticks: 0,
     missed: 0,
     samples: 0,
+    leftOut: 0,
     torn: 0,
     failedTicks: 0,
     codeObjects: 0,
@@ -172,7 +180,10 @@ async function sampleLoop(
     ended: null,
     anchorWriteFailure: null,
   };
-  stats.codeObjects += warmUp(copier, modeOptions, sink);
+  stats.codeObjects += warmUp(copier, copyOptions, sink);
+  const cpuStates = options.cpuStates ?? null;
+  const mode = options.sampling ?? 'wall';
+  const keepFlag = mode === 'wall' ? 0 : FACT_FLAG[mode];
   const start = performance.now();
   const schedule = new TickSchedule(interval, start, CATCH_UP_MS);
   let stoppedMicros = options.stopper?.stoppedMicros ?? 0;
@@ -204,7 +215,7 @@ async function sampleLoop(
     }
     stats.scheduled++;
 
-    const tickMode = options.alternate && turn++ % 2 === 1 ? { ...modeOptions, mode: options.alternate } : modeOptions;
+    const tickMode = options.alternate && turn++ % 2 === 1 ? { ...copyOptions, copy: options.alternate } : copyOptions;
     let threads: ThreadSnapshot[];
     try {
       threads = copyThreads(copier, tickMode);
@@ -236,10 +247,16 @@ async function sampleLoop(
     stats.ticks++;
     const samples: SampleRecord[] = [];
     for (const t of threads) {
+      if (cpuStates) t.onCpu = cpuStates.onCpu(t.nativeThreadId) === true;
       const s = sampleRecord(t, tickTime);
-      samples.push(s);
+      // (the code objects go to the file whatever the mode keeps: the copier sends each once)
       if (t.codes.length > 0 || t.codeReplaced) emitCodes(sink, t);
       stats.codeObjects += t.codes.length;
+      if (keepFlag !== 0 && (s.flags & keepFlag) === 0) {
+        stats.leftOut++;
+        continue;
+      }
+      samples.push(s);
       // a copy's bytes are never changed once copied (fresh, or carved from a slab once)
       sink.addSample(s, true);
       stats.samples++;
@@ -249,7 +266,7 @@ async function sampleLoop(
       stats.copyMicros.total += s.copyMicros;
       if (s.copyMicros > stats.copyMicros.max) stats.copyMicros.max = s.copyMicros;
     }
-    options.onTick?.(samples, threads, tickMode.mode);
+    options.onTick?.(samples, threads, tickMode.copy);
     if (options.onProgress) recent.push(...samples);
 
     now = performance.now();

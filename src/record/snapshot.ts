@@ -10,7 +10,7 @@ import { MemoryCopier } from './copier.js';
 import type { Stopper } from './stopper.js';
 import type { CodeRecord } from '../capture/types.js';
 import type { ThreadSnapshot } from './thread-snapshot.js';
-import { copierFor, copyThreads, type SamplingMode } from './modes.js';
+import { copierFor, copyThreads, type CopyMode } from './modes.js';
 import type { MemorySource } from './source.js';
 
 export type { ThreadSnapshot } from './thread-snapshot.js';
@@ -33,16 +33,16 @@ export interface SnapshotOptions extends CopierOptions {
    * With a stopper: `adaptive` (the default then) or `blocking`, as `record` does. Without
    * one, copies are optimistic: a thread whose copy moved is marked `moved`.
    */
-  mode?: SamplingMode;
+  copy?: CopyMode;
   stopper?: Stopper;
 }
 
 export function takeSnapshot(source: MemorySource, options: SnapshotOptions = {}): Snapshot {
-  const mode = options.mode ?? (options.stopper ? 'adaptive' : 'optimistic');
-  const modeOptions = { mode, ...(options.stopper ? { stopper: options.stopper } : {}), ...(options.consistency ? { consistency: options.consistency } : {}) };
-  const copier = options.copier ?? (options.stopper || options.mode ? copierFor(source, modeOptions) : new MemoryCopier(source, options));
+  const copy = options.copy ?? (options.stopper ? 'adaptive' : 'optimistic');
+  const copyOptions = { copy, ...(options.stopper ? { stopper: options.stopper } : {}), ...(options.consistency ? { consistency: options.consistency } : {}) };
+  const copier = options.copier ?? (options.stopper || options.copy ? copierFor(source, copyOptions) : new MemoryCopier(source, options));
   const time = Date.now();
-  const threads = copyThreads(copier, modeOptions);
+  const threads = copyThreads(copier, copyOptions);
   const codeObjects = [...copier.used].map((a) => copier.codeObject(a)).filter((c): c is CodeRecord => c !== null);
   return { layout: source.layout, description: source.description, runtimeAddress: source.runtimeAddress, time, threads, codeObjects };
 }

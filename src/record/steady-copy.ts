@@ -23,6 +23,7 @@ import type { Region } from '../walk/types.js';
 import { ANCHOR_DEPTH } from './consistency.js';
 import type { PreparedRead } from './native.js';
 import type { MemorySource } from './source.js';
+import { handlingException, holdsGilField } from './thread-facts.js';
 
 /** What the copy reads, as the previous copy of the thread found it. */
 export interface SteadyPlan {
@@ -36,6 +37,7 @@ export interface SteadyResult {
   threadId: bigint;
   nativeThreadId: bigint;
   holdsGil: boolean;
+  handlingException: boolean;
   regions: Region[];
   moved: boolean;
   /** the code objects of the chain's Python frames (each confirmed) */
@@ -528,7 +530,8 @@ export class SteadyCopy {
     return {
       threadId: this.lastThreadId,
       nativeThreadId: this.lastNativeId,
-      holdsGil: T.holdsGil !== null && dv.getInt32(T.holdsGil, true) !== 0,
+      holdsGil: holdsGilField(T, dv, 0) ?? false,
+      handlingException: handlingException(T, dv, 0, L.pointerSize),
       regions,
       moved,
       codes: this.codes,

@@ -18,6 +18,7 @@ import { readMany, type MemorySource } from './source.js';
 import type { ChunkGuess, ThreadCache } from './thread-cache.js';
 import type { ListEntry } from './thread-list.js';
 import { emptySnapshot, type ThreadSnapshot } from './thread-snapshot.js';
+import { handlingException, holdsGilField } from './thread-facts.js';
 
 // Bounds on what a (possibly corrupt) target can make the copy do.
 const MAX_CHUNKS = 4096;
@@ -149,7 +150,9 @@ export function copyThread(
   regions.push({ address: tstate, bytes: ts });
   snap.threadId = readPointer(ts, L.tstate.threadId, P);
   snap.nativeThreadId = readPointer(ts, L.tstate.nativeThreadId, P);
-  if (L.tstate.holdsGil !== null) snap.holdsGil = new DataView(ts.buffer, ts.byteOffset).getInt32(L.tstate.holdsGil, true) !== 0;
+  const tsView = new DataView(ts.buffer, ts.byteOffset, ts.byteLength);
+  snap.holdsGil = holdsGilField(L.tstate, tsView, 0) ?? false;
+  snap.handlingException = handlingException(L.tstate, tsView, 0, P);
   const mem = new GrowingMemory(regions, P);
 
   const cframe = L.tstate.cframeCurrentFrame !== null ? readPointer(ts, L.tstate.currentFrame, P) : 0n;

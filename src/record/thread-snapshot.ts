@@ -10,8 +10,12 @@ export interface ThreadSnapshot {
   threadId: bigint;
   /** kernel thread id (0 where the platform has none) */
   nativeThreadId: bigint;
-  /** the thread state says it holds the GIL (3.15+; false where unknown) */
+  /** it held the GIL: the thread state says so (3.15+), or the interpreter's GIL is taken and names it (3.13, 3.14); false where unknown */
   holdsGil: boolean;
+  /** its thread state holds an exception being raised or handled (3.15+; false where unknown) */
+  handlingException: boolean;
+  /** the kernel had it running or runnable just after the copy (set by the sampler; false where unknown) */
+  onCpu: boolean;
   /** the main thread of its interpreter (false where unknown) */
   mainThread: boolean;
   regions: Region[];
@@ -45,6 +49,8 @@ export function emptySnapshot(interpreterId: bigint, threadStateAddress: bigint,
     threadId: 0n,
     nativeThreadId: 0n,
     holdsGil: false,
+    handlingException: false,
+    onCpu: false,
     mainThread: false,
     regions,
     errors,

@@ -13,6 +13,7 @@ const setup = workerData as WorkerSetup;
 const port = parentPort!;
 const ready = BlockProcessor.load(layoutFromSource(setup.layoutSource), {
   ...(setup.thread === undefined ? {} : { thread: setup.thread }),
+  ...(setup.mode === undefined ? {} : { mode: setup.mode }),
   module: setup.module,
 });
 let chain: Promise<unknown> = Promise.resolve();

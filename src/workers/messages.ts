@@ -2,7 +2,7 @@
 // plain data: it crosses threads by structured clone.
 
 import type { LayoutSource } from '../layout/layout.js';
-import type { CodeRecord } from '../capture/types.js';
+import type { CodeRecord, SamplingMode } from '../capture/types.js';
 import type { ProfileTransfer } from '../profile/profile.js';
 import type { RawBlock } from '../capture/reader.js';
 import type { BlockResult, CopyStatsJSON } from '../block-engine.js';
@@ -10,6 +10,8 @@ import type { BlockResult, CopyStatsJSON } from '../block-engine.js';
 export interface WorkerSetup {
   layoutSource: LayoutSource;
   thread?: bigint;
+  /** the samples kept (report --mode) */
+  mode?: SamplingMode;
   /** the compiled kernel, compiled once by the parent */
   module: WebAssembly.Module;
 }

@@ -91,7 +91,8 @@ export function recordingFacts(profile: Profile, meta: ExportMeta): string[] {
   out.push(`${threads} thread${threads === 1 ? '' : 's'}`);
   const span = profile.timeSpan();
   if (span) out.push(`${((span.last - span.first) / 1e6).toFixed(3)} s`);
-  if (meta.mode) out.push(`mode ${meta.mode}`);
+  out.push(`mode ${meta.mode}`);
+  if (meta.copy) out.push(`copies ${meta.copy}`);
   if (meta.startTime > 0) out.push(`started ${new Date(meta.startTime).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC')}`);
   if (meta.recorder) out.push(`recorded by ${meta.recorder}`);
   return out;

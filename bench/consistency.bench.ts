@@ -71,7 +71,7 @@ async function pyunwind(script: string, mode: string, rate: number, extra: strin
   const closed = new Promise((r) => child.once('close', r));
   await new Promise((r) => setTimeout(r, 100));
   const file = path.join(tmp, `${mode}.pyuw`);
-  const rec = spawnSync(process.execPath, [BIN, 'record', '--pid', String(child.pid), '-o', file, '-r', String(rate), '-m', mode, '-q', ...extra], { encoding: 'utf8' });
+  const rec = spawnSync(process.execPath, [BIN, 'record', '--pid', String(child.pid), '-o', file, '-r', String(rate), '--copy', mode, '-q', ...extra], { encoding: 'utf8' });
   if (rec.status !== 0) throw new Error(rec.stderr);
   await closed;
   const rep = JSON.parse(spawnSync(process.execPath, [BIN, 'report', file, '-f', 'json', '-q'], { encoding: 'utf8', maxBuffer: 1 << 28 }).stdout) as {

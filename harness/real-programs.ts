@@ -89,7 +89,7 @@ export async function recordWithPyunwind(
   options: { mode: string; seconds: number; rateHz: number; dir: string; extra?: string[] },
 ): Promise<Recording> {
   const file = path.join(options.dir, `${program.name}-${options.mode}.pyuw`);
-  const args = [BIN, 'record', '-o', file, '-r', String(options.rateHz), '-m', options.mode, '-q', ...(options.extra ?? []), '--', py, program.script, String(options.seconds)];
+  const args = [BIN, 'record', '-o', file, '-r', String(options.rateHz), '--copy', options.mode, '-q', ...(options.extra ?? []), '--', py, program.script, String(options.seconds)];
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';

@@ -8,8 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openLinuxProcess } from '../src/record/linux-process.js';
-import { readPointer } from '../src/walk/region-memory.js';
+import { anchors } from './helpers/anchors.js';
 import { recordCoverage } from './helpers/coverage.js';
 import { CHURN_STACKS } from '../harness/churn.js';
 import { nativeInterpreters, type Interpreter } from '../harness/interpreters.js';
@@ -53,7 +52,7 @@ async function recordChurn(py: Interpreter, mode: string, rate: number, seconds:
   const { child, done } = startChurn(py, seconds);
   await untilReadable(child.pid!);
   const file = path.join(dir, `${py.label}-${mode}.pyuw`);
-  const rec = spawnSync(process.execPath, [BIN, 'record', '--pid', String(child.pid), '-o', file, '-r', String(rate), '-m', mode, '-q', ...extra], {
+  const rec = spawnSync(process.execPath, [BIN, 'record', '--pid', String(child.pid), '-o', file, '-r', String(rate), '--copy', mode, '-q', ...extra], {
     encoding: 'utf8',
     timeout: 120_000,
   });
@@ -145,27 +144,6 @@ describe.each(churnTargets)('the churn oracle on $label', (py) => {
 
 const anchored = nativeInterpreters().find((p) => p.label === 'debian-3.15');
 
-/** the profiler anchor of every thread of pid */
-function anchors(pid: number): bigint[] {
-  const source = openLinuxProcess(pid);
-  try {
-    const L = source.layout;
-    const P = L.pointerSize;
-    const ptr = (a: bigint) => readPointer(source.read(a, P), 0, P);
-    const out: bigint[] = [];
-    let interp = ptr(source.runtimeAddress + BigInt(L.runtime.interpretersHead));
-    while (interp !== 0n) {
-      for (let t = ptr(interp + BigInt(L.interp.threadsHead)); t !== 0n; t = ptr(t + BigInt(L.tstate.next))) {
-        out.push(ptr(t + BigInt(L.tstate.lastProfiledFrame!)));
-      }
-      interp = ptr(interp + BigInt(L.interp.next));
-    }
-    return out;
-  } finally {
-    source.close();
-  }
-}
-
 /** Resolves once some thread of pid has its anchor set (the recorder is copying it). */
 const anchorSet = (pid: number): Promise<void> => waitUntil(() => anchors(pid).some((a) => a !== 0n), `the recorder to set an anchor in pid ${pid}`);
 
@@ -239,7 +217,7 @@ async function functionShares(py: Interpreter, mode: string): Promise<Map<string
   const closed = new Promise((r) => child.once('close', r));
   await untilReadable(child.pid!);
   const file = path.join(dir, `steady-${py.label}-${mode}.pyuw`);
-  const rec = spawnSync(process.execPath, [BIN, 'record', '--pid', String(child.pid), '-o', file, '-r', '2000', '-m', mode, '-q'], {
+  const rec = spawnSync(process.execPath, [BIN, 'record', '--pid', String(child.pid), '-o', file, '-r', '2000', '--copy', mode, '-q'], {
     encoding: 'utf8',
     timeout: 120_000,
   });

@@ -1,6 +1,6 @@
 // pyunwind dump --pid PID: the current stack of every thread of a running Python, once, with
 // each stack's status. Copies follow record's rules: a thread whose copy moved while it was
-// made is copied again with the target stopped for a moment (or, with --mode optimistic,
+// made is copied again with the target stopped for a moment (or, with --copy optimistic,
 // shown as torn) — never printed as a stack of one moment.
 
 import { parseArgs } from 'node:util';

@@ -16,6 +16,7 @@ Commands:
             (served to 127.0.0.1 only; processed in the browser)
   bench     measure how fast this machine processes a capture (kernel, reference, workers)
   dump      print the current stack of every thread of a running Python, once
+  top       watch a running Python live: its functions by self and total samples, refreshed
   demo      record a bundled program in Pyodide (or --python PATH) and print its profile
   help      this help (also: pyunwind COMMAND --help)
 
@@ -34,6 +35,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   report: async () => (await import('./report.js')).report,
   view: async () => (await import('./view.js')).view,
   dump: async () => (await import('./dump.js')).dump,
+  top: async () => (await import('./top.js')).top,
   bench: async () => (await import('./bench.js')).bench,
   demo: async () => (await import('./demo.js')).demo,
 };

@@ -5,11 +5,10 @@ import type { CodeRecord, SampleRecord } from '../capture/types.js';
 import type { Layout } from '../layout/index.js';
 import { MAX_RATE_HZ, recordProcess, type RecordProcessResult } from '../record/record-process.js';
 import type { SamplerStats } from '../record/sampler.js';
-import { SampleProcessor } from '../sample-processor.js';
 import { KernelWalker } from '../walk/kernel-walker.js';
-import { TRUSTED } from '../walk/status.js';
 import { UsageError } from './errors.js';
 import { percent } from './format.js';
+import { LiveProfile } from './live-profile.js';
 import { copyOption, parsePid, parsePositive, samplingModeOption } from './options.js';
 
 export const RECORD_HELP = `Usage: pyunwind record [OPTIONS] -o FILE (--pid PID | -- COMMAND [ARGS...])
@@ -54,6 +53,7 @@ Options:
                          of the two readings alone
   -a, --all-threads      sample every thread of every interpreter (the default; kept for
                          compatibility with other profilers' options)
+      --live             show pyunwind top's live view while recording (q quits)
   -q, --quiet            no progress line
   -h, --help             this help
 
@@ -77,6 +77,7 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
       copy: { type: 'string' },
       blocking: { type: 'boolean' },
       'read-only': { type: 'boolean' },
+      live: { type: 'boolean' },
       quiet: { type: 'boolean', short: 'q' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -95,6 +96,24 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
   const durationMs = values.duration === undefined ? undefined : parsePositive('--duration', values.duration) * 1000;
   const copy = copyOption(values.copy, values.blocking, values.mode);
   const sampling = samplingModeOption(values.mode) ?? 'wall';
+  if (values.live) {
+    const { liveView } = await import('./top.js');
+    return liveView({
+      target: values.pid !== undefined ? { pid: parsePid(values.pid) } : { command },
+      output: values.output,
+      rateHz,
+      copy,
+      sampling,
+      ...(values['read-only'] ? { readOnly: true } : {}),
+      ...(durationMs !== undefined ? { durationMs } : {}),
+      sort: 'self',
+      intervalMs: 1000,
+      iterations: 0,
+      interactive: process.stdout.isTTY === true && process.stdin.isTTY === true,
+      out: (s) => out(s),
+      err,
+    });
+  }
 
   const abort = new AbortController();
   const stop = (): void => abort.abort();
@@ -102,34 +121,9 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
   process.on('SIGTERM', stop);
   process.on('SIGHUP', stop);
 
-  // the progress line (on a terminal) walks what was recorded since the last line, in
-  // recording order (a code record applies to the samples after it)
+  // the progress line (on a terminal) walks what was recorded since the last line
   const tty = !values.quiet && process.stderr.isTTY === true;
-  let processor: SampleProcessor | null = null;
-  let walked = 0;
-  let rejected = 0;
-  let queued: (CodeRecord | SampleRecord)[] = [];
-  const walkQueued = (): void => {
-    if (!processor) return;
-    let samples: SampleRecord[] = [];
-    const walk = (): void => {
-      for (const p of processor!.process(samples)) {
-        walked++;
-        if (!TRUSTED.has(p.status)) rejected++;
-      }
-      samples = [];
-    };
-    for (const r of queued) {
-      if ('time' in r) samples.push(r);
-      else {
-        walk();
-        processor.addCodes([r]);
-      }
-    }
-    walk();
-    queued = [];
-  };
-  const walker = tty ? await KernelWalker.load() : null;
+  const live = tty ? new LiveProfile(await KernelWalker.load()) : null;
   let result: RecordProcessResult;
   try {
     result = await recordProcess({
@@ -141,15 +135,13 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
       ...(values['read-only'] ? { readOnly: true } : {}),
       ...(durationMs !== undefined ? { durationMs } : {}),
       signal: abort.signal,
-      ...(walker
+      ...(live
         ? {
-            onRecord: (r: CodeRecord | SampleRecord) => queued.push(r),
-            onStart: (layout: Layout) => {
-              processor = new SampleProcessor(layout, walker);
-            },
+            onRecord: (r: CodeRecord | SampleRecord) => live.add(r),
+            onStart: (layout: Layout) => live.start(layout),
             onProgress: (s: SamplerStats) => {
-              walkQueued();
-              err(`\r${progressLine(s, walked, rejected)}\x1b[K`);
+              live.drain();
+              err(`\r${progressLine(s, live.walked, live.rejected)}\x1b[K`);
             },
           }
         : {}),

@@ -39,8 +39,8 @@ export interface RecordProcessOptions {
   signal?: AbortSignal;
   /** every record as it is written (code records come before the samples that need them) */
   onRecord?: (record: CodeRecord | SampleRecord) => void;
-  /** the target's layout, once it is attached and before the first record */
-  onStart?: (layout: Layout) => void;
+  /** the target's layout and description (e.g. "pid 1234 (python3.15, 3.15.2)"), once it is attached and before the first record */
+  onStart?: (layout: Layout, description: string) => void;
   /** called every `progressEveryMs` (default 250) with the stats so far */
   onProgress?: (stats: SamplerStats) => void;
   progressEveryMs?: number;
@@ -149,7 +149,7 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
   // the first failure is the one reported (closing a file whose writes fail fails again)
   let failure: { error: unknown } | null = null;
   try {
-    options.onStart?.(source.layout);
+    options.onStart?.(source.layout, source.description);
     stats = await runSampler(source, sink, {
       rateHz,
       copy,

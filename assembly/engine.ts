@@ -78,10 +78,14 @@ const C_FILTER_HI = 16;
 const C_COPY_HIST = 17; // COPY_BUCKETS u32: copy times of the counted samples, one bucket per µs
 const C_TRACE = 18; // maxDepth TRACE_SIZE entries: the current walk's trace
 const C_KEEP_FLAGS = 19; // 0, or the sample flag a sample must have to be counted (report --mode)
-const C_COUNT = 20;
+const C_GC_LEAF = 20; // 1: a sample with FLAG_GC is counted on a <GC> node above its stack (code GC_CODE)
+const C_COUNT = 21;
 const COPY_BUCKETS: u32 = 65536;
 const FLAG_STOPPED: u32 = 4;
 const FLAG_RETRIED: u32 = 8;
+const FLAG_GC: u32 = 64;
+/** the code address of the <GC> node (no code object is there): the host names it */
+const GC_CODE: u64 = 0xffffffffffffffff;
 
 // ---- record layout constants (src/capture/format.ts) ----
 const RECORD_CODE: u32 = 1;
@@ -193,6 +197,7 @@ let walks: u32 = 0;
 let filterKind: u32 = 0;
 let filterValue: u64 = 0;
 let keepFlags: u32 = 0;
+let gcLeaf: u32 = 0;
 let copyHist: u32 = 0;
 let blockBytes: u64 = 0;
 // of the counted samples (those the filter keeps): copy times' sum and max, and flags
@@ -282,6 +287,7 @@ export function engineInit(config: u32, params: u32): bool {
   filterKind = load<u32>(cfg + C_FILTER * 4);
   filterValue = (<u64>load<u32>(cfg + C_FILTER_LO * 4)) | ((<u64>load<u32>(cfg + C_FILTER_HI * 4)) << 32);
   keepFlags = load<u32>(cfg + C_KEEP_FLAGS * 4);
+  gcLeaf = load<u32>(cfg + C_GC_LEAF * 4);
   copyHist = load<u32>(cfg + C_COPY_HIST * 4);
   trace = load<u32>(cfg + C_TRACE * 4);
   if (!inMemory(<u64>copyHist, <u64>COPY_BUCKETS * 4)) return false;
@@ -576,7 +582,8 @@ function sample(end: u32): i32 {
   if (<u64>dataUsed + need > <u64>(dataEnd - data)) return STOP_FULL;
   if (<u64>descsUsed + <u64>listBytes > <u64>(descsEnd - descs)) return STOP_FULL;
   // (so that interning this sample's stack cannot fail once its image has changed)
-  if (slotCount >= slotsCap || <u64>nodeCount + <u64>maxDepth >= <u64>nodesCap) return STOP_FULL;
+  // (a whole walk, and the <GC> node above it)
+  if (slotCount >= slotsCap || <u64>nodeCount + <u64>maxDepth + 1 >= <u64>nodesCap) return STOP_FULL;
 
   // Second pass: apply. New descriptors go to scratch first (a patch reads its base's).
   blockBytes = budget;
@@ -832,6 +839,8 @@ function sample(end: u32): i32 {
   }
   const counts = slot + S_COUNTS + status * 4;
   store<u32>(counts, load<u32>(counts) + 1);
+  // the collector ran in this thread: counted above its stack (the walk's stack stays the thread's last)
+  if (stack != NONE && gcLeaf != 0 && (flags & FLAG_GC) != 0) stack = internNode(stack, sl, GC_CODE, 0);
   if (stack != NONE) {
     const n = nodes + stack * NODE_SIZE;
     store<u32>(n, load<u32>(n, N_WEIGHT) + 1, N_WEIGHT);

@@ -15,6 +15,7 @@ import type { Layout } from './layout/layout.js';
 import { Profile } from './profile/profile.js';
 import type { CountedNode, SourceFrame } from './profile/types.js';
 import { CodeTable } from './symbols/code-table.js';
+import { GC_FRAME } from './symbols/pseudo-frames.js';
 import { STATUS_NAMES } from './walk/status.js';
 import { checkParams, encodeParams, PARAM_COUNT, walkParams, type WalkParams } from './layout/walk-params.js';
 import { writeCodeTable } from './walk/kernel-walker.js';
@@ -30,7 +31,7 @@ const NODE_SIZE = 32;
 const CODE_SIZE = 32;
 const FRAME_SIZE = 24;
 const COPY_BUCKETS = 65536;
-const CONFIG_SLOTS = 20;
+const CONFIG_SLOTS = 21;
 
 const STOP = { END: 0, CODE: 1, MALFORMED: 2, FULL: 3 } as const;
 
@@ -162,6 +163,8 @@ export interface EngineOptions {
   thread?: bigint;
   /** keep only samples with this SAMPLE_FLAG bit (report --mode: FACT_FLAG of the mode); 0 or none: all */
   keepFlags?: number;
+  /** a sample whose thread was collecting garbage (SAMPLE_FLAG.GC) gets a <GC> frame above its stack */
+  gcFrames?: boolean;
   /** the compiled kernel, either build (default: build/kernel-unshared.wasm next to the package) */
   module?: WebAssembly.Module;
   maxDepth?: number;
@@ -277,6 +280,7 @@ export class BlockEngine {
       L.get('copyHist')!,
       L.get('trace')!,
       this.options.keepFlags ?? 0,
+      this.options.gcFrames ? 1 : 0,
     ];
     slots.forEach((v, i) => dv.setUint32(cfg + i * 4, v >>> 0, true));
     new Int32Array(this.memory.buffer, L.get('params')!, PARAM_COUNT).set(encodeParams(this.params));
@@ -413,6 +417,7 @@ export class BlockEngine {
   }
 
   private nameOf(codeLo: number, codeHi: number, ipLo: number, ipHi: number): SourceFrame {
+    if (codeLo === 0xffffffff && codeHi === 0xffffffff) return { ...GC_FRAME }; // the engine's GC_CODE
     const sf = this.codes.frame((BigInt(codeHi) << 32n) | BigInt(codeLo), (BigInt(ipHi) << 32n) | BigInt(ipLo));
     return { qualname: sf.qualname, filename: sf.filename, line: sf.line };
   }

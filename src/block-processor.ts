@@ -15,6 +15,8 @@ import { FACT_FLAG, SAMPLE_FLAG, type SamplingMode } from './capture/types.js';
 import type { Layout } from './layout/layout.js';
 import { SampleProcessor, type ProcessedSample } from './sample-processor.js';
 import { Profile } from './profile/index.js';
+import { GC_FRAME } from './symbols/pseudo-frames.js';
+import { TRUSTED } from './walk/status.js';
 import type { ProfileTransfer } from './profile/profile.js';
 import type { SampleInput } from './profile/types.js';
 import { CodeTable } from './symbols/code-table.js';
@@ -27,6 +29,8 @@ export interface BlockProcessorOptions {
   thread?: bigint;
   /** keep only samples whose thread was on a CPU, held the GIL, handled an exception (default wall: all) */
   mode?: SamplingMode;
+  /** a <GC> frame above the stack of a thread in which the collector was running */
+  gcFrames?: boolean;
   /** walk every sample with this walker, on the reference path */
   walker?: Walker;
   /** called with every processed sample; implies the reference path */
@@ -64,8 +68,14 @@ export function skipped(warning: CaptureWarning): LocalBlock {
   };
 }
 
-export function sampleInput(p: ProcessedSample): SampleInput {
+/**
+ * A processed sample as the profile takes it. `gcFrames`: a trusted stack of a thread in which
+ * the collector was running (SAMPLE_FLAG.GC) gets a <GC> frame above it, as the engine counts it.
+ */
+export function sampleInput(p: ProcessedSample, gcFrames = false): SampleInput {
   const s = p.sample;
+  const frames = p.frames.map((f) => ({ qualname: f.qualname, filename: f.filename, line: f.line }));
+  if (gcFrames && (s.flags & SAMPLE_FLAG.GC) !== 0 && frames.length > 0 && TRUSTED.has(p.status)) frames.unshift({ ...GC_FRAME });
   return {
     time: s.time,
     thread: {
@@ -75,7 +85,7 @@ export function sampleInput(p: ProcessedSample): SampleInput {
       ...(s.flags & SAMPLE_FLAG.MAIN ? { name: 'MainThread' } : {}),
     },
     status: p.status,
-    frames: p.frames.map((f) => ({ qualname: f.qualname, filename: f.filename, line: f.line })),
+    frames,
   };
 }
 
@@ -100,6 +110,7 @@ export class BlockProcessor {
       ? await BlockEngine.load(layout, {
           ...(options.thread === undefined ? {} : { thread: options.thread }),
           keepFlags: modeFlag(options.mode),
+          gcFrames: options.gcFrames === true,
           ...(options.module ? { module: options.module } : {}),
         })
       : null;
@@ -139,7 +150,7 @@ export class BlockProcessor {
     const chosen = decoded.samples.filter(keep(this.options.thread, modeFlag(this.options.mode)));
     for (const s of chosen) copied.add(s.copyMicros, s.flags);
     for (const p of this.processor.process(chosen)) {
-      into.add(sampleInput(p));
+      into.add(sampleInput(p, this.options.gcFrames === true));
       this.options.onSample?.(p);
     }
     return result;

@@ -34,6 +34,8 @@ export interface ReportOptions {
    * record, and for another mode than a capture recorded in a mode other than wall.
    */
   mode?: SamplingMode;
+  /** a <GC> frame above the stack of a thread in which the garbage collector was running (default true; the capture must tell it: 3.13+) */
+  gc?: boolean;
   /** walk every sample with this walker, on the reference path (default: the block engine) */
   walker?: Walker;
   /** called after each block with the samples processed so far */
@@ -161,7 +163,7 @@ export interface ProcessHost {
   /** the worker count when the caller names none, for a capture of this many bytes (default 0) */
   defaultWorkers?(captureBytes: number): number;
   /** a pool of `workers` block processors (none: workers >= 1 is refused) */
-  pool?(workers: number, setup: { layoutSource: LayoutSource; module: WebAssembly.Module; thread?: bigint; mode?: SamplingMode }): Promise<BlockPool>;
+  pool?(workers: number, setup: { layoutSource: LayoutSource; module: WebAssembly.Module; thread?: bigint; mode?: SamplingMode; gcFrames?: boolean }): Promise<BlockPool>;
 }
 
 /** The report of a capture being read (the reader is closed at the end). */
@@ -170,12 +172,14 @@ export async function processCapture(reader: CaptureReader, options: ReportOptio
   if (options.timeline) {
     const t = (timeline = new Timeline());
     const onSample = options.onSample;
-    options = { ...options, onSample: (p) => (t.add(sampleInput(p)), onSample?.(p)) };
+    const gcFrames = options.gc !== false;
+    options = { ...options, onSample: (p) => (t.add(sampleInput(p, gcFrames)), onSample?.(p)) };
   }
   let pool: BlockPool | null = null;
   try {
     const header = reader.header;
     const mode = reportMode(header, options.mode);
+    const gcFrames = options.gc !== false;
     const layout = layoutFromSource(header.layoutSource);
     const engineOnly = !options.reference && !options.onSample && !options.walker;
     const workers = options.workers ?? host.defaultWorkers?.(reader.size) ?? 0;
@@ -185,12 +189,13 @@ export async function processCapture(reader: CaptureReader, options: ReportOptio
     const module = host.module ?? (options.walker ? undefined : await loadKernel());
     let local: BlockProcessor | null = null;
     if (engineOnly && workers >= 1 && host.pool && module) {
-      pool = await host.pool(workers, { layoutSource: header.layoutSource, module, mode, ...(options.thread === undefined ? {} : { thread: options.thread }) });
+      pool = await host.pool(workers, { layoutSource: header.layoutSource, module, mode, gcFrames, ...(options.thread === undefined ? {} : { thread: options.thread }) });
     } else {
       local = await BlockProcessor.load(layout, {
         ...(module ? { module } : {}),
         ...(options.thread === undefined ? {} : { thread: options.thread }),
         mode,
+        gcFrames,
         ...(options.walker ? { walker: options.walker } : {}),
         ...(options.onSample ? { onSample: options.onSample } : {}),
         ...(options.reference ? { reference: true } : {}),

@@ -81,7 +81,7 @@ describe.each(nativeInterpreters())('sampling modes, $label', (py) => {
     const header = readCaptureBytes(fs.readFileSync(file)).header;
     expect(header.sampling).toBe('wall');
     const minor = Number(header.pythonVersion.split('.')[1]);
-    const expected = ['cpu', ...(minor >= 13 ? ['gil'] : []), ...(minor >= 15 ? ['exception'] : [])];
+    const expected = ['cpu', ...(minor >= 13 ? ['gil'] : []), ...(minor >= 15 ? ['exception'] : []), ...(minor >= 13 ? ['gc'] : [])];
     expect(header.facts).toEqual(expected);
 
     const wall = report(file);

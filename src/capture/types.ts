@@ -40,13 +40,14 @@ export interface CaptureHeader {
 /**
  * What a recorder can tell of a thread at a sample besides its memory, each a SAMPLE_FLAG bit:
  * `cpu` it was on a CPU (Linux: running or runnable in /proc/PID/task/TID/stat), `gil` it held
- * the GIL (3.13+), `exception` it was handling or raising an exception (3.15+).
+ * the GIL (3.13+), `exception` it was handling or raising an exception (3.15+), `gc` the
+ * garbage collector was running in it (3.13+: collecting, in the thread holding the GIL).
  */
-export type SampleFact = 'cpu' | 'gil' | 'exception';
-export const SAMPLE_FACTS: readonly SampleFact[] = ['cpu', 'gil', 'exception'];
+export type SampleFact = 'cpu' | 'gil' | 'exception' | 'gc';
+export const SAMPLE_FACTS: readonly SampleFact[] = ['cpu', 'gil', 'exception', 'gc'];
 
 /** Which samples a profile keeps: every one (wall clock), or those of threads a fact held for. */
-export type SamplingMode = 'wall' | SampleFact;
+export type SamplingMode = 'wall' | 'cpu' | 'gil' | 'exception';
 export const SAMPLING_MODES: readonly SamplingMode[] = ['wall', 'cpu', 'gil', 'exception'];
 
 /** A code object copied once (per address, and again when the address is reused). */
@@ -72,10 +73,12 @@ export const SAMPLE_FLAG = {
   ON_CPU: 16,
   /** the thread was handling (or raising) an exception */
   EXCEPTION: 32,
+  /** the garbage collector was running in the thread (a `<GC>` frame above its stack) */
+  GC: 64,
 } as const;
 
 /** The flag each fact sets. */
-export const FACT_FLAG: Readonly<Record<SampleFact, number>> = { cpu: SAMPLE_FLAG.ON_CPU, gil: SAMPLE_FLAG.GIL, exception: SAMPLE_FLAG.EXCEPTION };
+export const FACT_FLAG: Readonly<Record<SampleFact, number>> = { cpu: SAMPLE_FLAG.ON_CPU, gil: SAMPLE_FLAG.GIL, exception: SAMPLE_FLAG.EXCEPTION, gc: SAMPLE_FLAG.GC };
 
 export interface SampleRecord {
   /** µs since the header's startTime (integer) */

@@ -39,7 +39,7 @@ export class LiveProfile {
       for (const p of processor.process(samples)) {
         this.walked++;
         if (!TRUSTED.has(p.status)) this.rejected++;
-        this.profile.add(sampleInput(p));
+        this.profile.add(sampleInput(p, true));
       }
       samples = [];
     };

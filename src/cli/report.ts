@@ -45,6 +45,8 @@ ${formatsHelp('                          ')}
                         or wall: every sample (the default: the mode the capture was
                         recorded in). A capture recorded in wall mode tells each of these
                         where its Python had them (record --help).
+      --no-gc           no <GC> frames: by default a thread's stack gets one on top while
+                        the garbage collector runs in it (CPython 3.13+)
   -n, --top N           functions listed per thread in text (default 15)
   -j, --workers N       worker threads that process blocks (default: one per core for a
                         capture of 4 MB or more, else 0: all in this thread); the profile
@@ -64,6 +66,7 @@ export async function report(argv: string[], out: (s: string | Uint8Array) => vo
       open: { type: 'boolean' },
       thread: { type: 'string', short: 't' },
       mode: { type: 'string', short: 'm' },
+      'no-gc': { type: 'boolean' },
       top: { type: 'string', short: 'n', default: '15' },
       workers: { type: 'string', short: 'j' },
       quiet: { type: 'boolean', short: 'q' },
@@ -99,6 +102,7 @@ export async function report(argv: string[], out: (s: string | Uint8Array) => vo
     const result = await reportCapture(f, {
       ...(thread !== undefined ? { thread } : {}),
       ...(mode !== undefined ? { mode } : {}),
+      ...(values['no-gc'] ? { gc: false } : {}),
       ...(values.workers !== undefined ? { workers: Number(values.workers) } : {}),
       ...(spec.timeline ? { timeline: true } : {}),
       ...(tty ? { onProgress: (n: number, b: number) => err(`\rreport${what}: ${n} samples, ${b} blocks\x1b[K`) } : {}),

@@ -447,6 +447,11 @@ function buildLayout(t: Table, version: PythonVersion): Layout {
       ),
       gilHolder: opt('interpreter_state.gil_runtime_state_holder', () => r.pointer('interpreter_state', 'gil_runtime_state_holder')),
       gilLocked: opt('interpreter_state.gil_runtime_state_locked', () => r.field('interpreter_state', 'gil_runtime_state_locked', 4)),
+      // the collector's state is a struct inside the interpreter state: its `collecting` int
+      gcCollecting:
+        t.has('interpreter_state.gc') && t.has('gc.collecting')
+          ? r.check('interpreter_state', 'interpreter_state.gc + gc.collecting', t.raw('interpreter_state.gc') + t.raw('gc.collecting'), 4)
+          : null,
     },
     tstate,
     frame,

@@ -60,6 +60,8 @@ export interface Layout {
     gilHolder: number | null;
     /** offset of the int saying whether that GIL is taken (gil_runtime_state_locked, 3.13+), null where not given */
     gilLocked: number | null;
+    /** offset of the int saying the garbage collector is running (gc + gc.collecting, 3.13+), null where not given */
+    gcCollecting: number | null;
   };
   tstate: {
     size: number;

@@ -125,6 +125,7 @@ export class MemoryCopier {
     if (f.threadsMain !== null) fields.push([f.threadsMain, this.P]);
     if (f.gilHolder !== null) fields.push([f.gilHolder, this.P]);
     if (f.gilLocked !== null) fields.push([f.gilLocked, 4]);
+    if (f.gcCollecting !== null) fields.push([f.gcCollecting, 4]);
     this.interpSpan = { lo: Math.min(...fields.map(([o]) => o)), hi: Math.max(...fields.map(([o, n]) => o + n)) };
     const collectUsed = options.collectUsed ?? true;
     // eslint-disable-next-line @typescript-eslint/no-this-alias
@@ -219,6 +220,8 @@ export class MemoryCopier {
       const gilHolder = f.gilHolder !== null ? readPointer(block, f.gilHolder - lo, P) : null;
       // 3.13/3.14: the thread holding the GIL is the interpreter's last holder while the GIL is taken
       const gilTaken = f.gilLocked !== null && new DataView(block.buffer, block.byteOffset + f.gilLocked - lo, 4).getInt32(0, true) !== 0;
+      // the collector runs in the thread holding the GIL
+      const collecting = f.gcCollecting !== null && new DataView(block.buffer, block.byteOffset + f.gcCollecting - lo, 4).getInt32(0, true) !== 0;
       // (a thread state freed under the pass ends this walk of the list: see thread-list.ts)
       this.list.walk(interp, readPointer(block, f.threadsHead - lo, P), (tstate) => {
         const { snap, entry } = this.thread(interp, interpreterId, tstate, prefetched?.get(tstate), gilHolder);
@@ -234,6 +237,7 @@ export class MemoryCopier {
         }
         snap.mainThread = main !== 0n && main === tstate;
         if (L.tstate.holdsGil === null && gilTaken) snap.holdsGil = gilHolder === tstate;
+        snap.inGc = collecting && snap.holdsGil;
         threads.push(snap);
       });
       interp = readPointer(block, f.next - lo, P);

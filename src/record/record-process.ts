@@ -65,11 +65,13 @@ export function recordableFacts(layout: Layout, pid: number): SampleFact[] {
   if (CpuStates.available(pid)) facts.push('cpu');
   if (layout.tstate.holdsGil !== null || (layout.interp.gilHolder !== null && layout.interp.gilLocked !== null)) facts.push('gil');
   if (layout.tstate.currentException !== null && layout.tstate.handledException !== null) facts.push('exception');
+  if (facts.includes('gil') && layout.interp.gcCollecting !== null) facts.push('gc');
   return facts;
 }
 
 /** Why a fact cannot be told, for a refused mode. */
-export const FACT_MISSING: Readonly<Record<SampleFact, string>> = {
+export const FACT_MISSING: Readonly<Record<SamplingMode, string>> = {
+  wall: '',
   cpu: "the threads' states cannot be read from /proc",
   gil: 'which thread holds the GIL is published from CPython 3.13 on',
   exception: "a thread's exception is published in the debug offsets from CPython 3.15 on",

@@ -40,6 +40,7 @@ export function sampleRecord(t: ThreadSnapshot, time: number, onlyThread = false
       (t.holdsGil ? SAMPLE_FLAG.GIL : 0) |
       (t.onCpu ? SAMPLE_FLAG.ON_CPU : 0) |
       (t.handlingException ? SAMPLE_FLAG.EXCEPTION : 0) |
+      (t.inGc ? SAMPLE_FLAG.GC : 0) |
       (t.mainThread || onlyThread ? SAMPLE_FLAG.MAIN : 0) |
       (t.stopped ? SAMPLE_FLAG.STOPPED : 0) |
       (t.attempts > 1 ? SAMPLE_FLAG.RETRIED : 0),

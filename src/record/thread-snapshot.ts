@@ -16,6 +16,8 @@ export interface ThreadSnapshot {
   handlingException: boolean;
   /** the kernel had it running or runnable just after the copy (set by the sampler; false where unknown) */
   onCpu: boolean;
+  /** the garbage collector was running in it: collecting, and it held the GIL (3.13+; false where unknown) */
+  inGc: boolean;
   /** the main thread of its interpreter (false where unknown) */
   mainThread: boolean;
   regions: Region[];
@@ -51,6 +53,7 @@ export function emptySnapshot(interpreterId: bigint, threadStateAddress: bigint,
     holdsGil: false,
     handlingException: false,
     onCpu: false,
+    inGc: false,
     mainThread: false,
     regions,
     errors,

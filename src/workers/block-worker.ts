@@ -14,6 +14,7 @@ const port = parentPort!;
 const ready = BlockProcessor.load(layoutFromSource(setup.layoutSource), {
   ...(setup.thread === undefined ? {} : { thread: setup.thread }),
   ...(setup.mode === undefined ? {} : { mode: setup.mode }),
+  ...(setup.gcFrames === undefined ? {} : { gcFrames: setup.gcFrames }),
   module: setup.module,
 });
 let chain: Promise<unknown> = Promise.resolve();

@@ -12,6 +12,8 @@ export interface WorkerSetup {
   thread?: bigint;
   /** the samples kept (report --mode) */
   mode?: SamplingMode;
+  /** <GC> frames (report without --no-gc) */
+  gcFrames?: boolean;
   /** the compiled kernel, compiled once by the parent */
   module: WebAssembly.Module;
 }

@@ -33,7 +33,7 @@ afterAll(() => dirs.forEach((d) => fs.rmSync(d, { recursive: true, force: true }
 interface PageProfile {
   result: {
     stats: { attempted: number; trusted: number; rejected: number; statuses: Record<string, number> };
-    header: { pythonVersion: string; rateHz: number; mode: string | null; target: string };
+    header: { pythonVersion: string; rateHz: number; copy: string | null; target: string };
     flame: { views: { id: string; functions: [string, string, number, number][] }[] };
     closedCleanly: boolean;
   } | null;
@@ -102,7 +102,7 @@ describe('the in-browser profiler (Pyodide 3.15 in a Web Worker), in Chromium, o
 
         // the header: Pyodide 3.15, signal sampling at 1 kHz
         expect(r.header.pythonVersion.startsWith('3.15.')).toBe(true);
-        expect(r.header.mode).toBe('signal');
+        expect(r.header.copy).toBe('signal');
         expect(r.header.rateHz).toBe(1000);
         expect(r.header.target).toMatch(/pyodide/i);
         expect(r.closedCleanly).toBe(true);

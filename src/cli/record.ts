@@ -96,16 +96,21 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
   const durationMs = values.duration === undefined ? undefined : parsePositive('--duration', values.duration) * 1000;
   const copy = copyOption(values.copy, values.blocking, values.mode);
   const sampling = samplingModeOption(values.mode) ?? 'wall';
+  const target = values.pid !== undefined ? { pid: parsePid(values.pid) } : { command };
+  // what is recorded, and how: the same with or without the live view
+  const recording = {
+    output: values.output,
+    rateHz,
+    copy,
+    sampling,
+    ...(values['read-only'] ? { readOnly: true } : {}),
+    ...(durationMs !== undefined ? { durationMs } : {}),
+  };
   if (values.live) {
     const { liveView } = await import('./top.js');
     return liveView({
-      target: values.pid !== undefined ? { pid: parsePid(values.pid) } : { command },
-      output: values.output,
-      rateHz,
-      copy,
-      sampling,
-      ...(values['read-only'] ? { readOnly: true } : {}),
-      ...(durationMs !== undefined ? { durationMs } : {}),
+      target,
+      ...recording,
       sort: 'self',
       intervalMs: 1000,
       iterations: 0,
@@ -127,13 +132,8 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
   let result: RecordProcessResult;
   try {
     result = await recordProcess({
-      ...(values.pid !== undefined ? { pid: parsePid(values.pid) } : { command }),
-      output: values.output,
-      rateHz,
-      copy,
-      sampling,
-      ...(values['read-only'] ? { readOnly: true } : {}),
-      ...(durationMs !== undefined ? { durationMs } : {}),
+      ...target,
+      ...recording,
       signal: abort.signal,
       ...(live
         ? {

@@ -18,6 +18,8 @@ export interface ThreadStack {
   threadStateAddress: bigint;
   threadId: bigint;
   nativeThreadId: bigint;
+  /** Python's main thread (threading.main_thread(): see the copier for how it is known) */
+  mainThread: boolean;
   status: Status;
   /** innermost first */
   frames: SymbolizedFrame[];
@@ -43,6 +45,7 @@ export function unwindSnapshot(snapshot: Snapshot, walker: Walker, maxDepth?: nu
       threadStateAddress: t.threadStateAddress,
       threadId: t.threadId,
       nativeThreadId: t.nativeThreadId,
+      mainThread: t.mainThread,
       status,
       frames: status === 'torn' ? [] : walk.frames.map((f) => codes.frame(f.code, f.instrPtr)),
       walk,

@@ -36,7 +36,7 @@ const MAIN_CALL = 15;
 const MODULE_CALL = 16;
 
 interface DumpJson {
-  threads: { status: Status; frames: { qualname: string; line: number | null }[] }[];
+  threads: { name: string | null; nativeThreadId: number; status: Status; frames: { qualname: string; line: number | null }[] }[];
 }
 
 /** Why a stack (innermost first) is not one the program can have, or null. */
@@ -84,6 +84,10 @@ describe.each(nativeInterpreters())('dump of a call-heavy deep stack, $label', (
       for (let i = 0; i < 10; i++) {
         const d = dump(mode);
         expect(d.threads).toHaveLength(1);
+        // its one thread is the main thread, named so on every version (3.14+: the interpreter
+        // says so; before: the process's first thread)
+        expect(d.threads[0]!.name).toBe('MainThread');
+        expect(d.threads[0]!.nativeThreadId).toBe(child.pid);
         const t = d.threads[0]!;
         seen[mode]![t.status] = (seen[mode]![t.status] ?? 0) + 1;
         if (mode === 'adaptive') expect(TRUSTED.has(t.status), `adaptive dump ${i}: ${t.status}`).toBe(true);

@@ -81,6 +81,8 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
             interpreterId: Number(t.interpreterId),
             threadId: t.threadId.toString(),
             nativeThreadId: Number(t.nativeThreadId),
+            // the name threading gives it, where known (the main thread's, today)
+            name: t.mainThread ? 'MainThread' : null,
             status: t.status,
             failAddress: t.walk.failAddress === 0n ? undefined : `0x${t.walk.failAddress.toString(16)}`,
             copyErrors: t.copyErrors.length ? t.copyErrors : undefined,
@@ -96,7 +98,7 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
   const lines = [`${source.description}: ${stacks.length} thread${stacks.length === 1 ? '' : 's'}`];
   for (const t of stacks) {
     const why = t.walk.failAddress !== 0n ? ` (at 0x${t.walk.failAddress.toString(16)})` : '';
-    lines.push('', `Thread ${t.nativeThreadId} (interpreter ${t.interpreterId}, thread_id 0x${t.threadId.toString(16)}): ${t.status}${why}`);
+    lines.push('', `Thread ${t.nativeThreadId}${t.mainThread ? ' MainThread' : ''} (interpreter ${t.interpreterId}, thread_id 0x${t.threadId.toString(16)}): ${t.status}${why}`);
     for (const e of t.copyErrors) lines.push(`  ! ${e}`);
     for (const f of t.frames) lines.push(`  ${f.qualname} (${f.filename}:${f.line ?? '?'})`);
   }

@@ -51,6 +51,8 @@ export interface CopierOptions {
 
 export class MemoryCopier {
   private readonly P: 4 | 8;
+  /** a Linux target's process id as a thread id (its first thread's), where the interpreter does not name its main thread */
+  private readonly processMain: bigint | null;
   private readonly layout: Layout;
   private readonly codes: CodeCache;
   /** what each thread's previous copy found (thread state address → cache) */
@@ -100,6 +102,8 @@ export class MemoryCopier {
   ) {
     this.layout = source.layout;
     this.P = this.layout.pointerSize;
+    const pid = (source as { pid?: unknown }).pid;
+    this.processMain = typeof pid === 'number' && pid > 0 ? BigInt(pid) : null;
     this.codes = new CodeCache(source, this.layout);
     const t = this.layout.tstate;
     const canAnchor = t.lastProfiledFrame !== null && typeof source.write === 'function';
@@ -235,7 +239,10 @@ export class MemoryCopier {
           cache.live = true;
           cache.interp = interp;
         }
-        snap.mainThread = main !== 0n && main === tstate;
+        // 3.14+: the interpreter names its main thread; before, on Linux, the main interpreter's
+        // thread running on the process's first thread (its thread id is the process id) is the
+        // main thread as `threading` knows it, unless Python was started on another thread
+        snap.mainThread = f.threadsMain !== null ? main !== 0n && main === tstate : this.processMain !== null && interpreterId === 0n && snap.nativeThreadId === this.processMain;
         if (L.tstate.holdsGil === null && gilTaken) snap.holdsGil = gilHolder === tstate;
         snap.inGc = collecting && snap.holdsGil;
         threads.push(snap);

@@ -5,6 +5,7 @@
 import fc from 'fast-check';
 import type { WalkParams } from '../src/layout/walk-params.js';
 import type { CodeRange, Region, WalkSample } from '../src/walk/types.js';
+import { concatBytes } from '../src/capture/concat.js';
 
 // Parameter sets shaped like real layouts (64-bit 3.15, 3.14, 3.12 via cframe, 3.11 is_entry; wasm32 3.15)
 export const WALK_PARAMS: WalkParams[] = [
@@ -110,15 +111,7 @@ export const structuredMemory = (p: WalkParams) =>
     });
 
 /** The parts, one after the other, in one array. */
-export function concat(parts: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
-}
+export const concat = concatBytes;
 
 /** Random regions of random bytes, and a thread state address somewhere near them. */
 export const randomMemory = fc

@@ -20,6 +20,7 @@ import { fillDefinitionList } from './definition-list.js';
 import { fitFrame, flameSrcdoc } from './flame-frame.js';
 import type { FromProfileWorker, ToProfileWorker } from './profile-protocol.js';
 import type { FromWorker, ToWorker, ViewerResult } from './protocol.js';
+import { concatBytes } from '../src/capture/concat.js';
 
 type State = 'idle' | 'loading' | 'running' | 'processing' | 'done' | 'error';
 const REDRAW_EVERY_MS = 500;
@@ -70,7 +71,7 @@ const updates: { samples: number; trusted: number; blocks: number; final: boolea
   },
   updates,
   capture(): number[] {
-    return run ? [...concat(run.blocks, run.bytes)] : [];
+    return run ? [...concatBytes(run.blocks, run.bytes)] : [];
   },
   flame(): unknown {
     const w = ($<HTMLIFrameElement>('flame-frame').contentWindow as (Window & { __pyunwind?: unknown }) | null) ?? null;
@@ -83,16 +84,6 @@ function setState(s: State, text: string): void {
   const status = $('status');
   status.dataset.state = s;
   status.textContent = text;
-}
-
-function concat(parts: Uint8Array[], total: number): Uint8Array<ArrayBuffer> {
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }
 
 const kb = (n: number): string => (n >= 1 << 20 ? `${(n / (1 << 20)).toFixed(1)} MB` : n >= 1024 ? `${(n / 1024).toFixed(0)} kB` : `${n} B`);
@@ -233,7 +224,7 @@ function pump(): void {
   if (final) r.finalSent = true;
   const id = ++processId;
   requests.set(id, { run: r, final, blocks: r.blocks.length });
-  const bytes = concat(r.blocks, r.bytes);
+  const bytes = concatBytes(r.blocks, r.bytes);
   // in the viewer's worker itself: the capture so far is processed again every redraw, and the
   // program being profiled needs the other cores
   const m: ToWorker = { type: 'open', id, name: r.name, bytes: bytes.buffer as ArrayBuffer, workers: 0 };
@@ -277,7 +268,7 @@ function show(r: ViewerResult, final: boolean): void {
 function finish(): void {
   const r = run;
   if (!r?.done) return;
-  const bytes = concat(r.blocks, r.bytes);
+  const bytes = concatBytes(r.blocks, r.bytes);
   captureUrl = URL.createObjectURL(new Blob([bytes], { type: 'application/octet-stream' }));
   const link = $<HTMLAnchorElement>('download-capture');
   link.href = captureUrl;

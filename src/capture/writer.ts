@@ -18,6 +18,7 @@ import {
 } from './format.js';
 import { MAX_BLOCK_SAMPLE_BYTES, SampleEncoder, checkSampleRecord, sampleBytes } from './patch.js';
 import type { CaptureHeader, CodeRecord, SampleRecord } from './types.js';
+import { concatBytes } from './concat.js';
 
 /** Where the bytes go. `write` is synchronous: when it returns, the bytes are the sink's. */
 export interface CaptureSink {
@@ -48,14 +49,7 @@ export function memorySink(): CaptureSink & { bytes(): Uint8Array; readonly leng
     },
     /** everything written so far, as one array */
     bytes(): Uint8Array {
-      if (!joined) {
-        joined = new Uint8Array(length);
-        let off = 0;
-        for (const p of parts) {
-          joined.set(p, off);
-          off += p.length;
-        }
-      }
+      joined ??= concatBytes(parts, length);
       return joined;
     },
   };

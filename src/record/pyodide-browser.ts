@@ -33,6 +33,7 @@ import { CONTROL, SIGUSR1, type WorkerTotals } from './pyodide-protocol.js';
 import { PyodideSampler, type PyodideApi } from './pyodide-sampler.js';
 import type { TickerReply, TickerRequest } from './pyodide-ticker-worker.js';
 import { RECORDER } from '../version.js';
+import { concatBytes } from '../capture/concat.js';
 
 export { CONTROL, SIGINT, SIGUSR1, type WorkerTotals as PyodideSamplerTotals } from './pyodide-protocol.js';
 export type { PyodideApi } from './pyodide-sampler.js';
@@ -185,13 +186,7 @@ export function profilePyodide(pyodide: unknown, options: ProfilePyodideOptions 
       ticker?.terminate();
       ticker = null;
       sampler.close();
-      const out = new Uint8Array(bytes);
-      let at = 0;
-      for (const p of parts) {
-        out.set(p, at);
-        at += p.length;
-      }
-      return out;
+      return concatBytes(parts, bytes);
     },
   };
 }

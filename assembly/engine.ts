@@ -25,6 +25,7 @@ import {
   COMPLETE,
   COMPLETE_UNVERIFIABLE,
   FRAME_SIZE,
+  FRAME_CALLS_THROUGH_C,
   IDLE,
   REGION_SIZE,
   inMemory,
@@ -79,13 +80,16 @@ const C_COPY_HIST = 17; // COPY_BUCKETS u32: copy times of the counted samples, 
 const C_TRACE = 18; // maxDepth TRACE_SIZE entries: the current walk's trace
 const C_KEEP_FLAGS = 19; // 0, or the sample flag a sample must have to be counted (report --mode)
 const C_GC_LEAF = 20; // 1: a sample with FLAG_GC is counted on a <GC> node above its stack (code GC_CODE)
-const C_COUNT = 21;
+const C_NATIVE = 21; // 1: a <native> node (code NATIVE_CODE) between a frame and the callee it reached through C
+const C_COUNT = 22;
 const COPY_BUCKETS: u32 = 65536;
 const FLAG_STOPPED: u32 = 4;
 const FLAG_RETRIED: u32 = 8;
 const FLAG_GC: u32 = 64;
 /** the code address of the <GC> node (no code object is there): the host names it */
 const GC_CODE: u64 = 0xffffffffffffffff;
+/** the code address of the <native> node */
+const NATIVE_CODE: u64 = 0xfffffffffffffffe;
 
 // ---- record layout constants (src/capture/format.ts) ----
 const RECORD_CODE: u32 = 1;
@@ -198,6 +202,7 @@ let filterKind: u32 = 0;
 let filterValue: u64 = 0;
 let keepFlags: u32 = 0;
 let gcLeaf: u32 = 0;
+let nativeNodes: u32 = 0;
 let copyHist: u32 = 0;
 let blockBytes: u64 = 0;
 // of the counted samples (those the filter keeps): copy times' sum and max, and flags
@@ -288,6 +293,7 @@ export function engineInit(config: u32, params: u32): bool {
   filterValue = (<u64>load<u32>(cfg + C_FILTER_LO * 4)) | ((<u64>load<u32>(cfg + C_FILTER_HI * 4)) << 32);
   keepFlags = load<u32>(cfg + C_KEEP_FLAGS * 4);
   gcLeaf = load<u32>(cfg + C_GC_LEAF * 4);
+  nativeNodes = load<u32>(cfg + C_NATIVE * 4);
   copyHist = load<u32>(cfg + C_COPY_HIST * 4);
   trace = load<u32>(cfg + C_TRACE * 4);
   if (!inMemory(<u64>copyHist, <u64>COPY_BUCKETS * 4)) return false;
@@ -302,7 +308,7 @@ export function engineInit(config: u32, params: u32): bool {
   if (!inMemory(<u64>copyTouched, <u64>COPY_BUCKETS * 4)) return false;
   if (!inMemory(<u64>hash, <u64>hashCap * 4)) return false;
   // a sample may add a node per frame: the table must hold a whole walk, the hash twice that
-  if (nodesCap < maxDepth + 1 || hashCap < nodesCap * 2) return false;
+  if (nodesCap < nodesPerSample() + 1 || hashCap < nodesCap * 2) return false;
   return true;
 }
 
@@ -583,7 +589,7 @@ function sample(end: u32): i32 {
   if (<u64>descsUsed + <u64>listBytes > <u64>(descsEnd - descs)) return STOP_FULL;
   // (so that interning this sample's stack cannot fail once its image has changed)
   // (a whole walk, and the <GC> node above it)
-  if (slotCount >= slotsCap || <u64>nodeCount + <u64>maxDepth + 1 >= <u64>nodesCap) return STOP_FULL;
+  if (slotCount >= slotsCap || <u64>nodeCount + <u64>nodesPerSample() + 1 >= <u64>nodesCap) return STOP_FULL;
 
   // Second pass: apply. New descriptors go to scratch first (a patch reads its base's).
   blockBytes = budget;
@@ -829,6 +835,8 @@ function sample(end: u32): i32 {
       for (let k = <i32>(pyCount - known) - 1; k >= 0; k--) {
         const f = chain + <u32>k * FRAME_SIZE;
         node = internNode(node, sl, load<u64>(f, 8), load<u64>(f, 16));
+        // (kept in the frame's node: the frame and its flag come back together in a spliced walk)
+        if (nativeNodes != 0 && (load<u32>(f, 24) & FRAME_CALLS_THROUGH_C) != 0) node = internNode(node, sl, NATIVE_CODE, 0);
         if (chain == bufPy) store<u32>(bufNodes + <u32>k * 4, node);
       }
       if (chain == bufPy) store<u32>(th, 1, T_NODES_OK);
@@ -846,6 +854,11 @@ function sample(end: u32): i32 {
     store<u32>(n, load<u32>(n, N_WEIGHT) + 1, N_WEIGHT);
   }
   return STOP_END;
+}
+
+/** The most nodes one sample can add: its frames, a <native> after each, and a <GC>. */
+@inline function nodesPerSample(): u32 {
+  return nativeNodes != 0 ? maxDepth * 2 + 1 : maxDepth + 1;
 }
 
 /**

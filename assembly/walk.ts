@@ -44,7 +44,9 @@ export const SAMPLE_SIZE: u32 = 16; // u64 tstate, u32 regionTable, u32 regionCo
 export const REGION_SIZE: u32 = 16; // u64 address, u32 length, u32 data offset
 export const CODE_SIZE: u32 = 32; // u64 address, u64 bytecode start, u64 bytecode end, u32 frame size, u32 unused
 export const RESULT_SIZE: u32 = 32; // u32 status, u32 frameStart, u32 frameCount, u32 visited, u64 last, u64 fail
-export const FRAME_SIZE: u32 = 24; // u64 frame, u64 code, u64 instr ptr
+export const FRAME_SIZE: u32 = 32; // u64 frame, u64 code, u64 instr ptr, u32 frame flags, u32 unused
+/** frame flag: this frame's callee (the next frame in) was reached through C code (an entry frame lies between) */
+export const FRAME_CALLS_THROUGH_C: u32 = 1;
 
 // ---- parameters of the current batch ----
 export let ptrSize: u32 = 8;
@@ -321,6 +323,9 @@ export function walkOne(tstate: u64, frames: u32): void {
   let last: u64 = 0;
   let lastOwner: u32 = 0xffffffff;
   let lastIsEntry: u32 = 0;
+  // 1 when C code lies between the last Python frame and the next one: an entry frame (3.12+:
+  // owned by the C stack / the interpreter) was visited since, or (3.11) that frame is_entry
+  let throughC: u32 = 0;
   // Brent's cycle detection: O(1) state, finds any cycle within a bounded number of steps
   let tortoise: u64 = frame;
   let power: u32 = 1;
@@ -393,6 +398,8 @@ export function walkOne(tstate: u64, frames: u32): void {
         store<u64>(out, frame);
         store<u64>(out, code, 8);
         store<u64>(out, ip, 16);
+        store<u32>(out, throughC, 24);
+        store<u32>(out, 0, 28);
         pyCount++;
       }
     } else if (!ownerIn(ownerSkip, owner)) {
@@ -408,6 +415,8 @@ export function walkOne(tstate: u64, frames: u32): void {
     last = frame;
     lastOwner = owner;
     lastIsEntry = frIsEntry >= 0 ? <u32>load<u8>(f + <u32>frIsEntry) : 0;
+    // (a function of this frame alone, so a walk spliced onto an older one after it agrees)
+    throughC = ownerIn(ownerPython, owner) ? (lastIsEntry != 0 ? FRAME_CALLS_THROUGH_C : 0) : FRAME_CALLS_THROUGH_C;
     visited++;
     if (traceOut != 0) {
       const t = traceOut + (visited - 1) * TRACE_SIZE;

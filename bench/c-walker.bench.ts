@@ -53,7 +53,7 @@ const CFLAGS = (process.env.CFLAGS ?? '-O2').split(/\s+/).filter(Boolean);
 
 // record sizes of assembly/kernel.ts; KernelWalker keeps them private, so they are repeated here
 const RESULT_SIZE = 32;
-const FRAME_SIZE = 24;
+const FRAME_SIZE = 32;
 const MIN_FRAME_CAPACITY = 1 << 16; // as KernelWalker
 
 type WalkFn = (
@@ -129,7 +129,7 @@ function readResults(k: Kernel, b: Batch): WalkResult[] {
       status: statusName(view.getUint32(r, true)),
       frames: Array.from({ length: count }, (_, j) => {
         const f = b.frames + (start + j) * FRAME_SIZE;
-        return { frame: view.getBigUint64(f, true), code: view.getBigUint64(f + 8, true), instrPtr: view.getBigUint64(f + 16, true) };
+        return { frame: view.getBigUint64(f, true), code: view.getBigUint64(f + 8, true), instrPtr: view.getBigUint64(f + 16, true), callsThroughC: (view.getUint32(f + 24, true) & 1) !== 0 };
       }),
       visited: view.getUint32(r + 12, true),
       lastFrame: view.getBigUint64(r + 16, true),

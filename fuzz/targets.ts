@@ -11,7 +11,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
-import { BlockProcessor, openBlock } from '../src/block-processor.js';
+import { BlockProcessor, openBlock, type PseudoFrames } from '../src/block-processor.js';
 import { BLOCK_TYPE, encodeBlock, encodeTrailer } from '../src/capture/format.js';
 import { readCaptureBytes, type RawBlock } from '../src/capture/reader.js';
 import { CaptureError, type CodeRecord } from '../src/capture/types.js';
@@ -126,8 +126,8 @@ export function mutatePayload(file: Uint8Array, blockPick: number, ms: readonly 
 
 let kernelModule: WebAssembly.Module | null = null;
 
-/** The profile of a capture (as bytes) by the block engine and by the reference walker, keeping the samples `mode` keeps; null if refused. */
-export async function processBoth(bytes: Uint8Array, mode: SamplingMode = 'wall'): Promise<{ engine: string; reference: string } | null> {
+/** The profile of a capture (as bytes) by the block engine and by the reference walker, keeping the samples `mode` keeps, with the pseudo-frames asked for; null if refused. */
+export async function processBoth(bytes: Uint8Array, mode: SamplingMode = 'wall', pseudo: PseudoFrames = {}): Promise<{ engine: string; reference: string } | null> {
   let reader;
   try {
     reader = readCaptureBytes(bytes, 'fuzzed');
@@ -143,8 +143,8 @@ export async function processBoth(bytes: Uint8Array, mode: SamplingMode = 'wall'
     throw e;
   }
   kernelModule ??= await WebAssembly.compile((await readKernelBytes(false)) as Uint8Array<ArrayBuffer>);
-  const engine = await BlockProcessor.load(layout, { module: kernelModule, mode });
-  const reference = await BlockProcessor.load(layout, { walker: new ReferenceWalker(), mode });
+  const engine = await BlockProcessor.load(layout, { module: kernelModule, mode, ...pseudo });
+  const reference = await BlockProcessor.load(layout, { walker: new ReferenceWalker(), mode, ...pseudo });
   const profiles = [new Profile(), new Profile()];
   const warnings: string[][] = [[], []];
   for (const raw of reader.rawBlocks()) {
@@ -192,6 +192,8 @@ export async function targets(onCase: () => void = () => {}): Promise<Target[]> 
   const captureIndex = fc.integer({ min: 0, max: corpus.captures.length - 1 });
   // a mode keeps some samples of a thread and leaves out others (mutated flags say which)
   const samplingMode = fc.constantFrom(...SAMPLING_MODES);
+  // the pseudo-frames a report adds (<GC>, <native>): the engine adds them as nodes, the reference path to each sample
+  const pseudoFrames = fc.record({ gcFrames: fc.boolean(), nativeFrames: fc.boolean() });
   const offsetsIndex = fc.integer({ min: 0, max: corpus.debugOffsets.length - 1 });
 
   return [
@@ -256,18 +258,18 @@ export async function targets(onCase: () => void = () => {}): Promise<Target[]> 
     {
       name: 'capture file: mutated bytes, engine vs reference',
       weight: 5,
-      property: fc.asyncProperty(captureIndex, fc.array(mutation, { minLength: 1, maxLength: 4 }), samplingMode, async (ci, ms, mode) => {
+      property: fc.asyncProperty(captureIndex, fc.array(mutation, { minLength: 1, maxLength: 4 }), samplingMode, pseudoFrames, async (ci, ms, mode, pseudo) => {
         onCase();
-        const got = await processBoth(mutate(corpus.captures[ci]!.bytes, ms), mode);
+        const got = await processBoth(mutate(corpus.captures[ci]!.bytes, ms), mode, pseudo);
         if (got && got.engine !== got.reference) throw new FuzzFailure(`engine and reference profiles differ: ${got.engine.slice(0, 300)} / ${got.reference.slice(0, 300)}`);
       }),
     },
     {
       name: 'capture blocks: mutated payloads (valid checksums), engine vs reference',
       weight: 5,
-      property: fc.asyncProperty(captureIndex, fc.nat(), fc.array(mutation, { minLength: 1, maxLength: 4 }), samplingMode, async (ci, block, ms, mode) => {
+      property: fc.asyncProperty(captureIndex, fc.nat(), fc.array(mutation, { minLength: 1, maxLength: 4 }), samplingMode, pseudoFrames, async (ci, block, ms, mode, pseudo) => {
         onCase();
-        const got = await processBoth(mutatePayload(corpus.captures[ci]!.bytes, block, ms), mode);
+        const got = await processBoth(mutatePayload(corpus.captures[ci]!.bytes, block, ms), mode, pseudo);
         if (got && got.engine !== got.reference) throw new FuzzFailure(`engine and reference profiles differ: ${got.engine.slice(0, 300)} / ${got.reference.slice(0, 300)}`);
       }),
     },

@@ -15,7 +15,7 @@ import type { Layout } from './layout/layout.js';
 import { Profile } from './profile/profile.js';
 import type { CountedNode, SourceFrame } from './profile/types.js';
 import { CodeTable } from './symbols/code-table.js';
-import { GC_FRAME } from './symbols/pseudo-frames.js';
+import { GC_FRAME, NATIVE_FRAME } from './symbols/pseudo-frames.js';
 import { STATUS_NAMES } from './walk/status.js';
 import { checkParams, encodeParams, PARAM_COUNT, walkParams, type WalkParams } from './layout/walk-params.js';
 import { writeCodeTable } from './walk/kernel-walker.js';
@@ -29,9 +29,9 @@ const REGION_SIZE = 16;
 const SLOT_SIZE = 104;
 const NODE_SIZE = 32;
 const CODE_SIZE = 32;
-const FRAME_SIZE = 24;
+const FRAME_SIZE = 32;
 const COPY_BUCKETS = 65536;
-const CONFIG_SLOTS = 21;
+const CONFIG_SLOTS = 22;
 
 const STOP = { END: 0, CODE: 1, MALFORMED: 2, FULL: 3 } as const;
 
@@ -165,6 +165,8 @@ export interface EngineOptions {
   keepFlags?: number;
   /** a sample whose thread was collecting garbage (SAMPLE_FLAG.GC) gets a <GC> frame above its stack */
   gcFrames?: boolean;
+  /** a frame whose callee it reached through C code gets a <native> frame between them (report --native) */
+  nativeFrames?: boolean;
   /** the compiled kernel, either build (default: build/kernel-unshared.wasm next to the package) */
   module?: WebAssembly.Module;
   maxDepth?: number;
@@ -212,7 +214,7 @@ export class BlockEngine {
   /** Node table size: a power of two with room for a few whole walks (the hash is twice as big). */
   private get nodeCapacity(): number {
     let n = CAPACITY.nodes;
-    while (n < this.params.maxDepth * 4) n *= 2;
+    while (n < this.params.maxDepth * 8) n *= 2;
     return n;
   }
 
@@ -281,6 +283,7 @@ export class BlockEngine {
       L.get('trace')!,
       this.options.keepFlags ?? 0,
       this.options.gcFrames ? 1 : 0,
+      this.options.nativeFrames ? 1 : 0,
     ];
     slots.forEach((v, i) => dv.setUint32(cfg + i * 4, v >>> 0, true));
     new Int32Array(this.memory.buffer, L.get('params')!, PARAM_COUNT).set(encodeParams(this.params));
@@ -417,7 +420,8 @@ export class BlockEngine {
   }
 
   private nameOf(codeLo: number, codeHi: number, ipLo: number, ipHi: number): SourceFrame {
-    if (codeLo === 0xffffffff && codeHi === 0xffffffff) return { ...GC_FRAME }; // the engine's GC_CODE
+    if (codeHi === 0xffffffff && codeLo === 0xffffffff) return { ...GC_FRAME }; // the engine's GC_CODE
+    if (codeHi === 0xffffffff && codeLo === 0xfffffffe) return { ...NATIVE_FRAME }; // its NATIVE_CODE
     const sf = this.codes.frame((BigInt(codeHi) << 32n) | BigInt(codeLo), (BigInt(ipHi) << 32n) | BigInt(ipLo));
     return { qualname: sf.qualname, filename: sf.filename, line: sf.line };
   }

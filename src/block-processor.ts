@@ -15,10 +15,10 @@ import { FACT_FLAG, SAMPLE_FLAG, type SamplingMode } from './capture/types.js';
 import type { Layout } from './layout/layout.js';
 import { SampleProcessor, type ProcessedSample } from './sample-processor.js';
 import { Profile } from './profile/index.js';
-import { GC_FRAME } from './symbols/pseudo-frames.js';
+import { GC_FRAME, NATIVE_FRAME } from './symbols/pseudo-frames.js';
 import { TRUSTED } from './walk/status.js';
 import type { ProfileTransfer } from './profile/profile.js';
-import type { SampleInput } from './profile/types.js';
+import type { SampleInput, SourceFrame } from './profile/types.js';
 import { CodeTable } from './symbols/code-table.js';
 import { BlockEngine, CopyStats, type BlockResult, type PayloadBlock } from './block-engine.js';
 import type { Walker } from './walk/index.js';
@@ -31,6 +31,8 @@ export interface BlockProcessorOptions {
   mode?: SamplingMode;
   /** a <GC> frame above the stack of a thread in which the collector was running */
   gcFrames?: boolean;
+  /** a <native> frame between a frame and the callee it reached through C code */
+  nativeFrames?: boolean;
   /** walk every sample with this walker, on the reference path */
   walker?: Walker;
   /** called with every processed sample; implies the reference path */
@@ -68,14 +70,25 @@ export function skipped(warning: CaptureWarning): LocalBlock {
   };
 }
 
-/**
- * A processed sample as the profile takes it. `gcFrames`: a trusted stack of a thread in which
- * the collector was running (SAMPLE_FLAG.GC) gets a <GC> frame above it, as the engine counts it.
- */
-export function sampleInput(p: ProcessedSample, gcFrames = false): SampleInput {
+/** The frames that are not code objects a profile shows (pseudo-frames.ts). */
+export interface PseudoFrames {
+  /** <GC> above the stack of a thread in which the collector was running (SAMPLE_FLAG.GC) */
+  gcFrames?: boolean;
+  /** <native> between a frame and the callee it reached through C code (WalkFrame.callsThroughC) */
+  nativeFrames?: boolean;
+}
+
+/** A processed sample as the profile takes it, with the pseudo-frames asked for, as the engine counts them. */
+export function sampleInput(p: ProcessedSample, pseudo: PseudoFrames = {}): SampleInput {
   const s = p.sample;
-  const frames = p.frames.map((f) => ({ qualname: f.qualname, filename: f.filename, line: f.line }));
-  if (gcFrames && (s.flags & SAMPLE_FLAG.GC) !== 0 && frames.length > 0 && TRUSTED.has(p.status)) frames.unshift({ ...GC_FRAME });
+  const walked = pseudo.nativeFrames && p.walk ? p.walk.frames : null;
+  const frames: SourceFrame[] = [];
+  p.frames.forEach((f, k) => {
+    // (innermost first: a caller's <native> goes before it, above its callee)
+    if (walked?.[k]?.callsThroughC) frames.push({ ...NATIVE_FRAME });
+    frames.push({ qualname: f.qualname, filename: f.filename, line: f.line });
+  });
+  if (pseudo.gcFrames && (s.flags & SAMPLE_FLAG.GC) !== 0 && frames.length > 0 && TRUSTED.has(p.status)) frames.unshift({ ...GC_FRAME });
   return {
     time: s.time,
     thread: {
@@ -111,6 +124,7 @@ export class BlockProcessor {
           ...(options.thread === undefined ? {} : { thread: options.thread }),
           keepFlags: modeFlag(options.mode),
           gcFrames: options.gcFrames === true,
+          nativeFrames: options.nativeFrames === true,
           ...(options.module ? { module: options.module } : {}),
         })
       : null;
@@ -150,7 +164,7 @@ export class BlockProcessor {
     const chosen = decoded.samples.filter(keep(this.options.thread, modeFlag(this.options.mode)));
     for (const s of chosen) copied.add(s.copyMicros, s.flags);
     for (const p of this.processor.process(chosen)) {
-      into.add(sampleInput(p, this.options.gcFrames === true));
+      into.add(sampleInput(p, this.options));
       this.options.onSample?.(p);
     }
     return result;

@@ -16,7 +16,7 @@ import { leadingCodes, readCaptureBytes, type CaptureReader, type RawBlock } fro
 import type { CaptureHeader, CaptureWarning, CodeRecord, SamplingMode } from './capture/types.js';
 import type { LayoutSource } from './layout/layout.js';
 import { layoutFromSource } from './layout/index.js';
-import { BlockProcessor, openBlock, sampleInput, skipped, type ProcessedBlock } from './block-processor.js';
+import { BlockProcessor, openBlock, sampleInput, skipped, type ProcessedBlock, type PseudoFrames } from './block-processor.js';
 import type { ProcessedSample } from './sample-processor.js';
 import { Profile, Timeline } from './profile/index.js';
 import { CopyStats } from './block-engine.js';
@@ -36,6 +36,12 @@ export interface ReportOptions {
   mode?: SamplingMode;
   /** a <GC> frame above the stack of a thread in which the garbage collector was running (default true; the capture must tell it: 3.13+) */
   gc?: boolean;
+  /**
+   * a <native> frame between a Python frame and the frame it called through C code (sorted's key,
+   * map, a C module's callback; default false). Every capture can tell it: the entry frames (3.12+)
+   * and is_entry flags (3.11) are in the copied memory.
+   */
+  native?: boolean;
   /** walk every sample with this walker, on the reference path (default: the block engine) */
   walker?: Walker;
   /** called after each block with the samples processed so far */
@@ -79,6 +85,11 @@ export interface CaptureReport {
   timeline?: Timeline;
   /** the samples the profile holds: every thread's (wall), or those a fact held for */
   mode: SamplingMode;
+}
+
+/** The pseudo-frames a report shows: <GC> unless told not to, <native> when asked. */
+export function pseudoFrames(options: Pick<ReportOptions, 'gc' | 'native'>): Required<PseudoFrames> {
+  return { gcFrames: options.gc !== false, nativeFrames: options.native === true };
 }
 
 /** The mode a report of this capture keeps (see ReportOptions.mode), or why it cannot. */
@@ -163,7 +174,7 @@ export interface ProcessHost {
   /** the worker count when the caller names none, for a capture of this many bytes (default 0) */
   defaultWorkers?(captureBytes: number): number;
   /** a pool of `workers` block processors (none: workers >= 1 is refused) */
-  pool?(workers: number, setup: { layoutSource: LayoutSource; module: WebAssembly.Module; thread?: bigint; mode?: SamplingMode; gcFrames?: boolean }): Promise<BlockPool>;
+  pool?(workers: number, setup: { layoutSource: LayoutSource; module: WebAssembly.Module; thread?: bigint; mode?: SamplingMode; gcFrames?: boolean; nativeFrames?: boolean }): Promise<BlockPool>;
 }
 
 /** The report of a capture being read (the reader is closed at the end). */
@@ -172,14 +183,14 @@ export async function processCapture(reader: CaptureReader, options: ReportOptio
   if (options.timeline) {
     const t = (timeline = new Timeline());
     const onSample = options.onSample;
-    const gcFrames = options.gc !== false;
-    options = { ...options, onSample: (p) => (t.add(sampleInput(p, gcFrames)), onSample?.(p)) };
+    const pseudo = pseudoFrames(options);
+    options = { ...options, onSample: (p) => (t.add(sampleInput(p, pseudo)), onSample?.(p)) };
   }
   let pool: BlockPool | null = null;
   try {
     const header = reader.header;
     const mode = reportMode(header, options.mode);
-    const gcFrames = options.gc !== false;
+    const { gcFrames, nativeFrames } = pseudoFrames(options);
     const layout = layoutFromSource(header.layoutSource);
     const engineOnly = !options.reference && !options.onSample && !options.walker;
     const workers = options.workers ?? host.defaultWorkers?.(reader.size) ?? 0;
@@ -189,13 +200,14 @@ export async function processCapture(reader: CaptureReader, options: ReportOptio
     const module = host.module ?? (options.walker ? undefined : await loadKernel());
     let local: BlockProcessor | null = null;
     if (engineOnly && workers >= 1 && host.pool && module) {
-      pool = await host.pool(workers, { layoutSource: header.layoutSource, module, mode, gcFrames, ...(options.thread === undefined ? {} : { thread: options.thread }) });
+      pool = await host.pool(workers, { layoutSource: header.layoutSource, module, mode, gcFrames, nativeFrames, ...(options.thread === undefined ? {} : { thread: options.thread }) });
     } else {
       local = await BlockProcessor.load(layout, {
         ...(module ? { module } : {}),
         ...(options.thread === undefined ? {} : { thread: options.thread }),
         mode,
         gcFrames,
+        nativeFrames,
         ...(options.walker ? { walker: options.walker } : {}),
         ...(options.onSample ? { onSample: options.onSample } : {}),
         ...(options.reference ? { reference: true } : {}),

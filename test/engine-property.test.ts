@@ -137,7 +137,7 @@ describe.each(chosen.length ? chosen : [{ label: 'none', command: '', missing: '
   }
   it('gives the reference profile whatever is edited', async () => {
     const file = path.join(dir, `${py.label}.pyuw`);
-    const r = spawnSync(process.execPath, [BIN, 'record', '-o', file, '-r', '3000', '-q', '--', py.command, 'workloads/deep.py', '1.5', '24'], { encoding: 'utf8', timeout: 120_000 });
+    const r = spawnSync(process.execPath, [BIN, 'record', '-o', file, '-r', '3000', '-q', '--', py.command, 'workloads/deep.py', '3', '24'], { encoding: 'utf8', timeout: 120_000 });
     expect(r.status, r.stderr).toBe(0);
     const rec = await load(file);
     expect(rec.samples.length).toBeGreaterThan(500);

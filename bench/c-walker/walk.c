@@ -78,7 +78,7 @@ enum { BOTTOM_BASE_FRAME = 0, BOTTOM_ENTRY_FRAME = 1, BOTTOM_IS_ENTRY_FLAG = 2 }
 #define REGION_SIZE 16u
 #define CODE_SIZE 32u
 #define RESULT_SIZE 32u
-#define FRAME_SIZE 24u
+#define FRAME_SIZE 32u
 
 // ---- parameters of the current batch ----
 static u32 ptrSize = 8;
@@ -242,6 +242,7 @@ static void walkOne(u64 tstate, u32 frames) {
   u32 visited = 0, pyCount = 0;
   u64 last = 0;
   u32 lastOwner = 0xffffffffu, lastIsEntry = 0;
+  u32 throughC = 0;
   u64 tortoise = frame;
   u32 power = 1, lam = 0;
   const u64 align = (u64)ptrSize - 1;
@@ -306,6 +307,8 @@ static void walkOne(u64 tstate, u32 frames) {
         store_u64(out, 0, frame);
         store_u64(out, 8, code);
         store_u64(out, 16, ip);
+        store_u32(out, 24, throughC);
+        store_u32(out, 28, 0);
         pyCount++;
       }
     } else if (!ownerIn(ownerSkip, owner)) {
@@ -321,6 +324,7 @@ static void walkOne(u64 tstate, u32 frames) {
     last = frame;
     lastOwner = owner;
     lastIsEntry = frIsEntry >= 0 ? load_u8(f, (u32)frIsEntry) : 0;
+    throughC = ownerIn(ownerPython, owner) ? (lastIsEntry != 0 ? 1u : 0u) : 1u;
     visited++;
     frame = prev;
     lam++;

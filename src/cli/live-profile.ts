@@ -4,7 +4,7 @@
 
 import type { CodeRecord, SampleRecord } from '../capture/types.js';
 import type { Layout } from '../layout/index.js';
-import { sampleInput } from '../block-processor.js';
+import { sampleInput, type PseudoFrames } from '../block-processor.js';
 import { Profile } from '../profile/profile.js';
 import { SampleProcessor } from '../sample-processor.js';
 import type { KernelWalker } from '../walk/kernel-walker.js';
@@ -18,7 +18,10 @@ export class LiveProfile {
   private processor: SampleProcessor | null = null;
   private queued: (CodeRecord | SampleRecord)[] = [];
 
-  constructor(private readonly walker: KernelWalker) {}
+  constructor(
+    private readonly walker: KernelWalker,
+    private readonly pseudo: PseudoFrames = { gcFrames: true },
+  ) {}
 
   /** The target's layout, once attached (recordProcess's onStart). */
   start(layout: Layout): void {
@@ -39,7 +42,7 @@ export class LiveProfile {
       for (const p of processor.process(samples)) {
         this.walked++;
         if (!TRUSTED.has(p.status)) this.rejected++;
-        this.profile.add(sampleInput(p, true));
+        this.profile.add(sampleInput(p, this.pseudo));
       }
       samples = [];
     };

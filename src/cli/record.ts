@@ -9,6 +9,7 @@ import { KernelWalker } from '../walk/kernel-walker.js';
 import { UsageError } from './errors.js';
 import { percent } from './format.js';
 import { LiveProfile } from './live-profile.js';
+import { pseudoFrames } from '../report-core.js';
 import { copyOption, parsePid, parsePositive, samplingModeOption } from './options.js';
 
 export const RECORD_HELP = `Usage: pyunwind record [OPTIONS] -o FILE (--pid PID | -- COMMAND [ARGS...])
@@ -54,6 +55,8 @@ Options:
   -a, --all-threads      sample every thread of every interpreter (the default; kept for
                          compatibility with other profilers' options)
       --live             show pyunwind top's live view while recording (q quits)
+      --native, --no-gc  with --live: <native> frames, no <GC> frames in the view (every
+                         capture keeps what both need: pyunwind report --native / --no-gc)
   -q, --quiet            no progress line
   -h, --help             this help
 
@@ -78,6 +81,8 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
       blocking: { type: 'boolean' },
       'read-only': { type: 'boolean' },
       live: { type: 'boolean' },
+      native: { type: 'boolean' },
+      'no-gc': { type: 'boolean' },
       quiet: { type: 'boolean', short: 'q' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -106,11 +111,14 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
     ...(values['read-only'] ? { readOnly: true } : {}),
     ...(durationMs !== undefined ? { durationMs } : {}),
   };
+  const views = values.native ? '--native' : values['no-gc'] ? '--no-gc' : null;
+  if (views && !values.live) throw new UsageError(`${views} is a view of the samples, which every capture can give: pyunwind report ${views} FILE (or record --live ${views})`);
   if (values.live) {
     const { liveView } = await import('./top.js');
     return liveView({
       target,
       ...recording,
+      pseudo: pseudoFrames({ ...(values['no-gc'] ? { gc: false } : {}), ...(values.native ? { native: true } : {}) }),
       sort: 'self',
       intervalMs: 1000,
       iterations: 0,

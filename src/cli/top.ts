@@ -19,6 +19,8 @@ import type { SamplingMode } from '../capture/types.js';
 import { KernelWalker } from '../walk/kernel-walker.js';
 import { UsageError } from './errors.js';
 import { LiveProfile } from './live-profile.js';
+import { pseudoFrames } from '../report-core.js';
+import type { PseudoFrames } from '../block-processor.js';
 import { copyOption, parsePid, parsePositive, samplingModeOption } from './options.js';
 import { renderTop, type TopSort } from './top-view.js';
 
@@ -34,6 +36,8 @@ Options:
   -r, --rate HZ          samples per second (default 1000)
   -m, --mode MODE        wall (default), cpu, gil or exception: as for record
       --copy COPY        how copies are kept consistent: adaptive (default), optimistic, blocking
+      --native           <native> frames where C code called back into Python (report --help)
+      --no-gc            no <GC> frames
   -s, --sort KEY         self (default) or total
   -i, --interval SECS    time between two refreshes (default 1)
   -n, --limit N          functions shown (default: as many as the terminal has rows; 20 elsewhere)
@@ -51,6 +55,8 @@ export interface LiveViewOptions {
   rateHz: number;
   copy: CopyMode;
   sampling: SamplingMode;
+  /** the pseudo-frames shown (default: <GC>, no <native>) */
+  pseudo?: PseudoFrames;
   readOnly?: boolean;
   durationMs?: number;
   sort: TopSort;
@@ -79,6 +85,8 @@ export async function top(argv: string[], out: (s: string | Uint8Array) => void,
       rate: { type: 'string', short: 'r', default: '1000' },
       mode: { type: 'string', short: 'm' },
       copy: { type: 'string' },
+      native: { type: 'boolean' },
+      'no-gc': { type: 'boolean' },
       sort: { type: 'string', short: 's', default: 'self' },
       interval: { type: 'string', short: 'i', default: '1' },
       limit: { type: 'string', short: 'n' },
@@ -113,6 +121,7 @@ export async function top(argv: string[], out: (s: string | Uint8Array) => void,
     rateHz,
     copy: copyOption(values.copy, false),
     sampling: samplingModeOption(values.mode) ?? 'wall',
+    pseudo: pseudoFrames({ ...(values['no-gc'] ? { gc: false } : {}), ...(values.native ? { native: true } : {}) }),
     sort: values.sort,
     intervalMs,
     ...(limit !== undefined ? { limit } : {}),
@@ -127,7 +136,7 @@ const ESC = '\x1b[';
 
 /** Record with the live view until it is quit, the iterations are shown, or the target exits. */
 export async function liveView(o: LiveViewOptions): Promise<number> {
-  const live = new LiveProfile(await KernelWalker.load());
+  const live = new LiveProfile(await KernelWalker.load(), o.pseudo);
   const abort = new AbortController();
   const stop = (): void => abort.abort();
   const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;

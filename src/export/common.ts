@@ -17,7 +17,8 @@ export function threadLabel(t: Pick<ThreadProfile, 'name' | 'nativeThreadId' | '
   return `thread ${t.nativeThreadId}${interp ? ` (${interp})` : ''}`;
 }
 
-/** `qualname (file:line)`, `qualname (file)` without a line (or with `lines` false). */
+/** `qualname (file:line)`, `qualname (file)` without a line (or with `lines` false); a pseudo-frame (no file: `<GC>`, `<native>`) is its name. */
 export function frameLabel(f: SourceFrame, lines = true): string {
+  if (f.filename === '' && f.line === null) return f.qualname;
   return lines && f.line !== null ? `${f.qualname} (${f.filename}:${f.line})` : `${f.qualname} (${f.filename})`;
 }

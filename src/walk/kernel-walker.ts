@@ -15,7 +15,9 @@ const SAMPLE_SIZE = 16;
 const REGION_SIZE = 16;
 const CODE_SIZE = 32;
 const RESULT_SIZE = 32;
-const FRAME_SIZE = 24;
+const FRAME_SIZE = 32;
+/** frame flag (assembly/walk.ts FRAME_CALLS_THROUGH_C) */
+const CALLS_THROUGH_C = 1;
 const PAGE = 65536;
 /** frames of output room per call: the kernel stops early and is called again when full */
 const MIN_FRAME_CAPACITY = 1 << 16;
@@ -97,6 +99,7 @@ export class KernelWalker {
             frame: view.getBigUint64(f, true),
             code: view.getBigUint64(f + 8, true),
             instrPtr: view.getBigUint64(f + 16, true),
+            callsThroughC: (view.getUint32(f + 24, true) & CALLS_THROUGH_C) !== 0,
           };
         }
         results.push({

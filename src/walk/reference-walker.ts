@@ -104,6 +104,8 @@ function walkOne(p: WalkParams, codes: Map<bigint, CodeRange>, sample: WalkSampl
   const tagMask = BigInt(p.tagMask);
   let lastOwner = -1;
   let lastIsEntry = 0;
+  // C code lies between the last Python frame and the next one (see WalkFrame.callsThroughC)
+  let throughC = false;
   let tortoise = frame;
   let power = 1;
   let lam = 0;
@@ -139,7 +141,7 @@ function walkOne(p: WalkParams, codes: Map<bigint, CodeRange>, sample: WalkSampl
           return done(CORRUPT, callee);
         }
         if (owner === p.ownerThread) nextCallee = frame;
-        frames.push({ frame, code, instrPtr: ip });
+        frames.push({ frame, code, instrPtr: ip, callsThroughC: throughC });
       }
     } else if (!inMask(p.ownerSkipMask, owner)) {
       return done(CORRUPT, frame);
@@ -149,6 +151,7 @@ function walkOne(p: WalkParams, codes: Map<bigint, CodeRange>, sample: WalkSampl
     last = frame;
     lastOwner = owner;
     lastIsEntry = p.frameIsEntry >= 0 ? at.bytes[at.offset + p.frameIsEntry]! : 0;
+    throughC = inMask(p.ownerPythonMask, owner) ? lastIsEntry !== 0 : true;
     visited++;
     frame = prev;
     lam++;

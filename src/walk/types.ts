@@ -36,6 +36,12 @@ export interface WalkFrame {
   code: bigint;
   /** instr_ptr (3.13+) or prev_instr (3.11/3.12) as stored in the frame */
   instrPtr: bigint;
+  /**
+   * the frame's callee (the frame before it in the list) was reached through C code: an entry
+   * frame lies between them (3.12+) or the callee is_entry (3.11). On the innermost frame: the
+   * thread's current frame is such an entry frame, so C code called from it is entering Python.
+   */
+  callsThroughC: boolean;
 }
 
 export interface WalkResult {

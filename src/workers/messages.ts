@@ -14,6 +14,8 @@ export interface WorkerSetup {
   mode?: SamplingMode;
   /** <GC> frames (report without --no-gc) */
   gcFrames?: boolean;
+  /** <native> frames (report --native) */
+  nativeFrames?: boolean;
   /** the compiled kernel, compiled once by the parent */
   module: WebAssembly.Module;
 }

@@ -33,6 +33,7 @@ import { readCaptureBytes } from '../src/capture/reader.js';
 import { CAPTURE_NAME, defaultWebDir, startViewServer, type ViewServer } from '../src/cli/view.js';
 import { WORKERS_FROM_BYTES } from '../src/report-core.js';
 import type { Processing } from '../web/protocol.js';
+import { nativeInterpreters } from '../harness/interpreters.js';
 import { recordCoverage } from './helpers/coverage.js';
 import { formatCapture } from './helpers/format-capture.js';
 import { reblocked } from './helpers/reblock.js';
@@ -304,9 +305,9 @@ function rootFrames(threads: JsonThread[]): [string, number][] {
   return [...w.entries()].sort((a, b) => b[1] - a[1] || cmp(a[0], b[0]));
 }
 
-/** `report FILE --format F` over the built command: stdout (bytes) and stderr. */
-async function report(file: string, format: string): Promise<{ out: Buffer; err: string }> {
-  const { stdout, stderr } = await run(process.execPath, [BIN, 'report', '-q', file, '--format', format], { encoding: 'buffer', maxBuffer: 256 << 20 });
+/** `report FILE --format F [options]` over the built command: stdout (bytes) and stderr. */
+async function report(file: string, format: string, options: string[] = []): Promise<{ out: Buffer; err: string }> {
+  const { stdout, stderr } = await run(process.execPath, [BIN, 'report', '-q', file, '--format', format, ...options], { encoding: 'buffer', maxBuffer: 256 << 20 });
   return { out: stdout, err: stderr.toString() };
 }
 
@@ -522,6 +523,66 @@ describe('the viewer in Chromium, offline', () => {
     } finally {
       await browser.close();
       for (const s of servers) await s.close();
+    }
+  });
+
+  it('shows a capture as report --mode, --no-gc and --native do, chosen in the page; downloads follow', async () => {
+    // a wall capture of Python called back from C, with the facts of its version (cpu on every one)
+    const py = [...nativeInterpreters()].reverse().find((p) => !p.missing);
+    if (!py) {
+      recordCoverage('viewer', 'views', false, 'no native interpreter available');
+      return;
+    }
+    const file = path.join(tempDir(), 'nativecalls.pyuw');
+    await run(process.execPath, [BIN, 'record', '-q', '-o', file, '--', py.command, path.resolve('workloads/nativecalls.py'), '1.5']);
+    const header = readCaptureBytes(fs.readFileSync(file)).header;
+    const json = async (options: string[]): Promise<JsonDoc> => JSON.parse((await report(file, 'json', options)).out.toString()) as JsonDoc;
+    const browser = await launchOffline();
+    const errors: string[] = [];
+    let server: ViewServer | null = null;
+    try {
+      const opened = await openViewer(browser, file, errors);
+      server = opened.server;
+      const { page } = opened;
+      await page.waitForSelector('body[data-state="ready"]');
+      // what the capture can show: wall and every fact it records
+      const modes = await page.$$eval('#view-mode option', (os) => os.map((o) => (o as HTMLOptionElement).value));
+      expect(modes).toEqual(['wall', ...['cpu', 'gil', 'exception'].filter((m) => (header.facts as string[]).includes(m))]);
+      expect(await page.inputValue('#view-mode')).toBe('wall');
+      expect(await page.isChecked('#view-native')).toBe(false);
+      expect(await page.isDisabled('#view-gc')).toBe(!(header.facts as string[]).includes('gc'));
+      const shown = async (options: string[]): Promise<void> => {
+        const doc = await json(options);
+        await checkValidation(page, doc);
+        await checkThreads(page, doc);
+        await checkWidest(page, doc.threads);
+        // the json download is report's, with the same options
+        expect((await download(page, 'json')).bytes.toString()).toBe((await report(file, 'json', options)).out.toString());
+      };
+      await shown([]);
+      const ready = (): Promise<unknown> => page.waitForSelector('body[data-state="ready"]');
+
+      // <native>: in the page's graph, between the callers and the callbacks C made
+      await page.check('#view-native');
+      await ready();
+      await shown(['--native']);
+      const names = await page.evaluate(() => (window as unknown as { __pyunwindViewer: { flame(): { frames: { name: string }[] } | null } }).__pyunwindViewer.flame()!.frames.map((f) => f.name));
+      expect(names).toContain('<native>');
+
+      // a mode: fewer samples, as report --mode keeps them
+      await page.selectOption('#view-mode', 'cpu');
+      await ready();
+      await shown(['--mode', 'cpu', '--native']);
+      expect(await page.inputValue('#view-mode')).toBe('cpu');
+      expect(await page.isChecked('#view-native')).toBe(true);
+      await page.screenshot({ path: path.join(testOutputDir(), 'viewer-views.png'), fullPage: true });
+
+      expect(browser.blocked).toEqual([]);
+      expect(errors).toEqual([]);
+      recordCoverage('viewer', `views (${py.label})`, true);
+    } finally {
+      await browser.close();
+      await server?.close();
     }
   });
 

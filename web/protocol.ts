@@ -31,6 +31,13 @@ export interface ThreadInfo {
   statuses: StatusCounts;
 }
 
+/** How the samples are shown: `pyunwind report`'s --mode, --no-gc (gc false) and --native. */
+export interface ViewChoice {
+  mode: SamplingMode;
+  gc: boolean;
+  native: boolean;
+}
+
 export interface ViewerResult {
   name: string;
   size: number;
@@ -54,6 +61,12 @@ export interface ViewerResult {
   /** processing time in this browser, ms */
   millis: number;
   processing: Processing;
+  /** how the samples are shown */
+  view: ViewChoice;
+  /** the modes this capture can be shown in (a wall capture: wall and each fact it records; else its own mode) */
+  modes: SamplingMode[];
+  /** the capture tells when the collector ran (the `gc` fact: CPython 3.13+), so <GC> frames can be shown */
+  gcKnown: boolean;
 }
 
 /** Where the capture was processed. */
@@ -68,7 +81,9 @@ export interface Processing {
 
 export type ToWorker =
   /** process a capture (the buffer is transferred) */
-  | { type: 'open'; id: number; name: string; bytes: ArrayBuffer; workers?: number }
+  | { type: 'open'; id: number; name: string; bytes: ArrayBuffer; workers?: number; view?: Partial<ViewChoice> }
+  /** the capture opened last, processed again to be shown another way */
+  | { type: 'view'; id: number; view: Partial<ViewChoice> }
   /** the bytes of one export format of the capture opened last */
   | { type: 'export'; id: number; format: string };
 

@@ -14,7 +14,8 @@
 // `#progress` (data-samples, data-blocks, data-bytes, data-total); `#error` (hidden unless
 // there is something to say; `#error-warnings li` with data-offset); `#threads li[data-label]`
 // with data-key, data-samples (attempted), data-trusted, data-rejected; `#validation [data-key]`
-// (validationPanel); `#downloads a[data-format]`; `#flame-frame` (the renderer's page, with its
+// (validationPanel); `#view-mode`, `#view-gc`, `#view-native` (how the samples are shown:
+// report's --mode, --no-gc, --native; a change processes the capture again); `#downloads a[data-format]`; `#flame-frame` (the renderer's page, with its
 // own stable ids); window.__pyunwindViewer: { result, flame() } — flame(): the renderer's
 // window.__pyunwind ({ data, state, frames, ready }).
 
@@ -22,7 +23,8 @@ import { formatCount, formatPercent } from '../src/export/html/page.js';
 import { validationPanel } from '../src/export/html/validation.js';
 import { fillDefinitionList } from './definition-list.js';
 import { fitFrame, flameSrcdoc } from './flame-frame.js';
-import type { FormatInfo, FromWorker, ToWorker, ViewerResult } from './protocol.js';
+import type { SamplingMode } from '../src/capture/types.js';
+import type { FormatInfo, FromWorker, ToWorker, ViewChoice, ViewerResult } from './protocol.js';
 
 type State = 'idle' | 'loading' | 'processing' | 'ready' | 'error';
 
@@ -314,6 +316,48 @@ function renderRecording(r: ViewerResult): void {
   fillDefinitionList($('recording'), rows);
 }
 
+const MODE_WORDS: Record<SamplingMode, string> = {
+  wall: 'all (wall)',
+  cpu: 'on a CPU (cpu)',
+  gil: 'holding the GIL (gil)',
+  exception: 'handling an exception (exception)',
+};
+
+function renderView(r: ViewerResult): void {
+  const select = $<HTMLSelectElement>('view-mode');
+  select.textContent = '';
+  for (const m of r.modes) {
+    const o = document.createElement('option');
+    o.value = m;
+    o.textContent = MODE_WORDS[m];
+    select.appendChild(o);
+  }
+  select.value = r.view.mode;
+  select.disabled = r.modes.length < 2;
+  const gc = $<HTMLInputElement>('view-gc');
+  gc.checked = r.view.gc && r.gcKnown;
+  gc.disabled = !r.gcKnown;
+  gc.parentElement!.title = r.gcKnown ? 'report --no-gc when unchecked' : 'this capture does not tell when the collector ran (CPython 3.13+)';
+  $<HTMLInputElement>('view-native').checked = r.view.native;
+}
+
+/** Process the capture shown again, another way (the result replaces it). */
+function changeView(): void {
+  if (!current) return;
+  const view: ViewChoice = {
+    mode: $<HTMLSelectElement>('view-mode').value as SamplingMode,
+    gc: $<HTMLInputElement>('view-gc').checked,
+    native: $<HTMLInputElement>('view-native').checked,
+  };
+  const size = current.size;
+  resetView();
+  const id = ++currentId;
+  setState('processing');
+  showProgress('processing', 0, size, `${mb(size)}`, { samples: 0, blocks: 0, bytes: 0, total: size });
+  send({ type: 'view', id, view });
+}
+for (const id of ['view-mode', 'view-gc', 'view-native']) $(id).addEventListener('change', changeView);
+
 function showResult(r: ViewerResult): void {
   current = r;
   $('progress').hidden = true;
@@ -325,6 +369,7 @@ function showResult(r: ViewerResult): void {
     s.textContent = f;
     facts.appendChild(s);
   }
+  renderView(r);
   renderThreads(r);
   // numbers and fixed words only: validationPanel escapes what it does not make itself
   $('validation-slot').innerHTML = validationPanel(r.stats);
@@ -341,7 +386,15 @@ function showResult(r: ViewerResult): void {
   const frame = $<HTMLIFrameElement>('flame-frame');
   frame.onload = () => {
     fitFrame(frame);
-    setState('ready');
+    // ready once the renderer has drawn the graph (its first render may come after the load)
+    const body = frame.contentDocument?.body;
+    if (!body || body.dataset.ready === '1') return setState('ready');
+    const drawn = new MutationObserver(() => {
+      if (body.dataset.ready !== '1') return;
+      drawn.disconnect();
+      setState('ready');
+    });
+    drawn.observe(body, { attributes: true, attributeFilter: ['data-ready'] });
   };
   frame.srcdoc = flameSrcdoc(r);
 }

@@ -14,15 +14,15 @@
 
 import { BLOCK_HEADER_SIZE } from '../src/capture/format.js';
 import { readCaptureBytes } from '../src/capture/reader.js';
-import type { CaptureWarning } from '../src/capture/types.js';
+import { SAMPLING_MODES, type CaptureHeader, type CaptureWarning, type SamplingMode } from '../src/capture/types.js';
 import { FORMAT_NAMES, FORMATS, type FormatSpec } from '../src/export/formats.js';
 import { threadLabel } from '../src/export/common.js';
 import { flamegraphData } from '../src/export/flamegraph.js';
 import { recordingFacts } from '../src/export/html/page.js';
 import { metaFromHeader, type ExportMeta } from '../src/export/meta.js';
-import { reportCaptureBytes, WORKERS_FROM_BYTES, type CaptureReport } from '../src/report-core.js';
+import { reportCaptureBytes, WORKERS_FROM_BYTES, type CaptureReport, type ReportOptions } from '../src/report-core.js';
 import { webBlockPool } from './block-pool.js';
-import type { FormatInfo, FromWorker, Processing, ToWorker, ViewerResult } from './protocol.js';
+import type { FormatInfo, FromWorker, Processing, ToWorker, ViewChoice, ViewerResult } from './protocol.js';
 
 /** The capture opened last: exports are made from it. */
 interface Opened {
@@ -33,7 +33,19 @@ interface Opened {
   meta: ExportMeta;
   /** the report with every sample in time order, made when a format needs it */
   timeline?: Promise<CaptureReport>;
+  /** the processing workers asked for (?workers=N), and how the samples are shown */
+  asked: number | undefined;
+  view: ViewChoice;
 }
+
+/** The modes a capture can be shown in: a wall capture's facts, or the one mode it was recorded in. */
+function modesOf(h: CaptureHeader): SamplingMode[] {
+  if (h.sampling !== undefined && h.sampling !== 'wall') return [h.sampling];
+  return SAMPLING_MODES.filter((m) => m === 'wall' || (h.facts ?? []).includes(m));
+}
+
+/** report's options for a view */
+const viewOptions = (v: ViewChoice): Pick<ReportOptions, 'mode' | 'gc' | 'native'> => ({ mode: v.mode, gc: v.gc, native: v.native });
 
 let current: Opened | null = null;
 let kernel: { shared: boolean; module: Promise<WebAssembly.Module> } | null = null;
@@ -74,8 +86,11 @@ function workerCount(size: number, asked: number | undefined): number {
 }
 
 /** The capture where it will be processed: in isolated pages, a SharedArrayBuffer the processing workers read. */
+const inShared = (bytes: Uint8Array): boolean => typeof SharedArrayBuffer !== 'undefined' && bytes.buffer instanceof SharedArrayBuffer;
+
 function placed(bytes: Uint8Array, workers: number): Uint8Array {
-  if (workers === 0 || !isolated()) return bytes;
+  // (a capture shown again another way is there already)
+  if (workers === 0 || !isolated() || inShared(bytes)) return bytes;
   const shared = new Uint8Array(new SharedArrayBuffer(bytes.length));
   shared.set(bytes);
   return shared;
@@ -130,14 +145,14 @@ function progress(id: number, bytes: Uint8Array, ends: number[], phase: string):
   };
 }
 
-async function open(id: number, name: string, given: Uint8Array, asked: number | undefined): Promise<void> {
+async function open(id: number, name: string, given: Uint8Array, asked: number | undefined, chosen: Partial<ViewChoice> = {}): Promise<void> {
   current = null;
   const started = performance.now();
   post({ type: 'progress', id, samples: 0, blocks: 0, bytes: 0, total: given.length, phase: 'loading the walk kernel' });
   const module = await loadKernel();
   const workers = workerCount(given.length, asked);
   const bytes = placed(given, workers);
-  const processing: Processing = { workers, sharedCapture: bytes.buffer !== given.buffer, sharedKernel: kernel?.shared === true };
+  const processing: Processing = { workers, sharedCapture: inShared(bytes), sharedKernel: kernel?.shared === true };
   let ends: number[];
   try {
     ends = blockEnds(bytes, name);
@@ -146,13 +161,15 @@ async function open(id: number, name: string, given: Uint8Array, asked: number |
     post({ type: 'error', id, message: e instanceof Error ? e.message : String(e), warnings: [] });
     return;
   }
+  const h = readCaptureBytes(bytes, name).header;
+  const modes = modesOf(h);
+  const view: ViewChoice = { mode: chosen.mode ?? modes[0]!, gc: chosen.gc ?? true, native: chosen.native ?? false };
   const p = progress(id, bytes, ends, 'processing');
-  const report = await reportCaptureBytes(bytes, { module, name, onProgress: p.onProgress, workers, pool: async (n, setup) => webBlockPool(n, setup) });
+  const report = await reportCaptureBytes(bytes, { module, name, onProgress: p.onProgress, workers, pool: async (n, setup) => webBlockPool(n, setup), ...viewOptions(view) });
   p.flush();
   const profile = report.profile;
   const meta = metaFromHeader(report.header, report.mode);
   const flame = flamegraphData(profile);
-  const h = report.header;
   const result: ViewerResult = {
     name,
     size: bytes.length,
@@ -183,8 +200,11 @@ async function open(id: number, name: string, given: Uint8Array, asked: number |
     formats: formats(name),
     millis: Math.round(performance.now() - started),
     processing,
+    view,
+    modes,
+    gcKnown: (h.facts ?? []).includes('gc'),
   };
-  current = { id, name, bytes, report, meta };
+  current = { id, name, bytes, report, meta, asked, view };
   post({ type: 'result', id, result });
 }
 
@@ -200,7 +220,7 @@ async function makeExport(id: number, format: string): Promise<void> {
     // the timeline formats need every sample in time order: processed again, once, on the reference path
     opened.timeline ??= (async () => {
       const p = progress(id, opened.bytes, blockEnds(opened.bytes, opened.name), `time order for ${format}`);
-      const r = await reportCaptureBytes(opened.bytes, { module: await loadKernel(), name: opened.name, timeline: true, onProgress: p.onProgress });
+      const r = await reportCaptureBytes(opened.bytes, { module: await loadKernel(), name: opened.name, timeline: true, onProgress: p.onProgress, ...viewOptions(opened.view) });
       p.flush();
       return r;
     })();
@@ -222,6 +242,13 @@ self.onmessage = (ev: MessageEvent<ToWorker>) => {
       const warnings: CaptureWarning[] = [];
       post({ type: 'error', id: m.id, message: e instanceof Error ? e.message : String(e), warnings });
     });
+  } else if (m.type === 'view') {
+    const opened = current;
+    if (!opened) {
+      post({ type: 'error', id: m.id, message: 'no capture is open', warnings: [] });
+      return;
+    }
+    open(m.id, opened.name, opened.bytes, opened.asked, { ...opened.view, ...m.view }).catch((e: unknown) => post({ type: 'error', id: m.id, message: e instanceof Error ? e.message : String(e), warnings: [] }));
   } else if (m.type === 'export') {
     makeExport(m.id, m.format).catch((e: unknown) => post({ type: 'export-error', id: m.id, format: m.format, message: e instanceof Error ? e.message : String(e) }));
   }

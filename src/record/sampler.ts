@@ -22,6 +22,7 @@ import { loadNative } from './native.js';
 import { Sleeper } from './sleeper.js';
 import { TickSchedule } from './schedule.js';
 import { ReadError, type MemorySource } from './source.js';
+import { ThreadNamer } from './thread-names.js';
 
 export type { SampleSink } from './sink.js';
 export type { CopyMode } from './modes.js';
@@ -58,6 +59,8 @@ export interface SamplerOptions {
    * the run-to-run differences of the program or of the machine's load. onTick says which.
    */
   alternate?: CopyMode;
+  /** false: read no thread names (default: read them where the sink takes them, see ThreadNamer) */
+  threadNames?: boolean;
 }
 
 export type SamplerEnd = 'duration' | 'stopped' | 'target-exited';
@@ -92,6 +95,8 @@ export interface SamplerStats {
   ended: SamplerEnd | null;
   /** why the profiler anchor could not be written (copies were then checked by re-reading) */
   anchorWriteFailure: string | null;
+  /** thread names: reads of `threading`'s names made, the time they took (µs), records written */
+  names: { reads: number; micros: number; records: number };
 }
 
 /** How far behind its schedule the sampler may take a tick; slots further behind are missed. */
@@ -179,7 +184,9 @@ async function sampleLoop(
     elapsedMs: 0,
     ended: null,
     anchorWriteFailure: null,
+    names: { reads: 0, micros: 0, records: 0 },
   };
+  const namer = options.threadNames !== false && sink.addThreadName ? new ThreadNamer(source) : null;
   stats.codeObjects += warmUp(copier, copyOptions, sink);
   const cpuStates = options.cpuStates ?? null;
   const mode = options.sampling ?? 'wall';
@@ -265,6 +272,15 @@ async function sampleLoop(
       if (s.flags & SAMPLE_FLAG.RETRIED) stats.retried++;
       stats.copyMicros.total += s.copyMicros;
       if (s.copyMicros > stats.copyMicros.max) stats.copyMicros.max = s.copyMicros;
+    }
+    if (namer) {
+      // (after the copies: a read of the names never delays a tick's samples)
+      for (const r of namer.tick(threads, tickTime)) {
+        sink.addThreadName!(r);
+        stats.names.records++;
+      }
+      stats.names.reads = namer.reads;
+      stats.names.micros = namer.micros;
     }
     options.onTick?.(samples, threads, tickMode.copy);
     if (options.onProgress) recent.push(...samples);

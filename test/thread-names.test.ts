@@ -12,7 +12,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openCapture } from '../src/capture/index.js';
+import { CaptureWriter, fileSink, openCapture } from '../src/capture/index.js';
+import { BLOCK_TYPE, ByteWriter, RECORD_TYPE, encodeBlock, encodeHeader, encodeTrailer } from '../src/capture/format.js';
+import { unpack } from '../src/capture/reader.js';
 import type { ThreadNameRecord } from '../src/capture/types.js';
 import { openLinuxProcess } from '../src/record/linux-process.js';
 import { readThreadNames, ThreadNamer, NAMES_MIN_GAP_MS, NAMES_REFRESH_MS } from '../src/record/thread-names.js';
@@ -46,6 +48,113 @@ function pyunwind(args: string[]): { status: number | null; stdout: string; stde
 
 const states = (stdout: string): ProgramState[] => stdout.trim().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as ProgramState);
 const profileJson = (r: Awaited<ReturnType<typeof reportCapture>>): string => JSON.stringify(r.profile.toJSON(), (_, v) => (typeof v === 'bigint' ? v.toString() : v));
+
+// A real capture (several threads, pyenv 3.12) written again with thread-name records: one name
+// per thread, one thread renamed halfway, the main thread renamed too (its record wins over the
+// main-thread flag), one name read only after the thread's last sample, and one record for a
+// thread that has no samples (it names nothing).
+describe('thread-name records in processing', () => {
+  const FIXTURE = path.resolve('test/fixtures/captures/threadpool-3.12.pyuw');
+
+  async function named(withNames = true): Promise<{ file: string; want: Map<string, string> }> {
+    const reader = await openCapture(FIXTURE);
+    const blocks = [...reader.blocks()];
+    reader.close();
+    // (recorded before 3.11-3.13 flagged the main thread: its first thread's samples get the flag)
+    const mainTid = blocks[0]!.samples[0]!.nativeThreadId;
+    for (const b of blocks) b.samples = b.samples.map((x) => (x.nativeThreadId === mainTid ? { ...x, flags: x.flags | 2 } : x));
+    const samples = blocks.flatMap((b) => b.samples);
+    const threads = new Map<string, { ids: Pick<ThreadNameRecord, 'interpreterId' | 'threadId' | 'nativeThreadId'>; first: number; last: number; main: boolean }>();
+    for (const x of samples) {
+      const k = String(x.nativeThreadId);
+      const t = threads.get(k) ?? { ids: { interpreterId: x.interpreterId, threadId: x.threadId, nativeThreadId: x.nativeThreadId }, first: x.time, last: x.time, main: false };
+      t.last = x.time;
+      t.main ||= (x.flags & 2) !== 0;
+      threads.set(k, t);
+    }
+    expect(threads.size).toBeGreaterThan(2);
+    const list = [...threads.values()];
+    const mid = (t: (typeof list)[number]): number => Math.floor((t.first + t.last) / 2);
+    const records: ThreadNameRecord[] = [];
+    const want = new Map<string, string>();
+    list.forEach((t, i) => {
+      const k = String(t.ids.nativeThreadId);
+      if (t.main) {
+        records.push({ ...t.ids, time: t.first, name: 'MainThread' }, { ...t.ids, time: mid(t), name: 'the main one' });
+        want.set(k, 'the main one');
+      } else if (i % 3 === 0) {
+        records.push({ ...t.ids, time: t.first, name: `before-${i}` }, { ...t.ids, time: mid(t), name: `after-${i} ñ 线程 🧵` });
+        want.set(k, `after-${i} ñ 线程 🧵`);
+      } else if (i % 3 === 1) {
+        // read only after its last sample
+        records.push({ ...t.ids, time: t.last + 1000, name: `late-${i}` });
+        want.set(k, `late-${i}`);
+      } else {
+        records.push({ ...t.ids, time: t.first, name: `worker-${i}` }, { ...t.ids, time: t.last + 5000, name: `renamed-after-its-end-${i}` });
+        want.set(k, `worker-${i}`);
+      }
+    });
+    records.push({ time: 10, interpreterId: 0n, threadId: 42n, nativeThreadId: 4242n, name: 'no samples' });
+    records.sort((a, b) => a.time - b.time);
+    if (!withNames) records.length = 0;
+    const file = path.join(dir, `named-fixture-${withNames}.pyuw`);
+    const writer = new CaptureWriter(fileSink(file), (await openCapture(FIXTURE)).header, { blockBytes: 16 << 10 });
+    let r = 0;
+    for (const b of blocks) {
+      for (const c of b.codes) writer.addCode(c);
+      for (const x of b.samples) {
+        while (r < records.length && records[r]!.time <= x.time) writer.addThreadName(records[r++]!);
+        writer.addSample(x);
+      }
+      writer.addMissed(b.missed);
+    }
+    while (r < records.length) writer.addThreadName(records[r++]!);
+    writer.close();
+    return { file, want };
+  }
+
+  it('names each thread by the name in force at its last sample: engine = reference = workers = timeline', async () => {
+    const { file, want } = await named();
+    const engine = await reportCapture(file, { workers: 0 });
+    expect(engine.fallbackBlocks).toBe(0);
+    expect(engine.blocks).toBeGreaterThan(3);
+    expect(new Map(engine.profile.threads().map((t) => [String(t.nativeThreadId), t.name]))).toEqual(want);
+    const reference = profileJson(await reportCapture(file, { reference: true }));
+    expect(profileJson(engine)).toBe(reference);
+    expect(profileJson(await reportCapture(file, { workers: 2 }))).toBe(reference);
+    const timeline = (await reportCapture(file, { timeline: true })).timeline!;
+    expect(new Map(timeline.threads().map((t) => [String(t.nativeThreadId), t.name]))).toEqual(want);
+    expect(want.get([...want.keys()][0]!)).toBe('the main one');
+    // without the records: the main thread by its flag, the others unnamed
+    const plain = await reportCapture((await named(false)).file, { workers: 0 });
+    expect(plain.profile.threads().filter((t) => t.name !== undefined).map((t) => t.name)).toEqual(['MainThread']);
+  });
+
+  it('a thread-name record that does not decode: the block goes the reference way, which says so; the rest stays', async () => {
+    const { file } = await named();
+    const reader = await openCapture(file);
+    const parts: Uint8Array[] = [encodeHeader(reader.header)];
+    let blocks = 0;
+    for (const raw of reader.rawBlocks()) {
+      const payload = unpack(raw) as Uint8Array;
+      const w = new ByteWriter(payload.length + 8);
+      w.bytes(payload);
+      if (blocks === 1) w.u8(RECORD_TYPE.THREAD_NAME), w.uint(2), w.u8(5), w.u8(0x80); // cut inside a varint
+      parts.push(encodeBlock(BLOCK_TYPE.RECORDS, blocks++, w.view().slice(), 6));
+    }
+    parts.push(encodeBlock(BLOCK_TYPE.END, blocks, encodeTrailer(reader.trailer!), 0));
+    reader.close();
+    const broken = path.join(dir, 'named-broken.pyuw');
+    fs.writeFileSync(broken, Buffer.concat(parts));
+    const engine = await reportCapture(broken, { workers: 0 });
+    expect(engine.fallbackBlocks).toBe(1);
+    expect(engine.warnings.map((x) => x.message)).toEqual([expect.stringMatching(/^block 1 at byte \d+: thread name record at payload byte \d+: .*; record skipped$/)]);
+    const reference = await reportCapture(broken, { reference: true });
+    expect(profileJson(engine)).toBe(profileJson(reference));
+    expect(engine.warnings).toEqual(reference.warnings);
+    expect(profileJson(engine)).toBe(profileJson(await reportCapture((await named()).file, { workers: 0 })));
+  });
+});
 
 describe.each(nativeInterpreters())('thread names from threading, $label', (py) => {
   if (py.missing) {

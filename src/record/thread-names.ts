@@ -438,6 +438,7 @@ export class ThreadNamer {
   reads = 0;
   micros = 0;
   private lastRead = -Infinity;
+  private lastCheck = -Infinity;
   private pending = true;
   /** name last written per thread, and reads that found a live thread unnamed */
   private written = new Map<string, string>();
@@ -464,13 +465,16 @@ export class ThreadNamer {
    */
   tick(threads: readonly ThreadIds[], time: number, now = performance.now()): ThreadNameRecord[] {
     if (!this.enabled || threads.length === 0) return [];
+    const since = now - this.lastRead;
+    // (new threads are looked for every half gap, not at every tick: a tick at 10 kHz has 100 µs)
+    if (since < this.refreshMs && now - this.lastCheck < this.minGapMs / 2) return [];
+    this.lastCheck = now;
     for (const t of threads) {
       if (!this.written.has(key(t)) && (this.tries.get(key(t)) ?? 0) < UNNAMED_TRIES) {
         this.pending = true;
         break;
       }
     }
-    const since = now - this.lastRead;
     if (!(since >= this.refreshMs || (this.pending && since >= this.minGapMs))) return [];
     this.pending = false;
     this.lastRead = now;

@@ -274,7 +274,7 @@ async function sampleLoop(
       if (s.copyMicros > stats.copyMicros.max) stats.copyMicros.max = s.copyMicros;
     }
     if (namer) {
-      // (after the copies: a read of the names never delays a tick's samples)
+      // (after the copies: reading names never delays this tick's copies)
       for (const r of namer.tick(threads, tickTime)) {
         sink.addThreadName!(r);
         stats.names.records++;

@@ -55,13 +55,19 @@ interface Item {
  * memory holds: what cannot be read gives no name.
  */
 export function readThreadNames(source: MemorySource, layout: Layout = source.layout): ThreadName[] {
+  return readNames(source, layout).names;
+}
+
+/** The names, and the interpreters whose `threading` was found (their threads not named are unknown to it). */
+export function readNames(source: MemorySource, layout: Layout = source.layout): { names: ThreadName[]; threading: Set<bigint> } {
   const N = layout.threadNames;
-  if (!N || layout.pointerSize !== 8) return [];
+  const threading = new Set<bigint>();
+  if (!N || layout.pointerSize !== 8) return { names: [], threading };
   try {
-    return new NameReader(source, layout, N).all();
+    return { names: new NameReader(source, layout, N, threading).all(), threading };
   } catch (e) {
     // a read that failed in a way the bounds did not foresee: no names this time
-    if (e instanceof RangeError || e instanceof TypeError) return [];
+    if (e instanceof RangeError || e instanceof TypeError) return { names: [], threading: new Set() };
     throw e;
   }
 }
@@ -72,6 +78,8 @@ class NameReader {
     private readonly source: MemorySource,
     private readonly L: Layout,
     private readonly N: ThreadNamesLayout,
+    /** interpreters whose threading._active was read */
+    private readonly threading: Set<bigint>,
   ) {}
 
   all(): ThreadName[] {
@@ -88,24 +96,28 @@ class NameReader {
       const block = this.source.tryRead(interp + BigInt(lo), hi - lo);
       if (!block) break;
       const interpreterId = BigInt.asIntN(64, ptr(block, f.id - lo));
-      for (const [threadId, name] of this.interpreter(ptr(block, this.N.interpModules - lo))) out.push({ interpreterId, threadId, name });
+      const names = this.interpreter(ptr(block, this.N.interpModules - lo));
+      if (names) {
+        this.threading.add(interpreterId);
+        for (const [threadId, name] of names) out.push({ interpreterId, threadId, name });
+      }
       interp = ptr(block, f.next - lo);
     }
     return out;
   }
 
-  /** ident → name for one interpreter, from its sys.modules dict. */
-  private interpreter(modules: bigint): Map<bigint, string> {
+  /** ident → name for one interpreter, from its sys.modules dict; null: no threading._active found there. */
+  private interpreter(modules: bigint): Map<bigint, string> | null {
     const names = new Map<bigint, string>();
-    if (!aligned(modules)) return names;
+    if (!aligned(modules)) return null;
     const threading = this.lookup(modules, 'threading');
-    if (threading === null) return names;
+    if (threading === null) return null;
     const mod = this.source.tryRead(threading, this.N.moduleDict + this.P);
-    if (!mod) return names;
+    if (!mod) return null;
     const active = this.lookup(ptr(mod, this.N.moduleDict), '_active');
-    if (active === null) return names;
+    if (active === null) return null;
     const items = this.dictItems(active);
-    if (!items || items.length > MAX_THREADS) return names;
+    if (!items || items.length > MAX_THREADS) return null;
     // the idents (int keys) and the Thread objects, with the words before them, in one read
     const N = this.N;
     const before = Math.min(N.managedDict, N.managedValues ?? 0, 0);
@@ -423,7 +435,7 @@ export interface ThreadIds {
 export const NAMES_REFRESH_MS = 1000;
 /** Names read at most this often for threads that appeared (or are still unnamed), ms. */
 export const NAMES_MIN_GAP_MS = 20;
-/** Reads made for a thread that stays unnamed before only the refresh reads it (a thread `threading` does not know). */
+/** Reads made for a thread that stays unnamed before only the refresh reads it (a thread `threading` does not know; none where threading is not imported). */
 const UNNAMED_TRIES = 3;
 
 /**
@@ -479,7 +491,7 @@ export class ThreadNamer {
     this.pending = false;
     this.lastRead = now;
     const started = performance.now();
-    const names = readThreadNames(this.source);
+    const { names, threading } = readNames(this.source);
     this.micros += Math.round((performance.now() - started) * 1000);
     this.reads++;
     const byIdent = new Map(names.map((n) => [`${n.interpreterId}:${n.threadId}`, n.name]));
@@ -493,7 +505,8 @@ export class ThreadNamer {
         // (what was written stays: the next read that finds it again writes nothing new)
         const before = this.written.get(k);
         if (before !== undefined) written.set(k, before);
-        tries.set(k, (this.tries.get(k) ?? 0) + 1);
+        // (an interpreter without threading yet: nothing to try again for before the refresh)
+        tries.set(k, threading.has(t.interpreterId) ? (this.tries.get(k) ?? 0) + 1 : UNNAMED_TRIES);
         continue;
       }
       if (this.written.get(k) !== name) out.push({ time, interpreterId: t.interpreterId, threadId: t.threadId, nativeThreadId: t.nativeThreadId, name });

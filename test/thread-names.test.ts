@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CaptureWriter, fileSink, openCapture } from '../src/capture/index.js';
+import { CaptureWriter, fileSink, openCapture, readCaptureBytes } from '../src/capture/index.js';
 import { BLOCK_TYPE, ByteWriter, RECORD_TYPE, encodeBlock, encodeHeader, encodeTrailer } from '../src/capture/format.js';
 import { unpack } from '../src/capture/reader.js';
 import type { ThreadNameRecord } from '../src/capture/types.js';
@@ -46,7 +46,34 @@ function pyunwind(args: string[]): { status: number | null; stdout: string; stde
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
-const states = (stdout: string): ProgramState[] => stdout.trim().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as ProgramState);
+/** Polls `ok` every 50 ms, for up to a minute. */
+async function until(ok: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 1200; i++) {
+    if (ok()) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`timed out waiting until ${what}`);
+}
+
+/** The thread names in the capture written so far (a file being written reads as cut short); read again only when it grew. */
+const seenNames = new Map<string, { size: number; names: string[] }>();
+function namesIn(file: string): string[] {
+  const size = fs.existsSync(file) ? fs.statSync(file).size : 0;
+  const known = seenNames.get(file);
+  if (size === 0 || known?.size === size) return known?.names ?? [];
+  let names: string[] = [];
+  try {
+    names = [...readCaptureBytes(fs.readFileSync(file)).blocks()].flatMap((b) => b.names.map((n) => n.name));
+  } catch {
+    // (a header not written whole yet)
+  }
+  seenNames.set(file, { size, names });
+  return names;
+}
+
+/** The program's states printed so far (whole lines only). */
+const states = (stdout: string): ProgramState[] =>
+  stdout.slice(0, stdout.lastIndexOf('\n') + 1).split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as ProgramState);
 const profileJson = (r: Awaited<ReturnType<typeof reportCapture>>): string => JSON.stringify(r.profile.toJSON(), (_, v) => (typeof v === 'bigint' ? v.toString() : v));
 
 // A real capture (several threads, pyenv 3.12) written again with thread-name records: one name
@@ -166,10 +193,27 @@ describe.each(nativeInterpreters())('thread names from threading, $label', (py) 
   }
 
   it('record, then report (json, collapsed) names every thread as the program does; engine = reference = workers', async () => {
+    // the program renames its thread once the capture holds the first name (so the recording
+    // sees both, however late the recorder starts on a busy machine)
     const file = path.join(dir, `${py.label}.pyuw`);
-    const rec = pyunwind(['record', '-q', '-r', '500', '-o', file, '--', py.command, PROGRAM, '0.8', '1.6']);
-    expect(rec.status, rec.stderr).toBe(0);
-    const [started, renamed] = states(rec.stdout);
+    const program = spawn(py.command, [PROGRAM, 'stdin', '1.5'], { stdio: ['pipe', 'pipe', 'inherit'] });
+    children.push(program);
+    let out = '';
+    program.stdout!.on('data', (d) => (out += String(d)));
+    const exited = new Promise<void>((resolve) => program.once('exit', () => resolve()));
+    await until(() => states(out).length >= 1, 'the program started');
+    // (-d: a bound, should the program not end)
+    const recorder = spawn(process.execPath, [BIN, 'record', '-q', '-r', '500', '-d', '90', '-o', file, '--pid', String(program.pid)], { stdio: ['ignore', 'ignore', 'pipe'] });
+    children.push(recorder);
+    let recorderErr = '';
+    recorder.stderr!.on('data', (d) => (recorderErr += String(d)));
+    const recorded = new Promise<number | null>((resolve) => recorder.once('exit', (c) => resolve(c)));
+    await until(() => namesIn(file).includes('before-rename'), 'the capture holds the first name');
+    program.stdin!.end('rename\n');
+    await exited;
+    const code = await Promise.race([recorded, new Promise<string>((r) => setTimeout(() => r('still recording 30 s after the program exited'), 30_000))]);
+    expect(code, recorderErr).toBe(0);
+    const [started, renamed] = states(out);
     expect(started?.state).toBe('started');
     expect(renamed?.state).toBe('renamed');
     expect(renamed!.threads).toHaveLength(7);
@@ -224,7 +268,7 @@ describe.each(nativeInterpreters())('thread names from threading, $label', (py) 
       let out = '';
       child.stdout!.on('data', (d) => {
         out += String(d);
-        const s = states(out.slice(0, out.lastIndexOf('\n') + 1)).find((x) => x.state === 'renamed');
+        const s = states(out).find((x) => x.state === 'renamed');
         if (s) resolve(s);
       });
       child.once('exit', (c) => reject(new Error(`program exited ${c}`)));

@@ -116,10 +116,15 @@ const YIELD_MS = 2;
 const WARM_UP_MS = 30;
 const WARM_UP_PASSES = 200;
 
-/** Copy the target before the schedule starts (see WARM_UP_MS); code records written: returned. */
-function warmUp(copier: MemoryCopier, copyOptions: CopyOptions, sink: SampleSink): number {
+/**
+ * Copy the target before the schedule starts (see WARM_UP_MS); code records written: returned.
+ * The thread names are read once then too (the first read runs cold code: measured 20 ms), at
+ * time 0, so that the schedule's first ticks do not wait for it.
+ */
+function warmUp(copier: MemoryCopier, copyOptions: CopyOptions, sink: SampleSink, namer: ThreadNamer | null): { codes: number; names: number } {
   const until = performance.now() + WARM_UP_MS;
   let codes = 0;
+  let last: ThreadSnapshot[] = [];
   for (let i = 0; i < WARM_UP_PASSES && performance.now() < until; i++) {
     let threads: ThreadSnapshot[];
     try {
@@ -128,12 +133,20 @@ function warmUp(copier: MemoryCopier, copyOptions: CopyOptions, sink: SampleSink
       if (e instanceof ReadError) break; // the schedule's first tick meets it again, and says why
       throw e;
     }
+    last = threads;
     for (const t of threads) {
       if (t.codes.length > 0 || t.codeReplaced) emitCodes(sink, t);
       codes += t.codes.length;
     }
   }
-  return codes;
+  let names = 0;
+  if (namer) {
+    for (const r of namer.tick(last, 0)) {
+      sink.addThreadName!(r);
+      names++;
+    }
+  }
+  return { codes, names };
 }
 
 /** Let the event loop run (signals, I/O) between ticks. */
@@ -187,7 +200,9 @@ async function sampleLoop(
     names: { reads: 0, micros: 0, records: 0 },
   };
   const namer = options.threadNames !== false && sink.addThreadName ? new ThreadNamer(source) : null;
-  stats.codeObjects += warmUp(copier, copyOptions, sink);
+  const warm = warmUp(copier, copyOptions, sink, namer);
+  stats.codeObjects += warm.codes;
+  stats.names.records += warm.names;
   const cpuStates = options.cpuStates ?? null;
   const mode = options.sampling ?? 'wall';
   const keepFlag = mode === 'wall' ? 0 : FACT_FLAG[mode];

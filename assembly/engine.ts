@@ -94,6 +94,7 @@ const NATIVE_CODE: u64 = 0xfffffffffffffffe;
 // ---- record layout constants (src/capture/format.ts) ----
 const RECORD_CODE: u32 = 1;
 const RECORD_SAMPLE: u32 = 2;
+const RECORD_THREAD_NAME: u32 = 3;
 const FORM_WHOLE: u32 = 0;
 const FORM_PATCH: u32 = 1;
 const KIND_LITERAL: u32 = 0;
@@ -863,8 +864,8 @@ function sample(end: u32): i32 {
 
 /**
  * Process the records of a block payload [start, end) (linear-memory offsets). Returns why it
- * stopped: STOP_END (all done), STOP_CODE (a code record at engineStopAt(): the host decodes it
- * and calls again after it), STOP_MALFORMED (process the block on the reference path), or
+ * stopped: STOP_END (all done), STOP_CODE (a code or thread-name record at engineStopAt(): the
+ * host decodes it and calls again after it), STOP_MALFORMED (process the block on the reference path), or
  * STOP_FULL (at engineStopAt(): harvest the outputs, or grow the data arena, and call again
  * from there).
  */
@@ -879,7 +880,8 @@ export function engineRun(start: u32, end: u32): i32 {
     const n = varint();
     if (bad || <u64>pos + n > <u64>end) return STOP_MALFORMED;
     const bodyEnd = pos + <u32>n;
-    if (type == RECORD_CODE) {
+    // (a thread-name record, too, is the host's: it collects the names)
+    if (type == RECORD_CODE || type == RECORD_THREAD_NAME) {
       stopAt = recordAt;
       return STOP_CODE;
     }

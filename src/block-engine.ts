@@ -9,8 +9,8 @@
 // block gives the same profile either way: test/engine.test.ts checks it on real captures,
 // test/engine-property.test.ts on edited ones.
 
-import { ByteReader, readCodeRecord } from './capture/format.js';
-import type { CaptureWarning } from './capture/types.js';
+import { ByteReader, RECORD_TYPE, readCodeRecord, readThreadNameRecord } from './capture/format.js';
+import type { CaptureWarning, ThreadNameRecord } from './capture/types.js';
 import type { Layout } from './layout/layout.js';
 import { Profile } from './profile/profile.js';
 import type { CountedNode, SourceFrame } from './profile/types.js';
@@ -156,6 +156,8 @@ export interface BlockResult {
   fallback: boolean;
   /** anything of the block could be decoded at all */
   decoded: boolean;
+  /** the thread names the block holds, in its order (applied once every block is in: ThreadNameTable) */
+  names: ThreadNameRecord[];
 }
 
 export interface EngineOptions {
@@ -332,6 +334,7 @@ export class BlockEngine {
     // on goes to the reference path whole.
     const local = new Profile();
     const localCopies = new CopyStats();
+    const names: ThreadNameRecord[] = [];
     e.engineBeginBlock();
     let pos = base + head.pos;
     const end = base + payload.length;
@@ -339,15 +342,18 @@ export class BlockEngine {
       const stop = e.engineRun(pos, end);
       if (stop === STOP.END) break;
       if (stop === STOP.CODE) {
-        // applied before the block: step over it — a record that does not decode (skipped when
-        // the block's codes were applied) sends the block to the reference path, which says so
-        // in its warning (found by fuzzing: the engine stepped over it in silence)
+        // a code record, applied before the block: step over it — a record that does not decode
+        // (skipped when the block's codes were applied) sends the block to the reference path,
+        // which says so in its warning (found by fuzzing: the engine stepped over it in silence);
+        // a thread-name record: collect it (one that does not decode: the reference path too)
         const r = new ByteReader(payload, e.engineStopAt() - base);
         try {
-          r.u8('record type');
+          const type = r.u8('record type');
           const length = r.uint('record length');
           if (length > r.remaining) return reference(block, profile, copies);
-          readCodeRecord(new ByteReader(payload, r.pos, r.pos + length));
+          const body = new ByteReader(payload, r.pos, r.pos + length);
+          if (type === RECORD_TYPE.THREAD_NAME) names.push(readThreadNameRecord(body));
+          else readCodeRecord(body);
           pos = base + r.pos + length;
         } catch {
           return reference(block, profile, copies);
@@ -382,6 +388,7 @@ export class BlockEngine {
       warnings: [],
       fallback: false,
       decoded: true,
+      names,
     };
   }
 

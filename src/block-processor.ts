@@ -64,7 +64,7 @@ export function openBlock(raw: RawBlock): { block: PayloadBlock; codes: CodeReco
 /** What a block that could not be inflated adds: its warning. */
 export function skipped(warning: CaptureWarning): LocalBlock {
   return {
-    result: { samples: 0, ticks: 0, firstTime: null, lastTime: null, missed: 0, warnings: [warning], fallback: false, decoded: false },
+    result: { samples: 0, ticks: 0, firstTime: null, lastTime: null, missed: 0, warnings: [warning], fallback: false, decoded: false, names: [] },
     profile: new Profile(),
     copies: new CopyStats(),
   };
@@ -150,9 +150,10 @@ export class BlockProcessor {
   private readonly reference = (block: PayloadBlock, into: Profile, copied: CopyStats): BlockResult => {
     const raw = { index: block.index, offset: block.offset, compression: COMPRESSION.NONE, flags: 0, rawLength: block.payload.length, stored: block.payload };
     const { block: decoded, warnings } = decodeBlock(raw);
-    const result: BlockResult = { samples: 0, ticks: 0, firstTime: null, lastTime: null, missed: 0, warnings, fallback: this.engine !== null, decoded: decoded !== null };
+    const result: BlockResult = { samples: 0, ticks: 0, firstTime: null, lastTime: null, missed: 0, warnings, fallback: this.engine !== null, decoded: decoded !== null, names: [] };
     if (!decoded) return result;
     result.missed = decoded.missed;
+    result.names = decoded.names;
     let last = -1;
     for (const s of decoded.samples) {
       if (s.time !== last) result.ticks++;

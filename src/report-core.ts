@@ -18,7 +18,7 @@ import type { LayoutSource } from './layout/layout.js';
 import { layoutFromSource } from './layout/index.js';
 import { BlockProcessor, openBlock, sampleInput, skipped, type ProcessedBlock, type PseudoFrames } from './block-processor.js';
 import type { ProcessedSample } from './sample-processor.js';
-import { Profile, Timeline } from './profile/index.js';
+import { Profile, ThreadNameTable, Timeline } from './profile/index.js';
 import { CopyStats } from './block-engine.js';
 import type { Walker } from './walk/index.js';
 import { loadKernel } from './kernel-source.js';
@@ -216,6 +216,8 @@ export async function processCapture(reader: CaptureReader, options: ReportOptio
 
     const profile = new Profile();
     const copies = new CopyStats();
+    // the names threading gave the threads: applied once every block is in (thread-names.ts)
+    const names = new ThreadNameTable();
     let blocks = 0;
     let samples = 0;
     let fallbackBlocks = 0;
@@ -227,6 +229,7 @@ export async function processCapture(reader: CaptureReader, options: ReportOptio
       for (const w of r.warnings) reader.report(w);
       if (engineOnly && r.fallback) fallbackBlocks++;
       if (!r.decoded) return;
+      names.addAll(r.names ?? []);
       if (done.profile instanceof Profile) profile.merge(done.profile);
       else profile.mergeTransfer(done.profile);
       copies.merge(done.copies);
@@ -263,6 +266,8 @@ export async function processCapture(reader: CaptureReader, options: ReportOptio
       await pool.answered();
       for (const done of pool.takeReady()) take(done);
     }
+    names.nameProfile(profile);
+    if (timeline) names.nameTimeline(timeline);
     // in file order, whichever thread found them when
     const warnings = [...reader.warnings].sort((a, b) => a.offset - b.offset);
     return { header, profile, recording: recordingStats(copies), warnings, closedCleanly: reader.closedCleanly, blocks, fallbackBlocks, mode, ...(timeline ? { timeline } : {}) };

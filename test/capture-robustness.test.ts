@@ -296,7 +296,7 @@ describe('garbage', () => {
     const payload = fc.oneof(
       fc.uint8Array({ maxLength: 2000 }),
       // plausible starts: a missed count, then records of known types with random bodies
-      fc.array(fc.record({ type: fc.constantFrom(RECORD_TYPE.CODE, RECORD_TYPE.SAMPLE, 9), body: fc.uint8Array({ maxLength: 200 }) }), { maxLength: 20 }).map((recs) => {
+      fc.array(fc.record({ type: fc.constantFrom(RECORD_TYPE.CODE, RECORD_TYPE.SAMPLE, RECORD_TYPE.THREAD_NAME, 9), body: fc.uint8Array({ maxLength: 200 }) }), { maxLength: 20 }).map((recs) => {
         const w = new ByteWriter();
         w.uint(0);
         for (const r of recs) w.u8(r.type), w.uint(r.body.length), w.bytes(r.body);

@@ -19,6 +19,7 @@ import {
   type CodeRecord,
   type SampleRecord,
 } from '../src/capture/index.js';
+import type { ThreadNameRecord } from '../src/capture/types.js';
 import { BLOCK_TYPE, ByteWriter, FILE_MAGIC, RECORD_TYPE, crc32, encodeBlock, encodeTrailer, writeCodeRecord } from '../src/capture/format.js';
 import { SampleEncoder } from '../src/capture/patch.js';
 import type { Region } from '../src/walk/types.js';
@@ -173,7 +174,7 @@ function expectSameSamples(got: SampleRecord[], want: SampleRecord[]): void {
 
 function writeAll(
   header: CaptureHeader,
-  ops: Array<{ code: CodeRecord } | { sample: SampleRecord } | { missed: number } | 'flush'>,
+  ops: Array<{ code: CodeRecord } | { sample: SampleRecord } | { missed: number } | { name: ThreadNameRecord } | 'flush'>,
   options?: { blockBytes?: number; compressionLevel?: number },
   immutable = false,
 ): { bytes: Uint8Array; writer: CaptureWriter } {
@@ -183,6 +184,7 @@ function writeAll(
     if (op === 'flush') writer.flush();
     else if ('code' in op) writer.addCode(op.code);
     else if ('sample' in op) writer.addSample(op.sample, immutable);
+    else if ('name' in op) writer.addThreadName(op.name);
     else writer.addMissed(op.missed);
   }
   writer.close();
@@ -234,7 +236,7 @@ describe('header', () => {
     const { bytes } = writeAll(header, []);
     const { reader, blocks } = readAll(bytes);
     expect(reader.header).toEqual(header);
-    expect(reader.formatVersion).toEqual({ major: 1, minor: 0 });
+    expect(reader.formatVersion).toEqual({ major: 1, minor: 1 });
     expect(blocks).toEqual([]);
     expect(reader.warnings).toEqual([]);
     expect(reader.closedCleanly).toBe(true);
@@ -507,6 +509,7 @@ describe('files', () => {
   it('refuses another major format version and names both', () => {
     const bytes = writeAll(HEADER, []).bytes.slice();
     bytes[8] = 2;
+    bytes[10] = 0;
     expect(() => readCaptureBytes(bytes, 'x.pyuw')).toThrow('x.pyuw is a pyunwind capture of format version 2.0; this pyunwind reads format 1.x (it was written by a newer pyunwind)');
   });
 
@@ -596,3 +599,47 @@ describe('forward compatibility', () => {
     ]);
   });
 });
+
+describe('thread-name records (format 1.1)', () => {
+  it('round trip among samples, in any block, with any name; a block of names alone is written', () => {
+    const [a, b] = evolvingSamples(2, 2, 2);
+    const names = [
+      { time: 0, interpreterId: 0n, threadId: U64_MAX, nativeThreadId: 1234n, name: 'MainThread' },
+      { time: 5, interpreterId: 3n, threadId: 0x7f00_0000_1000n, nativeThreadId: 1235n, name: 'trabajador-ñ 线程 🧵' },
+      { time: 9, interpreterId: 3n, threadId: 0x7f00_0000_1000n, nativeThreadId: 1235n, name: '' },
+    ];
+    const { bytes, writer } = writeAll(HEADER, [{ sample: a! }, { name: names[0]! }, { name: names[1]! }, { sample: b! }, 'flush', { name: names[2]! }]);
+    expect(writer.namesWritten).toBe(3);
+    const { reader, blocks, samples } = readAll(bytes);
+    expect(reader.warnings).toEqual([]);
+    expect(blocks).toHaveLength(2);
+    expect(blocks[0]!.names).toEqual(names.slice(0, 2));
+    expect(blocks[1]!.names).toEqual(names.slice(2));
+    expectSameSamples(samples, [a!, b!]);
+  });
+
+  it('refuses a record the format cannot hold, and skips (saying so) one that does not decode', () => {
+    const writer = new CaptureWriter(memorySink(), HEADER);
+    expect(() => writer.addThreadName({ time: -1, interpreterId: 0n, threadId: 1n, nativeThreadId: 1n, name: 'x' })).toThrow();
+    expect(() => writer.addThreadName({ time: 0, interpreterId: -1n, threadId: 1n, nativeThreadId: 1n, name: 'x' })).toThrow();
+    expect(() => writer.addThreadName({ time: 0, interpreterId: 0n, threadId: 1n, nativeThreadId: 1n, name: 7 as never })).toThrow();
+    const raw = new ByteWriter();
+    raw.uint(0);
+    raw.u8(RECORD_TYPE.THREAD_NAME), raw.uint(2), raw.u8(1), raw.u8(0x80); // cut inside a varint
+    const w = new ByteWriter();
+    w.bytes(bytesOfHeaderOnly());
+    w.bytes(encodeBlock(BLOCK_TYPE.RECORDS, 0, raw.view()));
+    w.bytes(encodeBlock(BLOCK_TYPE.END, 1, encodeTrailer({ blocks: 1, samples: 0, codes: 0, missed: 0 }), 0));
+    const reader = readCaptureBytes(w.view(), 'cut.pyuw');
+    const blocks = [...reader.blocks()];
+    expect(blocks[0]!.names).toEqual([]);
+    expect(reader.warnings.map((x) => x.message)).toEqual([expect.stringMatching(/thread name record at payload byte \d+: .*; record skipped/)]);
+  });
+});
+
+/** A capture's header and no block. */
+function bytesOfHeaderOnly(): Uint8Array {
+  const { bytes } = writeAll(HEADER, []);
+  const reader = readCaptureBytes(bytes);
+  return bytes.subarray(0, reader.dataStart);
+}

@@ -9,7 +9,7 @@
 import CRC32 from 'crc-32/crc32.js';
 import { Inflate, deflateSync, inflateSync } from 'fflate';
 import type { LayoutSource } from '../layout/layout.js';
-import { CaptureError, SAMPLE_FACTS, SAMPLING_MODES, type CaptureHeader, type CodeRecord, type Region, type SampleFact, type SamplingMode } from './types.js';
+import { CaptureError, SAMPLE_FACTS, SAMPLING_MODES, type CaptureHeader, type CodeRecord, type Region, type ThreadNameRecord, type SampleFact, type SamplingMode } from './types.js';
 
 // ---------------------------------------------------------------------------------------
 // Constants
@@ -24,7 +24,7 @@ export const BLOCK_MAGIC = Uint8Array.of(0x50, 0x59, 0x55, 0x42); // "PYUB"
 
 /** Readers refuse a different major version; any minor version of their major is readable. */
 export const FORMAT_MAJOR = 1;
-export const FORMAT_MINOR = 0;
+export const FORMAT_MINOR = 1;
 
 /** magic(8) major(2) minor(2) body length(4) */
 export const HEADER_PREFIX_SIZE = 16;
@@ -40,7 +40,7 @@ export const COMPRESSION = { NONE: 0, DEFLATE: 1 } as const;
  * code records in such a block says so, and the capture is processed in one thread.
  */
 export const BLOCK_FLAG = { NO_CODES: 1 } as const;
-export const RECORD_TYPE = { CODE: 1, SAMPLE: 2 } as const;
+export const RECORD_TYPE = { CODE: 1, SAMPLE: 2, THREAD_NAME: 3 } as const;
 export const SAMPLE_FORM = { WHOLE: 0, PATCH: 1 } as const;
 export const REGION_KIND = { LITERAL: 0, PATCH: 1 } as const;
 export const RECORDER_STATUS_CODE = { ok: 0, torn: 1 } as const;
@@ -430,6 +430,34 @@ export function readCodeRecord(r: ByteReader): CodeRecord {
 export function checkCodeRecord(rec: CodeRecord): void {
   checkU64(rec?.address, 'code record address');
   checkRegions(rec.regions, 'code record regions');
+}
+
+// ---------------------------------------------------------------------------------------
+// Thread-name records (format 1.1)
+
+export function writeThreadNameRecord(w: ByteWriter, rec: ThreadNameRecord): void {
+  w.uint(rec.time);
+  w.big(rec.interpreterId);
+  w.big(rec.threadId);
+  w.big(rec.nativeThreadId);
+  w.string(rec.name);
+}
+
+export function readThreadNameRecord(r: ByteReader): ThreadNameRecord {
+  const time = r.uint('thread name time');
+  const interpreterId = r.big('thread name interpreterId');
+  const threadId = r.big('thread name threadId');
+  const nativeThreadId = r.big('thread name nativeThreadId');
+  const name = r.string('thread name');
+  return { time, interpreterId, threadId, nativeThreadId, name };
+}
+
+export function checkThreadNameRecord(rec: ThreadNameRecord): void {
+  checkUint(rec?.time, 'thread name time');
+  checkU64(rec.interpreterId, 'thread name interpreterId');
+  checkU64(rec.threadId, 'thread name threadId');
+  checkU64(rec.nativeThreadId, 'thread name nativeThreadId');
+  if (typeof rec.name !== 'string') throw new TypeError(`thread name: expected a string, got ${typeof rec.name}`);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ import {
   inflatePrefix,
   parseBlockHeader,
   readCodeRecord,
+  readThreadNameRecord,
   type CaptureTrailer,
 } from './format.js';
 import { SampleDecoder } from './patch.js';
@@ -193,7 +194,7 @@ export function decodeBlock(raw: RawBlock): { block: CaptureBlock | null; warnin
   if (typeof payload === 'string') return { block: null, warnings: [{ offset: raw.offset, message: `${where}: ${payload}; block skipped` }] };
 
   const r = new ByteReader(payload);
-  const block: CaptureBlock = { index: raw.index, offset: raw.offset, codes: [], samples: [], missed: 0 };
+  const block: CaptureBlock = { index: raw.index, offset: raw.offset, codes: [], samples: [], names: [], missed: 0 };
   const problems: string[] = [];
   let skipped = 0;
   const unknownTypes = new Map<number, number>();
@@ -222,10 +223,11 @@ export function decodeBlock(raw: RawBlock): { block: CaptureBlock | null; warnin
     try {
       if (type === RECORD_TYPE.CODE) block.codes.push(readCodeRecord(body));
       else if (type === RECORD_TYPE.SAMPLE) block.samples.push(decoder.decode(body));
+      else if (type === RECORD_TYPE.THREAD_NAME) block.names.push(readThreadNameRecord(body));
       else unknownTypes.set(type, (unknownTypes.get(type) ?? 0) + 1);
     } catch (e) {
       if (!(e instanceof DecodeError)) throw e;
-      if (skipped++ === 0) problems.push(`${type === RECORD_TYPE.CODE ? 'code' : 'sample'} record at payload byte ${recordAt}: ${e.message} (at payload byte ${e.at})`);
+      if (skipped++ === 0) problems.push(`${type === RECORD_TYPE.CODE ? 'code' : type === RECORD_TYPE.SAMPLE ? 'sample' : 'thread name'} record at payload byte ${recordAt}: ${e.message} (at payload byte ${e.at})`);
     }
   }
   if (skipped > 1) problems.push(`${skipped} records skipped in all`);

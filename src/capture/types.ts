@@ -57,6 +57,20 @@ export interface CodeRecord {
   regions: Region[];
 }
 
+/**
+ * The name Python's `threading` module gave a thread, as the recorder read it at `time` (µs since
+ * the header's startTime). The recorder writes one when it first learns a thread's name and
+ * again when the name changes; the thread is the one whose samples carry these ids.
+ */
+export interface ThreadNameRecord {
+  time: number;
+  interpreterId: bigint;
+  /** Thread.ident: the thread state's thread_id */
+  threadId: bigint;
+  nativeThreadId: bigint;
+  name: string;
+}
+
 /** What the recorder itself concluded about a sample (the walk adds its own status later). */
 export type RecorderStatus = 'ok' | 'torn';
 
@@ -106,6 +120,8 @@ export interface CaptureBlock {
   offset: number;
   codes: CodeRecord[];
   samples: SampleRecord[];
+  /** thread names the recorder read (format 1.1+; none in older files) */
+  names: ThreadNameRecord[];
   /** samples the schedule wanted during this block's span that were never attempted */
   missed: number;
 }

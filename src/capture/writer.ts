@@ -9,15 +9,17 @@ import {
   MAX_BLOCK_RAW,
   RECORD_TYPE,
   checkCodeRecord,
+  checkThreadNameRecord,
   checkUint,
   BLOCK_FLAG,
   encodeBlock,
   encodeHeader,
   encodeTrailer,
   writeCodeRecord,
+  writeThreadNameRecord,
 } from './format.js';
 import { MAX_BLOCK_SAMPLE_BYTES, SampleEncoder, checkSampleRecord, sampleBytes } from './patch.js';
-import type { CaptureHeader, CodeRecord, SampleRecord } from './types.js';
+import type { CaptureHeader, CodeRecord, SampleRecord, ThreadNameRecord } from './types.js';
 import { concatBytes } from './concat.js';
 
 /** Where the bytes go. `write` is synchronous: when it returns, the bytes are the sink's. */
@@ -66,6 +68,8 @@ export class CaptureWriter {
   blocksWritten = 0;
   /** missed samples in blocks handed to the sink */
   missedWritten = 0;
+  /** thread-name records in blocks handed to the sink */
+  namesWritten = 0;
 
   private readonly blockBytes: number;
   private readonly level: number;
@@ -76,6 +80,7 @@ export class CaptureWriter {
   private blockCodes = 0;
   private blockSamples = 0;
   private blockMissed = 0;
+  private blockNames = 0;
   /** region bytes of the open block's samples, against MAX_BLOCK_SAMPLE_BYTES */
   private blockSampleBytes = 0;
   private closed = false;
@@ -145,6 +150,23 @@ export class CaptureWriter {
     this.flushIfFull();
   }
 
+  /**
+   * A thread's name as `threading` gave it (format 1.1): written among the samples, in the order
+   * added (a reader takes a block's names whatever their place in it).
+   */
+  addThreadName(rec: ThreadNameRecord): void {
+    this.checkOpen();
+    checkThreadNameRecord(rec);
+    const body = this.scratch;
+    body.reset();
+    writeThreadNameRecord(body, rec);
+    checkFits(body.length, 'thread name record');
+    if (this.overflows(body.length)) this.flush();
+    appendRecord(this.samples, RECORD_TYPE.THREAD_NAME, body);
+    this.blockNames++;
+    this.flushIfFull();
+  }
+
   /** Samples the schedule wanted but never attempted; recorded in the open block. */
   addMissed(n: number): void {
     this.checkOpen();
@@ -154,7 +176,7 @@ export class CaptureWriter {
   /** Ends the open block, if it holds anything, and hands it to the sink. */
   flush(): void {
     this.checkOpen();
-    if (this.blockCodes === 0 && this.blockSamples === 0 && this.blockMissed === 0) return;
+    if (this.blockCodes === 0 && this.blockSamples === 0 && this.blockMissed === 0 && this.blockNames === 0) return;
     const raw = new ByteWriter(16 + this.codes.length + this.samples.length);
     raw.uint(this.blockMissed);
     // codes first: a code added before a sample is then visible to it whatever the order of adds
@@ -165,10 +187,11 @@ export class CaptureWriter {
     this.samplesWritten += this.blockSamples;
     this.codesWritten += this.blockCodes;
     this.missedWritten += this.blockMissed;
+    this.namesWritten += this.blockNames;
     this.codes.reset();
     this.samples.reset();
     this.encoder.reset();
-    this.blockCodes = this.blockSamples = this.blockMissed = this.blockSampleBytes = 0;
+    this.blockCodes = this.blockSamples = this.blockMissed = this.blockSampleBytes = this.blockNames = 0;
   }
 
   /** Flushes, writes the end block with the totals, and closes the sink. */

@@ -6,6 +6,7 @@
 import { parseArgs } from 'node:util';
 import { openLinuxProcess } from '../record/linux-process.js';
 import { takeSnapshot } from '../record/snapshot.js';
+import { readThreadNames } from '../record/thread-names.js';
 import { openStopper } from '../record/stopper.js';
 import { unwindSnapshot, type ThreadStack } from '../unwind.js';
 import { KernelWalker } from '../walk/kernel-walker.js';
@@ -61,17 +62,22 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
   const source = openLinuxProcess(pid);
   const stopper = copy === 'optimistic' ? null : openStopper(pid);
   let stacks: ThreadStack[];
+  // the names threading gives the threads (read after the copies; unknown: null)
+  let names = new Map<string, string>();
   try {
     const snapshot = takeSnapshot(source, {
       copy,
       ...(stopper ? { stopper } : {}),
       ...(values['read-only'] ? { consistency: 'reread' as const } : {}),
     });
+    names = new Map(readThreadNames(source).map((n) => [`${n.interpreterId}:${n.threadId}`, n.name]));
     stacks = unwindSnapshot(snapshot, await KernelWalker.load());
   } finally {
     stopper?.close();
     source.close();
   }
+  // where threading does not know it (not imported, or not read), the main thread is named still
+  const nameOf = (t: ThreadStack): string | null => names.get(`${t.interpreterId}:${t.threadId}`) ?? (t.mainThread ? 'MainThread' : null);
   if (values.format === 'json') {
     out(
       JSON.stringify(
@@ -81,8 +87,8 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
             interpreterId: Number(t.interpreterId),
             threadId: t.threadId.toString(),
             nativeThreadId: Number(t.nativeThreadId),
-            // the name threading gives it, where known (the main thread's, today)
-            name: t.mainThread ? 'MainThread' : null,
+            // the name threading gives it, where known
+            name: nameOf(t),
             status: t.status,
             failAddress: t.walk.failAddress === 0n ? undefined : `0x${t.walk.failAddress.toString(16)}`,
             copyErrors: t.copyErrors.length ? t.copyErrors : undefined,
@@ -98,7 +104,8 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
   const lines = [`${source.description}: ${stacks.length} thread${stacks.length === 1 ? '' : 's'}`];
   for (const t of stacks) {
     const why = t.walk.failAddress !== 0n ? ` (at 0x${t.walk.failAddress.toString(16)})` : '';
-    lines.push('', `Thread ${t.nativeThreadId}${t.mainThread ? ' MainThread' : ''} (interpreter ${t.interpreterId}, thread_id 0x${t.threadId.toString(16)}): ${t.status}${why}`);
+    const name = nameOf(t);
+    lines.push('', `Thread ${t.nativeThreadId}${name === null ? '' : ` ${/^[^\s"\\\p{C}]+$/u.test(name) ? name : JSON.stringify(name)}`} (interpreter ${t.interpreterId}, thread_id 0x${t.threadId.toString(16)}): ${t.status}${why}`);
     for (const e of t.copyErrors) lines.push(`  ! ${e}`);
     for (const f of t.frames) lines.push(`  ${f.qualname} (${f.filename}:${f.line ?? '?'})`);
   }

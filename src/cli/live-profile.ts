@@ -1,11 +1,13 @@
 // A profile of a recording while it runs: the records the recorder writes (code objects and
 // samples, in file order) are walked as they come, a batch at a time, into a Profile — what the
-// record progress line and `pyunwind top` show.
+// record progress line and `pyunwind top` show. Thread names, as the recorder reads them, name
+// the profile's threads after each batch (src/profile/thread-names.ts).
 
-import type { CodeRecord, SampleRecord } from '../capture/types.js';
+import type { CodeRecord, SampleRecord, ThreadNameRecord } from '../capture/types.js';
 import type { Layout } from '../layout/index.js';
 import { sampleInput, type PseudoFrames } from '../block-processor.js';
 import { Profile } from '../profile/profile.js';
+import { ThreadNameTable } from '../profile/thread-names.js';
 import { SampleProcessor } from '../sample-processor.js';
 import type { KernelWalker } from '../walk/kernel-walker.js';
 import { TRUSTED } from '../walk/status.js';
@@ -17,6 +19,7 @@ export class LiveProfile {
   rejected = 0;
   private processor: SampleProcessor | null = null;
   private queued: (CodeRecord | SampleRecord)[] = [];
+  private readonly names = new ThreadNameTable();
 
   constructor(
     private readonly walker: KernelWalker,
@@ -29,8 +32,9 @@ export class LiveProfile {
   }
 
   /** A record as it is written (recordProcess's onRecord). */
-  add(record: CodeRecord | SampleRecord): void {
-    this.queued.push(record);
+  add(record: CodeRecord | SampleRecord | ThreadNameRecord): void {
+    if ('name' in record) this.names.add(record);
+    else this.queued.push(record);
   }
 
   /** Walk what came since the last call, in recording order (a code record applies to the samples after it). */
@@ -47,7 +51,7 @@ export class LiveProfile {
       samples = [];
     };
     for (const r of this.queued) {
-      if ('time' in r) samples.push(r);
+      if ('threadStateAddress' in r) samples.push(r);
       else {
         walk();
         processor.addCodes([r]);
@@ -55,5 +59,6 @@ export class LiveProfile {
     }
     walk();
     this.queued = [];
+    this.names.nameProfile(this.profile);
   }
 }

@@ -1,7 +1,7 @@
 // pyunwind record: sample a running Python (or a command it starts) into a capture file.
 
 import { parseArgs } from 'node:util';
-import type { CodeRecord, SampleRecord } from '../capture/types.js';
+import type { CodeRecord, SampleRecord, ThreadNameRecord } from '../capture/types.js';
 import type { Layout } from '../layout/index.js';
 import { MAX_RATE_HZ, recordProcess, type RecordProcessResult } from '../record/record-process.js';
 import type { SamplerStats } from '../record/sampler.js';
@@ -145,7 +145,7 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
       signal: abort.signal,
       ...(live
         ? {
-            onRecord: (r: CodeRecord | SampleRecord) => live.add(r),
+            onRecord: (r: CodeRecord | SampleRecord | ThreadNameRecord) => live.add(r),
             onStart: (layout: Layout) => live.start(layout),
             onProgress: (s: SamplerStats) => {
               live.drain();

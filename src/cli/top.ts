@@ -9,7 +9,7 @@
 // target is left as it was found (its profiler anchor cleared).
 
 import { parseArgs } from 'node:util';
-import type { CodeRecord, SampleRecord } from '../capture/types.js';
+import type { CodeRecord, SampleRecord, ThreadNameRecord } from '../capture/types.js';
 import type { CaptureSink } from '../capture/writer.js';
 import type { Layout } from '../layout/index.js';
 import { MAX_RATE_HZ, recordProcess } from '../record/record-process.js';
@@ -211,7 +211,7 @@ export async function liveView(o: LiveViewOptions): Promise<number> {
         target = description;
         live.start(layout);
       },
-      onRecord: (r: CodeRecord | SampleRecord) => live.add(r),
+      onRecord: (r: CodeRecord | SampleRecord | ThreadNameRecord) => live.add(r),
       onProgress: (s: SamplerStats) => {
         last = s;
       },

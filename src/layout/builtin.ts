@@ -5,7 +5,7 @@
 // Pyodide 0.25.1 (3.11.3) and 0.27.7 (3.12.7).
 
 import { parseVersionHex } from './debug-offsets.js';
-import { LayoutError, type Layout } from './layout.js';
+import { DICTS_311, LayoutError, type Layout } from './layout.js';
 
 export type BuiltinArch = 'x86_64' | 'wasm32';
 
@@ -44,6 +44,8 @@ const TABLES: Record<string, Tables> = {
     unicode: { length: 16, state: 32, asciiSize: 48, compactSize: 72, legacyData: 72, ...STATE_BITS },
     bytes: { obSize: 16, obSval: 32 },
     gen: { iframe: 80, frameState: 75 },
+
+    threadNames: { ...DICTS_311, interpModules: 888, valuesValues: 0, valuesCapacity: null, valuesValid: null, heapCachedKeys: 872, flagInlineValues: null, managedValues: -32, valuesTag: null, longTagShift: null },
   },
   '3.11/wasm32': {
     pointerSize: 4,
@@ -70,6 +72,7 @@ const TABLES: Record<string, Tables> = {
     unicode: { length: 8, state: 16, asciiSize: 24, compactSize: 36, legacyData: 36, ...STATE_BITS },
     bytes: { obSize: 8, obSval: 16 },
     gen: { iframe: 40, frameState: 39 },
+    threadNames: null,
   },
   '3.12/x86_64': {
     pointerSize: 8,
@@ -95,6 +98,8 @@ const TABLES: Record<string, Tables> = {
     unicode: { length: 16, state: 32, asciiSize: 40, compactSize: 56, legacyData: 56, ...STATE_BITS },
     bytes: { obSize: 16, obSval: 32 },
     gen: { iframe: 72, frameState: 67 },
+
+    threadNames: { ...DICTS_311, interpModules: 944, valuesValues: 0, valuesCapacity: null, valuesValid: null, heapCachedKeys: 880, flagInlineValues: null, managedValues: null, valuesTag: 1, longTagShift: 3 },
   },
   '3.12/wasm32': {
     pointerSize: 4,
@@ -120,6 +125,7 @@ const TABLES: Record<string, Tables> = {
     unicode: { length: 8, state: 16, asciiSize: 20, compactSize: 28, legacyData: 28, ...STATE_BITS },
     bytes: { obSize: 8, obSval: 16 },
     gen: { iframe: 36, frameState: 35 },
+    threadNames: null,
   },
 };
 

@@ -5,7 +5,7 @@
 // than guessed at.
 
 import { checkParams, walkParams } from './walk-params.js';
-import { LayoutError, type Layout, type PythonVersion } from './layout.js';
+import { DICTS_311, LayoutError, type Layout, type PythonVersion, type ThreadNamesLayout } from './layout.js';
 
 /** Bytes to read from the start of `_PyRuntime`: more than every known table (888 at most). */
 export const DEBUG_OFFSETS_READ_SIZE = 1024;
@@ -500,10 +500,39 @@ function buildLayout(t: Table, version: PythonVersion): Layout {
       obSval: r.field('bytes_object', 'ob_sval', 1),
     },
     gen,
+    threadNames: ptr === 8 ? threadNamesLayout(t, r, minor) : null,
   };
   // a table the walk could not use (offsets past the frame, sizes beyond reason: found by
   // fuzzing) is the table's fault, said as such — not a walker's refusal later on
   const bad = checkParams(walkParams(layout));
   if (bad) throw new LayoutError(`debug offsets: the walk cannot use them: ${bad}`);
   return layout;
+}
+
+/**
+ * What reading thread names needs (64-bit targets): the modules dict, the dict and int offsets
+ * from the table; the rest — not in the 3.13/3.14 tables — as measured with offsetof on each
+ * version's headers (test/fixtures/offsets.c: the same from 3.13 through 3.15, but
+ * ht_cached_keys, which 3.15's full table gives).
+ */
+function threadNamesLayout(t: Table, r: FieldReader, minor: number): ThreadNamesLayout {
+  const has = (key: string): boolean => t.has(key);
+  return {
+    ...DICTS_311,
+    interpModules: r.pointer('interpreter_state', 'imports_modules'),
+    dictKeys: r.pointer('dict_object', 'ma_keys'),
+    dictValues: r.pointer('dict_object', 'ma_values'),
+    longSize: r.field('long_object', 'lv_tag', 8),
+    longDigits: r.field('long_object', 'ob_digit', 4),
+    typeBasicsize: has('type_object.tp_basicsize') ? r.pointer('type_object', 'tp_basicsize') : DICTS_311.typeBasicsize,
+    heapCachedKeys: has('heap_type_object.ht_cached_keys') ? r.pointer('heap_type_object', 'ht_cached_keys') : minor >= 15 ? 888 : 880,
+    // 3.13+: PyDictValues starts with capacity, size, embedded and valid bytes
+    valuesValues: 8,
+    valuesCapacity: 0,
+    valuesValid: 3,
+    flagInlineValues: 4,
+    managedValues: null,
+    valuesTag: null,
+    longTagShift: 3,
+  };
 }

@@ -156,7 +156,90 @@ export interface Layout {
   };
   bytes: { obSize: number; obSval: number };
   gen: { iframe: number; frameState: number } | null;
+  /**
+   * What reading the names `threading` gives threads needs (sys.modules → threading → _active →
+   * each Thread's `_name`: src/record/thread-names.ts); null where they are not read (wasm32:
+   * Pyodide runs one thread).
+   */
+  threadNames: ThreadNamesLayout | null;
 }
+
+/** Offsets for reading thread names remotely; every one checked against offsetof by test/fixtures/offsets.c. */
+export interface ThreadNamesLayout {
+  /** the interpreter state's sys.modules dict pointer: interp->modules (3.11), interp->imports.modules (3.12+) */
+  interpModules: number;
+  /** PyModuleObject.md_dict */
+  moduleDict: number;
+  /** PyDictObject.ma_keys and ma_values (a split dict's values; NULL for a combined one) */
+  dictKeys: number;
+  dictValues: number;
+  /** PyDictKeysObject: the uint8 dk_log2_size, dk_log2_index_bytes and dk_kind, Py_ssize_t dk_nentries, dk_indices[] */
+  keysLog2Size: number;
+  keysLog2IndexBytes: number;
+  keysKind: number;
+  keysNentries: number;
+  keysIndices: number;
+  /** PyDictKeyEntry (a general dict's: hash, key, value) */
+  entrySize: number;
+  entryKey: number;
+  entryValue: number;
+  /** PyDictUnicodeEntry (a dict with only str keys, and split keys: key, value) */
+  unicodeEntrySize: number;
+  unicodeEntryKey: number;
+  unicodeEntryValue: number;
+  /** PyDictValues.values[] (3.13+ has capacity, size, embedded and valid bytes before it) */
+  valuesValues: number;
+  /** 3.13+: PyDictValues.capacity and .valid (uint8); null before */
+  valuesCapacity: number | null;
+  valuesValid: number | null;
+  /** PyTypeObject.tp_basicsize (3.13+: an instance's inline values start there) */
+  typeBasicsize: number;
+  /** PyHeapTypeObject.ht_cached_keys: the keys a type's instances share (split dicts) */
+  heapCachedKeys: number;
+  /** Py_TPFLAGS_MANAGED_DICT: the instance's dict lives before the object */
+  flagManagedDict: number;
+  /** 3.13+: Py_TPFLAGS_INLINE_VALUES (the values follow the object, at tp_basicsize); null before */
+  flagInlineValues: number | null;
+  /** where the instance's dict pointer is, from the object (negative: in the pre-header); 3.12: its dict-or-values word */
+  managedDict: number;
+  /** 3.11: where the instance's values pointer is (negative); null after */
+  managedValues: number | null;
+  /** 3.12: the dict-or-values word holds values − valuesTag when its low bit is set (1); null otherwise */
+  valuesTag: number | null;
+  /** PyLongObject: ob_size (3.11: signed digit count) or lv_tag (3.12+), and ob_digit[] */
+  longSize: number;
+  longDigits: number;
+  /** 3.12+: the digit count is lv_tag >> this (the low bits: sign); null: ob_size is the signed count */
+  longTagShift: number | null;
+  /** bits per digit (PyLong_SHIFT) */
+  digitBits: number;
+}
+
+// What reading thread names needs that is the same on x86-64 from 3.11 on (dict, keys, entries,
+// module, type and int layouts; measured by test/fixtures/offsets.c), Pyodide (wasm32) aside:
+// it runs one thread, and its names are not read.
+export const DICTS_311: Omit<ThreadNamesLayout, 'interpModules' | 'valuesValues' | 'valuesCapacity' | 'valuesValid' | 'heapCachedKeys' | 'flagInlineValues' | 'managedValues' | 'valuesTag' | 'longTagShift'> = {
+  moduleDict: 16,
+  dictKeys: 32,
+  dictValues: 40,
+  keysLog2Size: 8,
+  keysLog2IndexBytes: 9,
+  keysKind: 10,
+  keysNentries: 24,
+  keysIndices: 32,
+  entrySize: 24,
+  entryKey: 8,
+  entryValue: 16,
+  unicodeEntrySize: 16,
+  unicodeEntryKey: 0,
+  unicodeEntryValue: 8,
+  typeBasicsize: 32,
+  flagManagedDict: 16,
+  managedDict: -24,
+  longSize: 16,
+  longDigits: 24,
+  digitBits: 30,
+};
 
 export class LayoutError extends Error {
   override name = 'LayoutError';

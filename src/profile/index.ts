@@ -4,6 +4,7 @@ export type { ProfileJSON, ThreadJSON, StackJSON } from './profile.js';
 export { ThreadProfile, threadKey, compareThreads, compareFrames } from './thread.js';
 export type { FunctionId, ThreadIds } from './thread.js';
 export { emptyStatusCounts } from './types.js';
+export { ThreadNameTable } from './thread-names.js';
 export { Timeline, IDLE_STACK, REJECTED_STACK, type TimelineThread } from './timeline.js';
 export type {
   SampleInput,

@@ -130,6 +130,12 @@ export class ThreadProfile {
     }
   }
 
+  /** @internal Names the thread whatever name it had (the name recorded for it, src/profile/thread-names.ts). */
+  setName(name: string, time: number): void {
+    this._name = name;
+    this._nameTime = time;
+  }
+
   /** @internal */
   observeSpan(first: number, last: number): void {
     if (first < this._firstTime) this._firstTime = first;

@@ -8,3 +8,4 @@ export { COPY_MODES, type CopyMode } from './modes.js';
 export { SAMPLING_MODES, SAMPLE_FACTS, type SamplingMode, type SampleFact } from '../capture/types.js';
 export type { SamplerStats, SamplerEnd } from './sampler.js';
 export type { MemorySource } from './source.js';
+export { readThreadNames, ThreadNamer, type ThreadName } from './thread-names.js';

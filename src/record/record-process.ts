@@ -4,7 +4,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { CaptureWriter, type CaptureSink } from '../capture/writer.js';
 import { fileSink } from '../capture/file.js';
-import type { CodeRecord, SampleRecord } from '../capture/types.js';
+import type { CodeRecord, SampleRecord, ThreadNameRecord } from '../capture/types.js';
 import type { Layout } from '../layout/index.js';
 import { captureHeader } from './capture-header.js';
 import { openLinuxProcess, processIsRunning, TargetError, type LinuxProcessSource } from './linux-process.js';
@@ -37,8 +37,8 @@ export interface RecordProcessOptions {
   readOnly?: boolean;
   /** ends the recording (the file is then closed properly) */
   signal?: AbortSignal;
-  /** every record as it is written (code records come before the samples that need them) */
-  onRecord?: (record: CodeRecord | SampleRecord) => void;
+  /** every record as it is written (code records come before the samples that need them; thread names when read) */
+  onRecord?: (record: CodeRecord | SampleRecord | ThreadNameRecord) => void;
   /** the target's layout and description (e.g. "pid 1234 (python3.15, 3.15.2)"), once it is attached and before the first record */
   onStart?: (layout: Layout, description: string) => void;
   /** called every `progressEveryMs` (default 250) with the stats so far */
@@ -144,6 +144,7 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
         addCode: (r: CodeRecord) => (writer.addCode(r), tap(r)),
         addSample: (r: SampleRecord, immutable?: boolean) => (writer.addSample(r, immutable), tap(r)),
         addMissed: (n: number) => writer.addMissed(n),
+        addThreadName: (r: ThreadNameRecord) => (writer.addThreadName(r), tap(r)),
         flush: () => writer.flush(),
       }
     : writer;

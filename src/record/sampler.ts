@@ -22,6 +22,7 @@ import { loadNative } from './native.js';
 import { Sleeper } from './sleeper.js';
 import { TickSchedule } from './schedule.js';
 import { ReadError, type MemorySource } from './source.js';
+import { ThreadNamer } from './thread-names.js';
 
 export type { SampleSink } from './sink.js';
 export type { CopyMode } from './modes.js';
@@ -58,6 +59,8 @@ export interface SamplerOptions {
    * the run-to-run differences of the program or of the machine's load. onTick says which.
    */
   alternate?: CopyMode;
+  /** false: read no thread names (default: read them where the sink takes them, see ThreadNamer) */
+  threadNames?: boolean;
 }
 
 export type SamplerEnd = 'duration' | 'stopped' | 'target-exited';
@@ -92,6 +95,8 @@ export interface SamplerStats {
   ended: SamplerEnd | null;
   /** why the profiler anchor could not be written (copies were then checked by re-reading) */
   anchorWriteFailure: string | null;
+  /** thread names: reads of `threading`'s names made, the time they took (µs), records written */
+  names: { reads: number; micros: number; records: number };
 }
 
 /** How far behind its schedule the sampler may take a tick; slots further behind are missed. */
@@ -111,10 +116,15 @@ const YIELD_MS = 2;
 const WARM_UP_MS = 30;
 const WARM_UP_PASSES = 200;
 
-/** Copy the target before the schedule starts (see WARM_UP_MS); code records written: returned. */
-function warmUp(copier: MemoryCopier, copyOptions: CopyOptions, sink: SampleSink): number {
+/**
+ * Copy the target before the schedule starts (see WARM_UP_MS); code records written: returned.
+ * The thread names are read once then too (the first read runs cold code: measured 20 ms), at
+ * time 0, so that the schedule's first ticks do not wait for it.
+ */
+function warmUp(copier: MemoryCopier, copyOptions: CopyOptions, sink: SampleSink, namer: ThreadNamer | null): { codes: number; names: number } {
   const until = performance.now() + WARM_UP_MS;
   let codes = 0;
+  let last: ThreadSnapshot[] = [];
   for (let i = 0; i < WARM_UP_PASSES && performance.now() < until; i++) {
     let threads: ThreadSnapshot[];
     try {
@@ -123,12 +133,20 @@ function warmUp(copier: MemoryCopier, copyOptions: CopyOptions, sink: SampleSink
       if (e instanceof ReadError) break; // the schedule's first tick meets it again, and says why
       throw e;
     }
+    last = threads;
     for (const t of threads) {
       if (t.codes.length > 0 || t.codeReplaced) emitCodes(sink, t);
       codes += t.codes.length;
     }
   }
-  return codes;
+  let names = 0;
+  if (namer) {
+    for (const r of namer.tick(last, 0)) {
+      sink.addThreadName!(r);
+      names++;
+    }
+  }
+  return { codes, names };
 }
 
 /** Let the event loop run (signals, I/O) between ticks. */
@@ -179,8 +197,12 @@ async function sampleLoop(
     elapsedMs: 0,
     ended: null,
     anchorWriteFailure: null,
+    names: { reads: 0, micros: 0, records: 0 },
   };
-  stats.codeObjects += warmUp(copier, copyOptions, sink);
+  const namer = options.threadNames !== false && sink.addThreadName ? new ThreadNamer(source) : null;
+  const warm = warmUp(copier, copyOptions, sink, namer);
+  stats.codeObjects += warm.codes;
+  stats.names.records += warm.names;
   const cpuStates = options.cpuStates ?? null;
   const mode = options.sampling ?? 'wall';
   const keepFlag = mode === 'wall' ? 0 : FACT_FLAG[mode];
@@ -265,6 +287,15 @@ async function sampleLoop(
       if (s.flags & SAMPLE_FLAG.RETRIED) stats.retried++;
       stats.copyMicros.total += s.copyMicros;
       if (s.copyMicros > stats.copyMicros.max) stats.copyMicros.max = s.copyMicros;
+    }
+    if (namer) {
+      // (after the copies: reading names never delays this tick's copies)
+      for (const r of namer.tick(threads, tickTime)) {
+        sink.addThreadName!(r);
+        stats.names.records++;
+      }
+      stats.names.reads = namer.reads;
+      stats.names.micros = namer.micros;
     }
     options.onTick?.(samples, threads, tickMode.copy);
     if (options.onProgress) recent.push(...samples);

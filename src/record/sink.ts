@@ -1,6 +1,6 @@
 // Where a recorder's records go (a CaptureWriter is a sink), and the one rule for their order.
 
-import { SAMPLE_FLAG, type CodeRecord, type SampleRecord } from '../capture/types.js';
+import { SAMPLE_FLAG, type CodeRecord, type SampleRecord, type ThreadNameRecord } from '../capture/types.js';
 import type { ThreadSnapshot } from './thread-snapshot.js';
 
 export interface SampleSink {
@@ -8,6 +8,8 @@ export interface SampleSink {
   /** `immutable`: the caller never changes the record's bytes afterwards (see CaptureWriter.addSample) */
   addSample(record: SampleRecord, immutable?: boolean): void;
   addMissed(n: number): void;
+  /** a thread's name as `threading` gave it (a sink without it gets no names) */
+  addThreadName?(record: ThreadNameRecord): void;
   /** end the current block: what was added so far becomes readable even if the process dies */
   flush(): void;
 }

@@ -10,6 +10,7 @@ export async function reblocked(file: string, bytes: number, out = file.replace(
   for (const block of reader.blocks()) {
     for (const c of block.codes) writer.addCode(c);
     for (const s of block.samples) writer.addSample(s);
+    for (const n of block.names) writer.addThreadName(n);
     writer.addMissed(block.missed);
   }
   writer.close();

@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { metaFromHeader } from '../export/meta.js';
-import { samplingModeOption } from './options.js';
+import { asyncModeOption, samplingModeOption } from './options.js';
 import { reportCapture, type CaptureReport } from '../report.js';
 import { UsageError } from './errors.js';
 import { openInBrowser } from './open-browser.js';
@@ -47,6 +47,11 @@ ${formatsHelp('                          ')}
                         where its Python had them (record --help).
       --no-gc           no <GC> frames: by default a thread's stack gets one on top while
                         the garbage collector runs in it (CPython 3.13+)
+      --async-aware     asyncio stacks, from a capture recorded with --async-aware (3.14+):
+                        a task's stack is its coroutines under the tasks awaiting it, each
+                        task a \`<task NAME>\` frame, the root task outermost
+      --async-mode MODE running (each thread's running task) or all (also every waiting
+                        task, one stack each per sample); default: as recorded
   -n, --top N           functions listed per thread in text (default 15)
   -j, --workers N       worker threads that process blocks (default: one per core for a
                         capture of 4 MB or more, else 0: all in this thread); the profile
@@ -67,6 +72,8 @@ export async function report(argv: string[], out: (s: string | Uint8Array) => vo
       thread: { type: 'string', short: 't' },
       mode: { type: 'string', short: 'm' },
       'no-gc': { type: 'boolean' },
+      'async-aware': { type: 'boolean' },
+      'async-mode': { type: 'string' },
       top: { type: 'string', short: 'n', default: '15' },
       workers: { type: 'string', short: 'j' },
       quiet: { type: 'boolean', short: 'q' },
@@ -96,6 +103,7 @@ export async function report(argv: string[], out: (s: string | Uint8Array) => vo
   }
 
   const mode = samplingModeOption(values.mode);
+  const asyncAware = values['async-aware'] ? (values['async-mode'] === undefined ? 'recorded' : asyncModeOption(true, values['async-mode'])!) : asyncModeOption(false, values['async-mode']);
 
   const tty = !values.quiet && process.stderr.isTTY === true;
   const load = async (f: string, what: string): Promise<CaptureReport> => {
@@ -103,6 +111,7 @@ export async function report(argv: string[], out: (s: string | Uint8Array) => vo
       ...(thread !== undefined ? { thread } : {}),
       ...(mode !== undefined ? { mode } : {}),
       ...(values['no-gc'] ? { gc: false } : {}),
+      ...(asyncAware ? { asyncAware } : {}),
       ...(values.workers !== undefined ? { workers: Number(values.workers) } : {}),
       ...(spec.timeline ? { timeline: true } : {}),
       ...(tty ? { onProgress: (n: number, b: number) => err(`\rreport${what}: ${n} samples, ${b} blocks\x1b[K`) } : {}),

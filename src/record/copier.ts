@@ -304,6 +304,15 @@ export class MemoryCopier {
     return next;
   }
 
+  /**
+   * Check and record code objects reached otherwise than by a thread's stack (the suspended
+   * coroutines of asyncio tasks: src/record/task-copy.ts), read now, outside any copy window:
+   * each is examined again at every call (no code_object_generation is read for them).
+   */
+  recordCodes(addresses: Iterable<bigint>, interp: bigint): { fresh: CodeRecord[]; replaced: boolean } {
+    return this.codes.commit(this.codes.check(addresses, interp, null));
+  }
+
   /** The copy recorded for a code object (null: the address is not a known code object). */
   codeObject(address: bigint): CodeRecord | null {
     return this.codes.snapshot(address);

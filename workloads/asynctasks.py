@@ -15,7 +15,12 @@ task, as one JSON line:
 
 `graph` is asyncio.capture_call_graph() of the current task, outermost first: for the root task
 (following the first task of each awaited_by set, as the set iterates) and down to the current
-one, "<task NAME>" and then the co_qualname of each frame of its call stack. At the end it prints
+one, "<task NAME>" and then the co_qualname of each frame of its call stack. The last sub-task
+also prints, at its first step, the graph of every other task, all waiting then:
+
+  {"waiting": "worker-0", "graph": ["<task main>", "main", "<task worker-0>", "worker"]}
+
+At the end it prints
 {"done": true, "spins": N}. Needs asyncio.capture_call_graph (3.14+).
 """
 
@@ -39,7 +44,7 @@ def chain(graph):
     return outer + ["<task %s>" % graph.future.get_name()] + own
 
 
-async def spin(deadline, counter):
+async def spin(deadline, counter, last):
     told = False
     while time.perf_counter() < deadline:
         for _ in range(20):
@@ -48,12 +53,17 @@ async def spin(deadline, counter):
         if not told:
             task = asyncio.current_task()
             print(json.dumps({"task": task.get_name(), "graph": chain(asyncio.capture_call_graph())}), flush=True)
+            if task.get_name() == last:
+                # every other task waits now (the other sub-tasks in asyncio.sleep(0))
+                for other in sorted(asyncio.all_tasks(), key=lambda t: t.get_name()):
+                    if other is not task:
+                        print(json.dumps({"waiting": other.get_name(), "graph": chain(asyncio.capture_call_graph(other))}), flush=True)
             told = True
         await asyncio.sleep(0)
 
 
-async def worker(k, deadline, counter):
-    sub = asyncio.create_task(spin(deadline, counter), name="sub-%d" % k)
+async def worker(k, workers, deadline, counter):
+    sub = asyncio.create_task(spin(deadline, counter, "sub-%d" % (workers - 1)), name="sub-%d" % k)
     await sub
 
 
@@ -61,7 +71,7 @@ async def main(seconds, workers):
     asyncio.current_task().set_name("main")
     deadline = time.perf_counter() + seconds
     counter = [0]
-    tasks = [asyncio.create_task(worker(k, deadline, counter), name="worker-%d" % k) for k in range(workers)]
+    tasks = [asyncio.create_task(worker(k, workers, deadline, counter), name="worker-%d" % k) for k in range(workers)]
     await asyncio.gather(*tasks)
     print(json.dumps({"done": True, "spins": counter[0]}), flush=True)
 

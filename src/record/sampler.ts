@@ -22,7 +22,7 @@ import { loadNative } from './native.js';
 import { Sleeper } from './sleeper.js';
 import { TickSchedule } from './schedule.js';
 import { ReadError, type MemorySource } from './source.js';
-import { TaskCopier } from './task-copy.js';
+import { asyncioTstateEnd, TaskCopier } from './task-copy.js';
 import type { AsyncioOffsets } from '../layout/asyncio-offsets.js';
 import type { AsyncMode } from '../walk/task-graph.js';
 
@@ -147,7 +147,11 @@ export async function runSampler(source: MemorySource, sink: SampleSink, options
     ...(options.consistency ? { consistency: options.consistency } : {}),
   };
   // (the code objects a pass used are the snapshot's business, not the sampler's)
-  const copier = copierFor(source, copyOptions, { collectUsed: false });
+  const copier = copierFor(source, copyOptions, {
+    collectUsed: false,
+    // the running task in the same read as the stack (see task-copy.ts)
+    ...(options.asyncio ? { tstateMin: asyncioTstateEnd(options.asyncio.offsets, source.layout.pointerSize) } : {}),
+  });
   // shorter sleeps wake closer to the tick (where the native calls are available)
   const native = loadNative();
   if (typeof native !== 'string') native.setTimerSlack(1);

@@ -64,6 +64,12 @@ class RecordingReads implements ByteSource {
   }
 }
 
+/** Where the thread state's asyncio fields end: the copier copies each thread state through here. */
+export function asyncioTstateEnd(offsets: AsyncioOffsets, pointerSize: 4 | 8): number {
+  const t = offsets.tstate;
+  return Math.max(t.runningLoop, t.runningTask, t.tasksHead) + 2 * pointerSize;
+}
+
 export class TaskCopier {
   constructor(
     private readonly source: MemorySource,

@@ -1,0 +1,185 @@
+// Async-aware stacks on real interpreters: workloads/asynctasks.py runs a task "main" awaiting
+// a gather of tasks "worker-k", each awaiting a task "sub-k" that spins, and prints, from inside
+// the spinning coroutines, the call graph asyncio itself reports (asyncio.capture_call_graph):
+// for each running sub-task, and once for every task waiting. Recorded with --async-aware, the
+// report's stack of every sample in a spinning coroutine must be exactly one of those graphs
+// (plus what spin calls): task names and coroutine names, outermost first; none may be anything
+// else. With --async-mode all, every waiting task's graph is a stack too. Samples rejected are
+// counted, and must stay few. 3.14 and 3.15 only: before 3.14 CPython publishes no tasks, and
+// the recorder must refuse in one clear line.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { readCaptureBytes } from '../src/capture/reader.js';
+import { nativeInterpreters } from '../harness/interpreters.js';
+import { recordCoverage } from './helpers/coverage.js';
+
+const BIN = path.resolve('bin/pyunwind.js');
+const WORKLOAD = path.resolve('workloads/asynctasks.py');
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pyunwind-async-'));
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+interface JsonReport {
+  summary: { attempted: number; trusted: number; rejected: number; statuses: Record<string, number> };
+  threads: { frames: { qualname: string; filename: string }[]; stacks: [number, number, number][] }[];
+}
+
+function pyunwind(args: string[]): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', timeout: 120_000, maxBuffer: 64 << 20, env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' } });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** Every stack of a JSON report with samples of its own: its qualnames outermost first, and its count. */
+function stacksOf(json: JsonReport): { names: string[]; filenames: string[]; count: number }[] {
+  const out: { names: string[]; filenames: string[]; count: number }[] = [];
+  for (const t of json.threads) {
+    t.stacks.forEach(([, , count], i) => {
+      if (count === 0) return;
+      const names: string[] = [];
+      const filenames: string[] = [];
+      for (let at = i; at >= 0; at = t.stacks[at]![0]) {
+        const f = t.frames[t.stacks[at]![1]]!;
+        names.unshift(f.qualname);
+        filenames.unshift(f.filename);
+      }
+      out.push({ names, filenames, count });
+    });
+  }
+  return out;
+}
+
+interface Told {
+  running: Map<string, string[]>;
+  waiting: Map<string, string[]>;
+}
+
+function told(stdout: string): Told {
+  const running = new Map<string, string[]>();
+  const waiting = new Map<string, string[]>();
+  for (const line of stdout.trim().split('\n')) {
+    const o = JSON.parse(line) as { task?: string; waiting?: string; graph?: string[] };
+    if (o.task && o.graph) running.set(o.task, o.graph);
+    if (o.waiting && o.graph) waiting.set(o.waiting, o.graph);
+  }
+  return { running, waiting };
+}
+
+const same = (a: string[], b: string[]): boolean => a.length === b.length && a.every((x, i) => x === b[i]);
+
+describe.each(nativeInterpreters())('async-aware stacks, $label', (py) => {
+  if (py.missing) {
+    it(`is skipped: ${py.missing}`, () => recordCoverage('async-aware', py.label, false, py.missing!));
+    return;
+  }
+  const version = spawnSync(py.command, ['-c', 'import sys; print(sys.version_info[1])'], { encoding: 'utf8' });
+  const minor = Number(version.stdout.trim());
+
+  if (minor < 14) {
+    it('is refused in one line: CPython publishes tasks from 3.14 on', () => {
+      const rec = pyunwind(['record', '-q', '--async-aware', '-o', path.join(dir, `${py.label}.pyuw`), '--', py.command, WORKLOAD, '5']);
+      expect(rec.status).not.toBe(0);
+      const lines = rec.stderr.trim().split('\n');
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(/--async-aware: CPython publishes asyncio tasks to profilers from 3\.14 on/);
+      recordCoverage('async-aware', `${py.label} (refused before 3.14)`, true);
+    }, 60_000);
+    return;
+  }
+
+  it('running mode: the stack of each spinning task is the call graph asyncio reports', () => {
+    const file = path.join(dir, `${py.label}-running.pyuw`);
+    const rec = pyunwind(['record', '-q', '-r', '1000', '--async-aware', '-o', file, '--', py.command, WORKLOAD, '2.5']);
+    expect(rec.status, rec.stderr).toBe(0);
+    const truth = told(rec.stdout);
+    expect([...truth.running.keys()].sort()).toEqual(['sub-0', 'sub-1', 'sub-2']);
+    expect(readCaptureBytes(fs.readFileSync(file)).header.asyncio?.mode).toBe('running');
+
+    const r = pyunwind(['report', '-q', file, '--async-aware', '--format', 'json']);
+    expect(r.status, r.stderr).toBe(0);
+    const json = JSON.parse(r.stdout) as JsonReport;
+    const graphs = [...truth.running.values()];
+    let inSpin = 0;
+    let matched = 0;
+    const impossible: string[] = [];
+    const seen = new Set<string>();
+    for (const s of stacksOf(json)) {
+      const at = s.names.indexOf('spin');
+      if (at < 0) continue;
+      inSpin += s.count;
+      const own = s.names.slice(0, at + 1);
+      const graph = graphs.find((g) => same(g, own));
+      if (graph) {
+        matched += s.count;
+        seen.add(graph.join(' > '));
+        // task pseudo-frames name no file
+        s.names.forEach((n, i) => n.startsWith('<task ') && expect(s.filenames[i]).toBe(''));
+      } else impossible.push(`${s.names.join(' > ')} (${s.count})`);
+    }
+    const { attempted, rejected, statuses } = json.summary;
+    console.log(
+      `[async-aware] ${py.label} running: ${attempted} samples, ${inSpin} in spin, ${matched} equal to asyncio's graph, ` +
+        `${impossible.length} other stacks; rejected ${rejected} (${JSON.stringify(statuses)})`,
+    );
+    expect(impossible).toEqual([]);
+    // every spinning task was seen, and spinning is what the program mostly does
+    expect(seen.size).toBe(3);
+    expect(inSpin).toBeGreaterThan(0.5 * json.summary.trusted);
+    expect(rejected).toBeLessThan(0.1 * attempted);
+
+    // the same capture reported without --async-aware: thread stacks, no task frame
+    const plain = pyunwind(['report', '-q', file, '--format', 'collapsed']);
+    expect(plain.status, plain.stderr).toBe(0);
+    expect(plain.stdout).not.toContain('<task ');
+    // a running capture cannot give every task
+    const all = pyunwind(['report', '-q', file, '--async-aware', '--async-mode', 'all']);
+    expect(all.status).not.toBe(0);
+    expect(all.stderr).toMatch(/holds only the running tasks/);
+    recordCoverage('async-aware', `${py.label} running`, true);
+  }, 120_000);
+
+  it('all mode: the waiting tasks too, each with the graph asyncio reports for it', () => {
+    const file = path.join(dir, `${py.label}-all.pyuw`);
+    const rec = pyunwind(['record', '-q', '-r', '1000', '--async-aware', '--async-mode', 'all', '-o', file, '--', py.command, WORKLOAD, '2.5']);
+    expect(rec.status, rec.stderr).toBe(0);
+    const truth = told(rec.stdout);
+    expect([...truth.waiting.keys()].sort()).toEqual(['main', 'sub-0', 'sub-1', 'worker-0', 'worker-1', 'worker-2']);
+
+    const r = pyunwind(['report', '-q', file, '--async-aware', '--format', 'json']);
+    expect(r.status, r.stderr).toBe(0);
+    const json = JSON.parse(r.stdout) as JsonReport;
+    const stacks = stacksOf(json);
+    const counts = [...truth.waiting].map(([name, graph]) => [name, stacks.filter((s) => same(s.names, graph)).reduce((n, s) => n + s.count, 0)] as const);
+    console.log(`[async-aware] ${py.label} all: stacks of waiting tasks ${counts.map(([n, c]) => `${n} ${c}`).join(', ')}; rejected ${json.summary.rejected} of ${json.summary.attempted}`);
+    // each waiting task is on its own stack at (about) every sample while the program runs
+    for (const [, c] of counts) expect(c).toBeGreaterThan(0.3 * json.summary.trusted / 7);
+    // and the running ones are still what asyncio says
+    const graphs = [...truth.running.values()];
+    const wrong = stacks.filter((s) => {
+      const at = s.names.indexOf('spin');
+      if (at < 0) return false;
+      const own = s.names.slice(0, at + 1);
+      const waitingHere = [...truth.waiting.values()].some((g) => same(g, s.names));
+      return !waitingHere && !graphs.some((g) => same(g, own));
+    });
+    expect(wrong.map((s) => s.names.join(' > '))).toEqual([]);
+    expect(json.summary.rejected).toBeLessThan(0.1 * json.summary.attempted);
+    recordCoverage('async-aware', `${py.label} all`, true);
+  }, 120_000);
+});
+
+describe('async-aware reports of captures without tasks', () => {
+  it('are refused in one line', () => {
+    const fixtures = path.resolve('test/fixtures/captures');
+    const any = fs.readdirSync(fixtures).find((f) => f.endsWith('.pyuw'));
+    if (!any) {
+      recordCoverage('async-aware', 'plain capture', false, 'no capture in test/fixtures/captures');
+      return;
+    }
+    const r = pyunwind(['report', '-q', path.join(fixtures, any), '--async-aware']);
+    expect(r.status).not.toBe(0);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(/holds no asyncio tasks/);
+  });
+});

@@ -13,6 +13,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readCaptureBytes } from '../src/capture/reader.js';
+import type { Region } from '../src/capture/types.js';
+import { layoutFromSource } from '../src/layout/index.js';
+import { asyncioOffsetsOf, sampleInput } from '../src/report-core.js';
+import { reportCapture } from '../src/report.js';
+import type { ProcessedSample } from '../src/sample-processor.js';
+import { CodeTable } from '../src/symbols/code-table.js';
+import { TaskStacks } from '../src/task-stacks.js';
+import { RegionMemory } from '../src/walk/region-memory.js';
+import { TaskGraph } from '../src/walk/task-graph.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import { recordCoverage } from './helpers/coverage.js';
 
@@ -66,6 +75,60 @@ function told(stdout: string): Told {
   return { running, waiting };
 }
 
+/** The regions with a pointer-sized value written at `address` (the region holding it copied first). */
+function poke(regions: readonly Region[], address: bigint, value: bigint, width = 8): Region[] {
+  return regions.map((r) => {
+    if (address < r.address || address + BigInt(width) > r.address + BigInt(r.bytes.length)) return r;
+    const bytes = new Uint8Array(r.bytes);
+    const v = new DataView(bytes.buffer);
+    if (width === 8) v.setBigUint64(Number(address - r.address), value, true);
+    else v.setUint8(Number(address - r.address), Number(value));
+    return { address: r.address, bytes };
+  });
+}
+
+/**
+ * A real sample of a spinning task, its tasks' links then broken as torn or hostile memory would
+ * break them: each must give a rejection with its reason, never a stack, an exception or a hang.
+ */
+async function tamperedSamples(file: string): Promise<Record<string, string>> {
+  const header = readCaptureBytes(fs.readFileSync(file)).header;
+  const layout = layoutFromSource(header.layoutSource);
+  const offsets = asyncioOffsetsOf(header, 'running');
+  const table = new CodeTable(layout);
+  for (const b of readCaptureBytes(fs.readFileSync(file)).blocks()) for (const c of b.codes) table.add(c);
+  let picked: ProcessedSample | null = null;
+  await reportCapture(file, { reference: true, onSample: (p) => void (picked ??= p.frames.some((f) => f.qualname === 'crunch') ? p : null) });
+  const p = picked as ProcessedSample | null;
+  if (!p) throw new Error('no sample in crunch');
+  const stacks = new TaskStacks(layout, offsets, 'running', table);
+  const statusWith = (regions: Region[]): string => {
+    const q = { ...p, sample: { ...p.sample, regions } };
+    const out = stacks.inputs(q, sampleInput(q));
+    return out.length === 1 ? `${out[0]!.status}${out[0]!.frames.some((f) => f.qualname.startsWith('<task ')) ? ' with tasks' : ''}` : `${out.length} stacks`;
+  };
+  const regions = p.sample.regions;
+  const graph = new TaskGraph(layout, offsets, new RegionMemory(regions, 8));
+  const running = graph.running(p.sample.threadStateAddress);
+  const chain = graph.awaitChain(running);
+  const [sub, worker, main] = chain.map((n) => n.address);
+  const k = offsets.task;
+  const at = (task: bigint | undefined, field: number): bigint => task! + BigInt(field);
+  // the worker's coroutine made to await itself
+  const coro = chain[1]!.coro;
+  const mem = new RegionMemory(regions, 8);
+  const frame = coro + BigInt(layout.gen!.iframe);
+  const sp = mem.ptr(frame + BigInt(layout.objects!.stackpointer))! & ~7n;
+  return {
+    untouched: statusWith([...regions]),
+    'root awaited by the running task': statusWith(poke(poke(regions, at(main, k.awaitedBy), sub!), at(main, k.awaitedByIsSet), 0n, 1)),
+    'awaiter outside the copy': statusWith(poke(poke(regions, at(sub, k.awaitedBy), 0x10n), at(sub, k.awaitedByIsSet), 0n, 1)),
+    'awaiters set that is no set': statusWith(poke(poke(regions, at(worker, k.awaitedBy), worker!), at(worker, k.awaitedByIsSet), 1n, 1)),
+    'coroutine awaiting itself': statusWith(poke(regions, sp - BigInt(8 * layout.objects!.awaitedSlot), coro)),
+    'running task outside the copy': statusWith(poke(regions, p.sample.threadStateAddress + BigInt(offsets.tstate.runningTask), 0x7000n)),
+  };
+}
+
 const same = (a: string[], b: string[]): boolean => a.length === b.length && a.every((x, i) => x === b[i]);
 
 describe.each(nativeInterpreters())('async-aware stacks, $label', (py) => {
@@ -78,7 +141,8 @@ describe.each(nativeInterpreters())('async-aware stacks, $label', (py) => {
 
   if (minor < 14) {
     it('is refused in one line: CPython publishes tasks from 3.14 on', () => {
-      const rec = pyunwind(['record', '-q', '--async-aware', '-o', path.join(dir, `${py.label}.pyuw`), '--', py.command, WORKLOAD, '5']);
+      // (a target that writes nothing itself: the recorder's line is the only one)
+      const rec = pyunwind(['record', '-q', '--async-aware', '-o', path.join(dir, `${py.label}.pyuw`), '--', py.command, '-c', 'import asyncio, time; time.sleep(30)']);
       expect(rec.status).not.toBe(0);
       const lines = rec.stderr.trim().split('\n');
       expect(lines).toHaveLength(1);
@@ -88,7 +152,7 @@ describe.each(nativeInterpreters())('async-aware stacks, $label', (py) => {
     return;
   }
 
-  it('running mode: the stack of each spinning task is the call graph asyncio reports', () => {
+  it('running mode: the stack of each spinning task is the call graph asyncio reports', async () => {
     const file = path.join(dir, `${py.label}-running.pyuw`);
     const rec = pyunwind(['record', '-q', '-r', '1000', '--async-aware', '-o', file, '--', py.command, WORKLOAD, '2.5']);
     expect(rec.status, rec.stderr).toBe(0);
@@ -136,6 +200,18 @@ describe.each(nativeInterpreters())('async-aware stacks, $label', (py) => {
     const all = pyunwind(['report', '-q', file, '--async-aware', '--async-mode', 'all']);
     expect(all.status).not.toBe(0);
     expect(all.stderr).toMatch(/holds only the running tasks/);
+
+    // the same sample with its task links broken: rejected with the reason, never a stack
+    const tampered = await tamperedSamples(file);
+    console.log(`[async-aware] ${py.label} tampered: ${JSON.stringify(tampered)}`);
+    expect(tampered).toEqual({
+      untouched: 'complete' + (minor >= 15 ? '' : '-unverifiable') + ' with tasks',
+      'root awaited by the running task': 'cycle',
+      'awaiter outside the copy': 'dangling',
+      'awaiters set that is no set': expect.stringMatching(/^(corrupt|dangling)$/),
+      'coroutine awaiting itself': 'cycle',
+      'running task outside the copy': 'dangling',
+    });
     recordCoverage('async-aware', `${py.label} running`, true);
   }, 120_000);
 

@@ -62,10 +62,11 @@ export class TaskStacks {
         if (at >= 0) {
           out.push({ ...base, frames: [...gc, ...p.frames.slice(0, at + 1).map(source), ...this.awaiters(graph, mem, chain, true)] });
           shown = true;
-        } else if (own !== null && p.walk.frames.some((f) => mem.u8(f.frame + BigInt(this.layout.frame.owner)) === this.layout.owners.generator)) {
-          // a coroutine runs, and it is not the running task's: the tasks were read at another
-          // moment than the stack (another task's step had begun)
-          throw new TaskFault('corrupt', own, "the running task's coroutine is not on the thread's stack, another one is");
+        } else if (p.walk.frames.some((f) => mem.u8(f.frame + BigInt(this.layout.frame.owner)) === this.layout.owners.generator)) {
+          // a coroutine runs, and it is not the running task's: the task was read at another
+          // moment than the stack (another task's step had begun, or this one had ended and
+          // its object was cleared: no coroutine, not a task any more)
+          throw new TaskFault('corrupt', own ?? running, "the running task's coroutine is not on the thread's stack, another one is");
         }
       }
       if (!shown) out.push(base);

@@ -15,7 +15,12 @@ import type { Layout } from '../layout/layout.js';
 import type { Region } from '../walk/types.js';
 import { TaskFault, TaskGraph, type AsyncMode, type ByteSource } from '../walk/task-graph.js';
 import type { MemoryCopier } from './copier.js';
-import type { MemorySource } from './source.js';
+import { readMany, type MemorySource } from './source.js';
+
+type Range = { address: bigint; length: number };
+
+/** Reads read ahead for a thread at most (a thread's task view needs a few dozen). */
+const MAX_PREFETCH = 512;
 import type { ThreadSnapshot } from './thread-snapshot.js';
 
 /**
@@ -27,9 +32,13 @@ import type { ThreadSnapshot } from './thread-snapshot.js';
 class RecordingReads implements ByteSource {
   readonly regions: Region[];
   changed = false;
+  /** the reads made from the target (or taken from `prefetched`), in order */
+  readonly made: Range[] = [];
   constructor(
     private readonly source: MemorySource,
     held: readonly Region[],
+    /** bytes read ahead in one gathered read, by `address:length` */
+    private readonly prefetched: Map<string, Uint8Array | null>,
   ) {
     this.regions = [...held];
   }
@@ -43,7 +52,9 @@ class RecordingReads implements ByteSource {
         return r.bytes.subarray(o, o + length);
       }
     }
-    const read = this.source.tryRead(address, length);
+    const key = `${address}:${length}`;
+    const read = this.prefetched.has(key) ? this.prefetched.get(key)! : this.source.tryRead(address, length);
+    this.made.push({ address, length });
     if (!read) return null;
     const overlapping = this.regions.filter((r) => r.address < end && address < r.address + BigInt(r.bytes.length));
     let lo = address;
@@ -71,6 +82,14 @@ export function asyncioTstateEnd(offsets: AsyncioOffsets, pointerSize: 4 | 8): n
 }
 
 export class TaskCopier {
+  /**
+   * The reads each thread's last copy made (thread state address → ranges). A task view is
+   * mostly the same objects from one sample to the next: the next copy makes those reads first,
+   * together in one system call where the source can (process_vm_readv), and then reads only
+   * what they did not cover. Bytes read ahead but not asked for are not kept.
+   */
+  private readonly lastReads = new Map<bigint, Range[]>();
+
   constructor(
     private readonly source: MemorySource,
     private readonly layout: Layout,
@@ -81,7 +100,10 @@ export class TaskCopier {
 
   /** Add to a thread's copy what its task view needs (and the code objects of suspended coroutines). */
   copy(t: ThreadSnapshot): void {
-    const reads = new RecordingReads(this.source, t.regions);
+    const ahead = this.lastReads.get(t.threadStateAddress) ?? [];
+    const prefetched = new Map<string, Uint8Array | null>();
+    if (ahead.length) readMany(this.source, ahead).forEach((b, i) => prefetched.set(`${ahead[i]!.address}:${ahead[i]!.length}`, b));
+    const reads = new RecordingReads(this.source, t.regions, prefetched);
     const graph = new TaskGraph(this.layout, this.offsets, reads);
     const frames: bigint[] = [];
     try {
@@ -100,6 +122,8 @@ export class TaskCopier {
       if (!(e instanceof TaskFault)) throw e;
     }
     if (reads.changed) t.regions = reads.regions;
+    if (this.lastReads.size > 4096 && !this.lastReads.has(t.threadStateAddress)) this.lastReads.clear(); // threads come and go
+    this.lastReads.set(t.threadStateAddress, reads.made.slice(0, MAX_PREFETCH));
     if (frames.length === 0) return;
     const L = this.layout;
     const codes = new Set<bigint>();

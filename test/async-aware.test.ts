@@ -189,7 +189,8 @@ describe.each(nativeInterpreters())('async-aware stacks, $label', (py) => {
     expect(impossible).toEqual([]);
     // every spinning task was seen, and spinning is what the program mostly does
     expect(seen.size).toBe(3);
-    expect(inSpin).toBeGreaterThan(0.5 * json.summary.trusted);
+    const stacked = json.summary.trusted - json.summary.statuses.idle!;
+    expect(inSpin).toBeGreaterThan(0.5 * stacked);
     expect(rejected).toBeLessThan(0.1 * attempted);
 
     // the same capture reported without --async-aware: thread stacks, no task frame
@@ -228,8 +229,12 @@ describe.each(nativeInterpreters())('async-aware stacks, $label', (py) => {
     const stacks = stacksOf(json);
     const counts = [...truth.waiting].map(([name, graph]) => [name, stacks.filter((s) => same(s.names, graph)).reduce((n, s) => n + s.count, 0)] as const);
     console.log(`[async-aware] ${py.label} all: stacks of waiting tasks ${counts.map(([n, c]) => `${n} ${c}`).join(', ')}; rejected ${json.summary.rejected} of ${json.summary.attempted}`);
-    // each waiting task is on its own stack at (about) every sample while the program runs
-    for (const [, c] of counts) expect(c).toBeGreaterThan(0.3 * json.summary.trusted / 7);
+    // main waits through the whole run (its stack counts the samples then); each worker waits
+    // as long; each sub-task waits while another one runs (two thirds of the time)
+    const count = new Map(counts);
+    const samples = count.get('main')!;
+    expect(samples).toBeGreaterThanOrEqual(10);
+    for (const [name, c] of counts) expect(c, name).toBeGreaterThanOrEqual((name.startsWith('sub-') ? 0.2 : 0.9) * samples);
     // and the running ones are still what asyncio says
     const graphs = [...truth.running.values()];
     const wrong = stacks.filter((s) => {

@@ -314,11 +314,16 @@ export class MemoryCopier {
 
   /**
    * Check and record code objects reached otherwise than by a thread's stack (the suspended
-   * coroutines of asyncio tasks: src/record/task-copy.ts), read now, outside any copy window:
-   * each is examined again at every call (no code_object_generation is read for them).
+   * coroutines of asyncio tasks: src/record/task-copy.ts), read now, outside any copy window.
+   * `interp` is the interpreter state's address: where it has a code_object_generation (3.14+),
+   * that is read first, and a code object confirmed at the same generation is not read again
+   * (no code object of the interpreter has died since); else each is examined again.
    */
   recordCodes(addresses: Iterable<bigint>, interp: bigint): { fresh: CodeRecord[]; replaced: boolean } {
-    return this.codes.commit(this.codes.check(addresses, interp, null));
+    const at = this.layout.interp.codeObjectGeneration;
+    const g = at === null ? null : this.source.tryRead(interp + BigInt(at), 8);
+    const generation = g ? new DataView(g.buffer, g.byteOffset, 8).getBigUint64(0, true) : null;
+    return this.codes.commit(this.codes.check(addresses, interp, generation));
   }
 
   /** The copy recorded for a code object (null: the address is not a known code object). */

@@ -13,6 +13,7 @@
 import type { AsyncioOffsets } from '../layout/asyncio-offsets.js';
 import type { Layout } from '../layout/layout.js';
 import type { Region } from '../walk/types.js';
+import { readPointer } from '../walk/region-memory.js';
 import { TaskFault, TaskGraph, type AsyncMode, type ByteSource } from '../walk/task-graph.js';
 import type { MemoryCopier } from './copier.js';
 import { readMany, type MemorySource } from './source.js';
@@ -134,7 +135,9 @@ export class TaskCopier {
       const code = (L.pointerSize === 8 ? v.getBigUint64(0, true) : BigInt(v.getUint32(0, true))) & ~BigInt(L.executableTagMask);
       if (code !== 0n) codes.add(code);
     }
-    const { fresh, replaced } = this.copier.recordCodes(codes, t.interpreterId);
+    const interp = reads.bytes(t.threadStateAddress + BigInt(L.tstate.interp), L.pointerSize);
+    if (!interp) return;
+    const { fresh, replaced } = this.copier.recordCodes(codes, readPointer(interp, 0, L.pointerSize));
     t.codes.push(...fresh.filter((c) => !t.codes.some((d) => d.address === c.address)));
     t.codeReplaced ||= replaced;
   }

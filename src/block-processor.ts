@@ -23,6 +23,9 @@ import { CodeTable } from './symbols/code-table.js';
 import { BlockEngine, CopyStats, type BlockResult, type PayloadBlock } from './block-engine.js';
 import type { Walker } from './walk/index.js';
 import { KernelWalker } from './walk/kernel-walker.js';
+import type { AsyncioOffsets } from './layout/asyncio-offsets.js';
+import type { AsyncMode } from './walk/task-graph.js';
+import { TaskStacks } from './task-stacks.js';
 
 export interface BlockProcessorOptions {
   /** keep only samples of this thread (native thread id, or thread_id) */
@@ -39,6 +42,10 @@ export interface BlockProcessorOptions {
   onSample?: (p: ProcessedSample) => void;
   /** process every block on the reference path */
   reference?: boolean;
+  /** called with every input the profile takes, in order (reference path) */
+  onInput?: (i: SampleInput) => void;
+  /** async-aware stacks (src/task-stacks.ts): implies the reference path */
+  tasks?: { offsets: AsyncioOffsets; mode: AsyncMode };
   /** the compiled kernel, either build (a worker gets it from its parent instead of compiling it again; a browser from the page) */
   module?: WebAssembly.Module;
 }
@@ -115,10 +122,11 @@ export class BlockProcessor {
     private readonly processor: SampleProcessor,
     private readonly engine: BlockEngine | null,
     private readonly options: BlockProcessorOptions,
+    private readonly tasks: TaskStacks | null,
   ) {}
 
   static async load(layout: Layout, options: BlockProcessorOptions = {}): Promise<BlockProcessor> {
-    const useEngine = !options.reference && !options.onSample && !options.walker;
+    const useEngine = !options.reference && !options.onSample && !options.walker && !options.tasks && !options.onInput;
     const engine = useEngine
       ? await BlockEngine.load(layout, {
           ...(options.thread === undefined ? {} : { thread: options.thread }),
@@ -131,7 +139,8 @@ export class BlockProcessor {
     const codes = engine?.codes ?? new CodeTable(layout);
     // (a module given may be either build: the walker takes the memory it imports)
     const walker = options.walker ?? (await KernelWalker.load(options.module ? { module: options.module } : {}));
-    return new BlockProcessor(codes, new SampleProcessor(layout, walker, undefined, codes), engine, options);
+    const tasks = options.tasks ? new TaskStacks(layout, options.tasks.offsets, options.tasks.mode, codes) : null;
+    return new BlockProcessor(codes, new SampleProcessor(layout, walker, undefined, codes), engine, options, tasks);
   }
 
   /** Code records, in file order: each replaces any earlier one at its address. */
@@ -165,7 +174,11 @@ export class BlockProcessor {
     const chosen = decoded.samples.filter(keep(this.options.thread, modeFlag(this.options.mode)));
     for (const s of chosen) copied.add(s.copyMicros, s.flags);
     for (const p of this.processor.process(chosen)) {
-      into.add(sampleInput(p, this.options));
+      const input = sampleInput(p, this.options);
+      for (const i of this.tasks ? this.tasks.inputs(p, input) : [input]) {
+        into.add(i);
+        this.options.onInput?.(i);
+      }
       this.options.onSample?.(p);
     }
     return result;

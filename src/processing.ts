@@ -45,6 +45,8 @@ export { unwindSnapshot, type ThreadStack, type SymbolizedFrame } from './unwind
 export { CaptureReader, decodeBlock, readCaptureBytes, type CaptureSource, type RawBlock } from './capture/reader.js';
 export { CaptureWriter, memorySink, type CaptureSink, type CaptureWriterOptions } from './capture/writer.js';
 export { CaptureError, SAMPLE_FLAG, FACT_FLAG, SAMPLE_FACTS, SAMPLING_MODES } from './capture/types.js';
+export { ASYNC_MODES, type AsyncMode } from './walk/task-graph.js';
+export { taskFrame } from './task-stacks.js';
 export type { CaptureBlock, CaptureHeader, CaptureWarning, CodeRecord, SampleRecord, ThreadNameRecord, RecorderStatus, SampleFact, SamplingMode } from './capture/types.js';
 export { Profile, ProfileFormatError, ThreadProfile, PROFILE_FORMAT, PROFILE_VERSION, Timeline, ThreadNameTable, type TimelineThread } from './profile/index.js';
 export type { ProfileJSON, ThreadJSON, SourceFrame, StackJSON, ProfileStats, StatusCounts, ValidationStats, FunctionStat } from './profile/index.js';

@@ -19,9 +19,12 @@ import { layoutFromSource } from './layout/index.js';
 import { BlockProcessor, openBlock, sampleInput, skipped, type ProcessedBlock, type PseudoFrames } from './block-processor.js';
 import type { ProcessedSample } from './sample-processor.js';
 import { Profile, ThreadNameTable, Timeline } from './profile/index.js';
+import type { SampleInput } from './profile/types.js';
 import { CopyStats } from './block-engine.js';
 import type { Walker } from './walk/index.js';
 import { loadKernel } from './kernel-source.js';
+import { parseAsyncioOffsets, type AsyncioOffsets } from './layout/asyncio-offsets.js';
+import type { AsyncMode } from './walk/task-graph.js';
 
 export { sampleInput };
 
@@ -57,6 +60,12 @@ export interface ReportOptions {
   workers?: number;
   /** stop after the block in which this many samples have been processed (a quick look, benchmarks) */
   maxSamples?: number;
+  /**
+   * async-aware stacks (src/task-stacks.ts): each running task's stack (`running`), or every
+   * task's (`all`), from the tasks a capture recorded with --async-aware (RangeError otherwise).
+   * `recorded`: the mode the capture was recorded in. Processed on the reference path.
+   */
+  asyncAware?: AsyncMode | 'recorded';
   /** also collect every sample in time order (CaptureReport.timeline); implies the reference path */
   timeline?: boolean;
 }
@@ -102,6 +111,17 @@ export function reportMode(header: CaptureHeader, asked: SamplingMode | undefine
     throw new RangeError(`mode ${asked}: the capture does not tell which samples had it: ${told}`);
   }
   return asked;
+}
+
+/** The asyncio offsets a capture recorded its tasks with, for an async-aware report in `mode`; RangeError where it cannot give one. */
+export function asyncioOffsetsOf(header: CaptureHeader, mode: AsyncMode): AsyncioOffsets {
+  const a = header.asyncio;
+  if (!a) throw new RangeError('async-aware: the capture holds no asyncio tasks (record it with --async-aware, CPython 3.14+)');
+  if (mode === 'all' && a.mode !== 'all') throw new RangeError(`async mode all: the capture holds only the running tasks (recorded with --async-mode ${a.mode})`);
+  // (the header's reader checked it is hex; no Buffer here: this runs in every runtime)
+  const bytes = new Uint8Array(a.debugOffsets.length >> 1);
+  for (let i = 0; i < bytes.length; i++) bytes[i] = parseInt(a.debugOffsets.slice(2 * i, 2 * i + 2), 16);
+  return parseAsyncioOffsets(bytes);
 }
 
 export function recordingStats(copies: CopyStats): RecordingStats {
@@ -180,11 +200,12 @@ export interface ProcessHost {
 /** The report of a capture being read (the reader is closed at the end). */
 export async function processCapture(reader: CaptureReader, options: ReportOptions, host: ProcessHost = {}): Promise<CaptureReport> {
   let timeline: Timeline | undefined;
+  // every sample as the profile takes it, in time order (the reference path)
+  let onInput: ((i: SampleInput) => void) | undefined;
   if (options.timeline) {
     const t = (timeline = new Timeline());
-    const onSample = options.onSample;
-    const pseudo = pseudoFrames(options);
-    options = { ...options, onSample: (p) => (t.add(sampleInput(p, pseudo)), onSample?.(p)) };
+    onInput = (i) => t.add(i);
+    options = { ...options, reference: true };
   }
   let pool: BlockPool | null = null;
   try {
@@ -192,7 +213,9 @@ export async function processCapture(reader: CaptureReader, options: ReportOptio
     const mode = reportMode(header, options.mode);
     const { gcFrames, nativeFrames } = pseudoFrames(options);
     const layout = layoutFromSource(header.layoutSource);
-    const engineOnly = !options.reference && !options.onSample && !options.walker;
+    const asyncMode = options.asyncAware === 'recorded' ? (header.asyncio?.mode ?? 'running') : options.asyncAware;
+    const tasks = asyncMode ? { offsets: asyncioOffsetsOf(header, asyncMode), mode: asyncMode } : null;
+    const engineOnly = !options.reference && !options.onSample && !options.walker && !tasks;
     const workers = options.workers ?? host.defaultWorkers?.(reader.size) ?? 0;
     if (!(Number.isInteger(workers) && workers >= 0)) throw new RangeError(`workers must be a whole number >= 0 (got ${workers})`);
     if (engineOnly && workers >= 1 && !host.pool) throw new RangeError(`workers: ${workers} asked for, but this runtime has no worker pool here (process in this thread: workers 0)`);
@@ -211,6 +234,8 @@ export async function processCapture(reader: CaptureReader, options: ReportOptio
         ...(options.walker ? { walker: options.walker } : {}),
         ...(options.onSample ? { onSample: options.onSample } : {}),
         ...(options.reference ? { reference: true } : {}),
+        ...(tasks ? { tasks } : {}),
+        ...(onInput ? { onInput } : {}),
       });
     }
 

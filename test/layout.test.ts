@@ -495,9 +495,12 @@ function numericLeaves(l: Layout): Map<string, number> {
     if (typeof v === 'number') out.set(prefix, v);
     else if (v && typeof v === 'object') for (const [k, x] of Object.entries(v)) walk(prefix ? `${prefix}.${k}` : k, x);
   };
-  // not struct offsets: the tag mask is a property of _PyStackRef, not measurable by offsetof
+  // not struct offsets: the tag mask is a property of _PyStackRef, not measurable by offsetof;
+  // nor is the stack slot where a suspended `await` keeps the awaited object (a property of
+  // the SEND instruction, as CPython's own reader takes it)
   const { id: _id, source: _source, version: _version, executableTagMask: _mask, ...rest } = l;
   walk('', rest);
+  out.delete('objects.awaitedSlot');
   out.set('version.hex', l.version.hex);
   return out;
 }

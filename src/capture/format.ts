@@ -520,6 +520,7 @@ export function encodeHeader(h: CaptureHeader): Uint8Array {
   if (h.copy !== undefined) json.copy = h.copy;
   if (h.sampling !== undefined) json.sampling = h.sampling;
   if (h.facts !== undefined) json.facts = h.facts;
+  if (h.asyncio !== undefined) json.asyncio = { mode: h.asyncio.mode, debugOffsets: h.asyncio.debugOffsets };
 
   const body = new ByteWriter(512 + blob.length);
   body.string(JSON.stringify(json));
@@ -649,6 +650,13 @@ function headerFromJson(name: string, json: unknown, blob: Uint8Array): CaptureH
     if (!Array.isArray(o.facts) || o.facts.some((f) => typeof f !== 'string')) bad('facts', 'must be an array of strings');
     // a fact a later version tells of means nothing here
     header.facts = (o.facts as string[]).filter((f): f is SampleFact => (SAMPLE_FACTS as readonly string[]).includes(f));
+  }
+  if (o.asyncio !== undefined) {
+    const a = o.asyncio as Record<string, unknown> | null;
+    if (typeof a !== 'object' || a === null || (a.mode !== 'running' && a.mode !== 'all') || typeof a.debugOffsets !== 'string' || !/^(?:[0-9a-f]{2})*$/.test(a.debugOffsets)) {
+      bad('asyncio', 'must be {"mode": "running" or "all", "debugOffsets": hex bytes}');
+    }
+    header.asyncio = { mode: a!.mode as 'running' | 'all', debugOffsets: a!.debugOffsets as string };
   }
   // other fields: written by a later version, ignored
   return header;

@@ -35,6 +35,12 @@ export interface CaptureHeader {
   sampling?: SamplingMode;
   /** what the recorder told of each sample besides its memory (SAMPLE_FLAG bits it set); absent: none */
   facts?: SampleFact[];
+  /**
+   * The recorder copied each thread's asyncio tasks for async-aware stacks (3.14+): which tasks
+   * (`running` or `all`), and the asyncio module's debug offsets it read them with
+   * (_Py_AsyncioModuleDebugOffsets, 104 bytes as the target held them, in hex). Absent: not recorded.
+   */
+  asyncio?: { mode: 'running' | 'all'; debugOffsets: string };
 }
 
 /**

@@ -1,3 +1,4 @@
+import { ASYNC_MODES, type AsyncMode } from '../walk/task-graph.js';
 // Parsing of option values shared by the commands.
 import { SAMPLING_MODES, type SamplingMode } from '../capture/types.js';
 import { COPY_MODES, type CopyMode } from '../record/modes.js';
@@ -34,4 +35,14 @@ export function samplingModeOption(mode: string | undefined): SamplingMode | und
   if (mode === undefined) return undefined;
   if (!(SAMPLING_MODES as readonly string[]).includes(mode)) throw new UsageError(`unknown mode "${mode}" (${SAMPLING_MODES.join(', ')})`);
   return mode as SamplingMode;
+}
+
+/** --async-aware / --async-mode (record, report): null when async-aware stacks are not asked for. */
+export function asyncModeOption(aware: boolean | undefined, mode: string | undefined): AsyncMode | null {
+  if (mode !== undefined && !(ASYNC_MODES as readonly string[]).includes(mode)) throw new UsageError(`unknown async mode "${mode}" (${ASYNC_MODES.join(', ')})`);
+  if (!aware) {
+    if (mode !== undefined) throw new UsageError('--async-mode needs --async-aware');
+    return null;
+  }
+  return (mode as AsyncMode | undefined) ?? 'running';
 }

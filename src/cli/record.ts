@@ -10,7 +10,7 @@ import { UsageError } from './errors.js';
 import { percent } from './format.js';
 import { LiveProfile } from './live-profile.js';
 import { pseudoFrames } from '../report-core.js';
-import { copyOption, parsePid, parsePositive, samplingModeOption } from './options.js';
+import { asyncModeOption, copyOption, parsePid, parsePositive, samplingModeOption } from './options.js';
 
 export const RECORD_HELP = `Usage: pyunwind record [OPTIONS] -o FILE (--pid PID | -- COMMAND [ARGS...])
 
@@ -54,6 +54,12 @@ Options:
                          of the two readings alone
   -a, --all-threads      sample every thread of every interpreter (the default; kept for
                          compatibility with other profilers' options)
+      --async-aware      asyncio stacks (CPython 3.14+): also copy each thread's tasks, so that
+                         \`report --async-aware\` shows each task's coroutines under the tasks
+                         awaiting it. Recording starts once the program has imported asyncio
+      --async-mode MODE  which tasks (default running):
+                           running     the task each thread is running, and its awaiters
+                           all         also every task waiting, each with its own stack
       --live             show pyunwind top's live view while recording (q quits)
       --native, --no-gc  with --live: <native> frames, no <GC> frames in the view (every
                          capture keeps what both need: pyunwind report --native / --no-gc)
@@ -83,6 +89,8 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
       live: { type: 'boolean' },
       native: { type: 'boolean' },
       'no-gc': { type: 'boolean' },
+      'async-aware': { type: 'boolean' },
+      'async-mode': { type: 'string' },
       quiet: { type: 'boolean', short: 'q' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -101,6 +109,7 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
   const durationMs = values.duration === undefined ? undefined : parsePositive('--duration', values.duration) * 1000;
   const copy = copyOption(values.copy, values.blocking, values.mode);
   const sampling = samplingModeOption(values.mode) ?? 'wall';
+  const asyncio = asyncModeOption(values['async-aware'], values['async-mode']);
   const target = values.pid !== undefined ? { pid: parsePid(values.pid) } : { command };
   // what is recorded, and how: the same with or without the live view
   const recording = {
@@ -109,11 +118,13 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
     copy,
     sampling,
     ...(values['read-only'] ? { readOnly: true } : {}),
+    ...(asyncio ? { asyncio } : {}),
     ...(durationMs !== undefined ? { durationMs } : {}),
   };
   const views = values.native ? '--native' : values['no-gc'] ? '--no-gc' : null;
   if (views && !values.live) throw new UsageError(`${views} is a view of the samples, which every capture can give: pyunwind report ${views} FILE (or record --live ${views})`);
   if (values.live) {
+    if (asyncio) throw new UsageError('--live shows thread stacks: record --async-aware without it, then report --async-aware');
     const { liveView } = await import('./top.js');
     return liveView({
       target,

@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { metaFromHeader } from '../export/meta.js';
-import { samplingModeOption } from './options.js';
+import { asyncModeOption, samplingModeOption } from './options.js';
 import { reportCapture, type CaptureReport } from '../report.js';
 import { UsageError } from './errors.js';
 import { openInBrowser } from './open-browser.js';
@@ -51,6 +51,11 @@ ${formatsHelp('                          ')}
                         a function and what it reached through sorted(key=...), map, a
                         C module's callback; on top when the thread is in such C code
                         as it enters Python (every version; any capture)
+      --async-aware     asyncio stacks, from a capture recorded with --async-aware (3.14+):
+                        a task's stack is its coroutines under the tasks awaiting it, each
+                        task a \`<task NAME>\` frame, the root task outermost
+      --async-mode MODE running (each thread's running task) or all (also every waiting
+                        task, one stack each per sample); default: as recorded
   -n, --top N           functions listed per thread in text (default 15)
   -j, --workers N       worker threads that process blocks (default: one per core for a
                         capture of 4 MB or more, else 0: all in this thread); the profile
@@ -72,6 +77,8 @@ export async function report(argv: string[], out: (s: string | Uint8Array) => vo
       mode: { type: 'string', short: 'm' },
       'no-gc': { type: 'boolean' },
       native: { type: 'boolean' },
+      'async-aware': { type: 'boolean' },
+      'async-mode': { type: 'string' },
       top: { type: 'string', short: 'n', default: '15' },
       workers: { type: 'string', short: 'j' },
       quiet: { type: 'boolean', short: 'q' },
@@ -101,6 +108,7 @@ export async function report(argv: string[], out: (s: string | Uint8Array) => vo
   }
 
   const mode = samplingModeOption(values.mode);
+  const asyncAware = values['async-aware'] ? (values['async-mode'] === undefined ? 'recorded' : asyncModeOption(true, values['async-mode'])!) : asyncModeOption(false, values['async-mode']);
 
   const tty = !values.quiet && process.stderr.isTTY === true;
   const load = async (f: string, what: string): Promise<CaptureReport> => {
@@ -109,6 +117,7 @@ export async function report(argv: string[], out: (s: string | Uint8Array) => vo
       ...(mode !== undefined ? { mode } : {}),
       ...(values['no-gc'] ? { gc: false } : {}),
       ...(values.native ? { native: true } : {}),
+      ...(asyncAware ? { asyncAware } : {}),
       ...(values.workers !== undefined ? { workers: Number(values.workers) } : {}),
       ...(spec.timeline ? { timeline: true } : {}),
       ...(tty ? { onProgress: (n: number, b: number) => err(`\rreport${what}: ${n} samples, ${b} blocks\x1b[K`) } : {}),

@@ -501,6 +501,20 @@ function buildLayout(t: Table, version: PythonVersion): Layout {
     },
     gen,
     threadNames: ptr === 8 ? threadNamesLayout(t, r, minor) : null,
+    ...(t.has('interpreter_frame.stackpointer') && t.has('set_object.size') && t.has('long_object.size')
+      ? {
+          objects: {
+            stackpointer: r.pointer('interpreter_frame', 'stackpointer'),
+            // CPython's own reader (Modules/_remote_debugging) takes stackpointer[-1] on 3.14 and
+            // stackpointer[-2] from 3.15 on, where SEND keeps the value sent above the awaitable
+            awaitedSlot: minor >= 15 ? 2 : 1,
+            // PyFrameState was renumbered in 3.15 (pycore_frame.h)
+            frameStates: minor >= 15 ? { suspendedYieldFrom: 2, cleared: 5 } : { suspendedYieldFrom: -1, cleared: 4 },
+            set: { used: r.pointer('set_object', 'used'), table: r.pointer('set_object', 'table'), mask: r.pointer('set_object', 'mask') },
+            long: { lvTag: r.pointer('long_object', 'lv_tag'), obDigit: r.field('long_object', 'ob_digit', 4) },
+          },
+        }
+      : {}),
   };
   // a table the walk could not use (offsets past the frame, sizes beyond reason: found by
   // fuzzing) is the table's fault, said as such — not a walker's refusal later on

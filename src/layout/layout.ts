@@ -162,6 +162,25 @@ export interface Layout {
    * Pyodide runs one thread).
    */
   threadNames: ThreadNamesLayout | null;
+  /**
+   * What the async-aware view reads of objects besides frames (3.14+, from the debug offsets;
+   * absent before): a suspended coroutine's awaited object, sets (a task's awaiters) and ints
+   * (a task's default name).
+   */
+  objects?: AsyncObjects;
+}
+
+export interface AsyncObjects {
+  /** offset of interpreter_frame.stackpointer */
+  stackpointer: number;
+  /** a coroutine suspended in `await` keeps the awaited object this many words below its stackpointer */
+  awaitedSlot: number;
+  /** gi_frame_state (a signed byte) of a coroutine suspended in `await`, and of one whose frame is gone */
+  frameStates: { suspendedYieldFrom: number; cleared: number };
+  /** PySetObject: used, table, mask; a table entry is (key, hash), two words */
+  set: { used: number; table: number; mask: number };
+  /** PyLongObject: lv_tag (digit count << 3 | sign) and the 30-bit digits */
+  long: { lvTag: number; obDigit: number };
 }
 
 /** Offsets for reading thread names remotely; every one checked against offsetof by test/fixtures/offsets.c. */

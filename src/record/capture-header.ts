@@ -6,7 +6,7 @@ import { formatVersion } from '../layout/index.js';
 import type { MemorySource } from './source.js';
 
 /** What only the recorder knows: how and when it records. */
-export type RecordingFields = Pick<CaptureHeader, 'rateHz' | 'startTime' | 'recorder' | 'copy' | 'sampling' | 'facts' | 'command' | 'pid'>;
+export type RecordingFields = Pick<CaptureHeader, 'rateHz' | 'startTime' | 'recorder' | 'copy' | 'sampling' | 'facts' | 'command' | 'pid' | 'asyncio'>;
 
 export function captureHeader(source: MemorySource, recording: RecordingFields): CaptureHeader {
   const layout = source.layout;
@@ -26,5 +26,6 @@ export function captureHeader(source: MemorySource, recording: RecordingFields):
   if (recording.copy !== undefined) header.copy = recording.copy;
   if (recording.sampling !== undefined) header.sampling = recording.sampling;
   if (recording.facts !== undefined) header.facts = recording.facts;
+  if (recording.asyncio !== undefined) header.asyncio = recording.asyncio;
   return header;
 }

@@ -45,6 +45,13 @@ export interface CopierOptions {
   stopper?: Stopper;
   /** false: every copy by the general path, never a SteadyCopy (for comparing the two) */
   steady?: boolean;
+  /**
+   * Copy every thread state through at least this many bytes (default: thread_state.size, or on
+   * 3.15 through the base frame): fields past the public thread state that a recording needs in
+   * the same read as the stack — the asyncio running task (task-copy.ts), so that it is the task
+   * of the stack copied.
+   */
+  tstateMin?: number;
   /** false: do not collect `used` (a recorder that never asks for it saves a set insert per frame) */
   collectUsed?: boolean;
 }
@@ -139,6 +146,7 @@ export class MemoryCopier {
       layout: this.layout,
       codes: this.codes,
       maxFrames: options.maxFrames ?? 8192,
+      tstateMin: Math.max(options.tstateMin ?? 0, this.layout.tstate.size),
       get consistency() {
         return self.consistency;
       },
@@ -304,6 +312,20 @@ export class MemoryCopier {
     return next;
   }
 
+  /**
+   * Check and record code objects reached otherwise than by a thread's stack (the suspended
+   * coroutines of asyncio tasks: src/record/task-copy.ts), read now, outside any copy window.
+   * `interp` is the interpreter state's address: where it has a code_object_generation (3.14+),
+   * that is read first, and a code object confirmed at the same generation is not read again
+   * (no code object of the interpreter has died since); else each is examined again.
+   */
+  recordCodes(addresses: Iterable<bigint>, interp: bigint): { fresh: CodeRecord[]; replaced: boolean } {
+    const at = this.layout.interp.codeObjectGeneration;
+    const g = at === null ? null : this.source.tryRead(interp + BigInt(at), 8);
+    const generation = g ? new DataView(g.buffer, g.byteOffset, 8).getBigUint64(0, true) : null;
+    return this.codes.commit(this.codes.check(addresses, interp, generation));
+  }
+
   /** The copy recorded for a code object (null: the address is not a known code object). */
   codeObject(address: bigint): CodeRecord | null {
     return this.codes.snapshot(address);
@@ -415,7 +437,7 @@ export class MemoryCopier {
     if (!steady || !steady.matches(cache, interp, this.consistency === 'anchor')) {
       const plan = { tstateLength: cache.tstateLength, chunks: cache.chunks, outside: cache.outside };
       const source = this.source as MemorySource & { prepareRead(r: readonly Range[]): PreparedRead };
-      steady = cache.steady = new SteadyCopy(source, this.layout, tstate, interp, interp + BigInt(this.layout.interp.codeObjectGeneration!), plan, this.consistency === 'anchor', this.ctx.maxFrames);
+      steady = cache.steady = new SteadyCopy(source, this.layout, tstate, interp, interp + BigInt(this.layout.interp.codeObjectGeneration!), plan, this.consistency === 'anchor', this.ctx.maxFrames, this.ctx.tstateMin);
       preread = null; // read for the steady copy it replaces
     }
     cache.steadyHooks ??= this.steadyHooks(tstate);
@@ -510,7 +532,7 @@ export class MemoryCopier {
   private threadCache(tstate: bigint): ThreadCache {
     let c = this.threads.get(tstate);
     if (!c) {
-      c = newThreadCache(this.layout.tstate.size);
+      c = newThreadCache(this.ctx.tstateMin);
       this.threads.set(tstate, c);
     }
     return c;

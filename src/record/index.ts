@@ -5,6 +5,7 @@ export { openLinuxProcess, processIsRunning, TargetError, type LinuxProcessSourc
 export { takeSnapshot, type Snapshot, type SnapshotOptions, type ThreadSnapshot } from './snapshot.js';
 export type { CodeRecord } from '../capture/types.js';
 export { COPY_MODES, type CopyMode } from './modes.js';
+export { ASYNC_MODES, type AsyncMode } from '../walk/task-graph.js';
 export { SAMPLING_MODES, SAMPLE_FACTS, type SamplingMode, type SampleFact } from '../capture/types.js';
 export type { SamplerStats, SamplerEnd } from './sampler.js';
 export type { MemorySource } from './source.js';

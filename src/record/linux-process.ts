@@ -517,3 +517,58 @@ export function processIsRunning(pid: number): boolean {
   const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
   return state !== 'Z' && state !== 'X' && state !== 'x';
 }
+
+/** Files that may hold the asyncio module's debug table: the interpreter (built-in _asyncio) or the _asyncio extension. */
+const ASYNCIO_CANDIDATE = /^(?:(?:lib)?python3\.\d+|_asyncio\.)/;
+
+/**
+ * Where the `AsyncioDebug` section (the asyncio module's debug offsets, 3.14+) is in process
+ * `pid`: in the interpreter's file when _asyncio is built in, else in the loaded _asyncio
+ * extension. A string says why not (e.g. asyncio is not imported yet).
+ */
+export function locateAsyncioDebug(pid: number): { address: bigint; file: string } | string {
+  checkPid(pid);
+  let maps: MapEntry[];
+  try {
+    maps = readProcMaps(pid);
+  } catch (e) {
+    return e instanceof Error ? e.message : String(e);
+  }
+  const byFile = new Map<string, MapEntry[]>();
+  for (const m of maps) {
+    if (!m.path.startsWith('/') || !ASYNCIO_CANDIDATE.test(path.posix.basename(m.path))) continue;
+    const list = byFile.get(m.path);
+    if (list) list.push(m);
+    else if (byFile.size < MAX_CANDIDATES) byFile.set(m.path, [m]);
+  }
+  const checked: string[] = [];
+  for (const [file, mappings] of byFile) {
+    const opened = readMappedFile(pid, file, mappings);
+    if (typeof opened === 'string') {
+      checked.push(`${file}: ${opened}`);
+      continue;
+    }
+    let elf: ElfInfo;
+    try {
+      elf = parseElf(opened.bytes, opened.path);
+    } catch (e) {
+      if (e instanceof ElfError) {
+        checked.push(`${file}: ${e.message}`);
+        continue;
+      }
+      throw e;
+    }
+    // (the section is `.AsyncioDebug` in Debian's builds, `AsyncioDebug` as CPython's macro names it)
+    const section = elf.section('.AsyncioDebug') ?? elf.section('AsyncioDebug');
+    const first = elf.loads[0];
+    if (!section || section.type === SHT_NOBITS || section.addr === 0n || !first) continue;
+    const firstOffset = first.offset & ~(PAGE_SIZE - 1n);
+    const linkBase = first.vaddr & ~(PAGE_SIZE - 1n);
+    for (const start of mappings.filter((m) => m.offset === firstOffset)) {
+      const address = start.start - linkBase + section.addr;
+      if (mappings.some((m) => m.start <= address && address < m.end)) return { address, file };
+    }
+    checked.push(`${file}: its AsyncioDebug section is outside every mapping of the file`);
+  }
+  return `no AsyncioDebug section in any mapped file (the program has not imported asyncio yet${checked.length ? `; ${checked.join('; ')}` : ''})`;
+}

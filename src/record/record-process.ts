@@ -7,7 +7,9 @@ import { fileSink } from '../capture/file.js';
 import type { CodeRecord, SampleRecord, ThreadNameRecord } from '../capture/types.js';
 import type { Layout } from '../layout/index.js';
 import { captureHeader } from './capture-header.js';
-import { openLinuxProcess, processIsRunning, TargetError, type LinuxProcessSource } from './linux-process.js';
+import { locateAsyncioDebug, openLinuxProcess, processIsRunning, TargetError, type LinuxProcessSource } from './linux-process.js';
+import { ASYNCIO_OFFSETS_SIZE, parseAsyncioOffsets, type AsyncioOffsets } from '../layout/asyncio-offsets.js';
+import type { AsyncMode } from '../walk/task-graph.js';
 import type { CopyMode } from './modes.js';
 import { CpuStates } from './cpu-states.js';
 import type { SampleFact, SamplingMode } from '../capture/types.js';
@@ -44,6 +46,12 @@ export interface RecordProcessOptions {
   /** called every `progressEveryMs` (default 250) with the stats so far */
   onProgress?: (stats: SamplerStats) => void;
   progressEveryMs?: number;
+  /**
+   * also copy each thread's asyncio tasks, for async-aware stacks (CPython 3.14+; RangeError
+   * before): the running task of each thread, or every task. The recording starts once the
+   * program has imported asyncio.
+   */
+  asyncio?: AsyncMode;
   /** a started command's standard streams (default: inherited) */
   stdio?: 'inherit' | 'ignore';
 }
@@ -112,7 +120,9 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
   let writer: CaptureWriter | undefined;
   let stopper: ReturnType<typeof openStopper> | null = null;
   let cpuStates: CpuStates | null = null;
+  let asyncio: { offsets: AsyncioOffsets; debugOffsets: Uint8Array } | null = null;
   try {
+    if (options.asyncio) asyncio = await asyncioOffsets(source, options.signal, alive);
     const facts = recordableFacts(source.layout, pid);
     if (sampling !== 'wall' && !facts.includes(sampling)) throw new RangeError(`--mode ${sampling}: ${FACT_MISSING[sampling]} (${source.description})`);
     if (facts.includes('cpu')) cpuStates = new CpuStates(pid);
@@ -125,6 +135,7 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
       copy: `${copy}${options.readOnly ? ', read-only' : ''}`,
       sampling,
       facts,
+      ...(asyncio ? { asyncio: { mode: options.asyncio!, debugOffsets: Buffer.from(asyncio.debugOffsets).toString('hex') } } : {}),
     }));
     stopper = copy === 'optimistic' ? null : openStopper(pid);
   } catch (e) {
@@ -159,6 +170,7 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
       sampling,
       ...(cpuStates ? { cpuStates } : {}),
       ...(options.readOnly ? { consistency: 'reread' as const } : {}),
+      ...(asyncio ? { asyncio: { offsets: asyncio.offsets, mode: options.asyncio! } } : {}),
       ...(stopper ? { stopper } : {}),
       ...(options.durationMs !== undefined ? { durationMs: options.durationMs } : {}),
       // a target that exits makes the next read fail, and the sampler then asks isAlive
@@ -185,6 +197,26 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
   }
   if (child && alive()) child.kill('SIGTERM');
   return { target: source.description, pid, stats, stoppedMicros: stopper?.stoppedMicros ?? 0, targetExited: stats.ended === 'target-exited' };
+}
+
+/**
+ * The asyncio module's debug offsets of a target (3.14+), once it has imported asyncio: polled
+ * until then (or until the recording is stopped or the target exits).
+ */
+async function asyncioOffsets(source: LinuxProcessSource, signal: AbortSignal | undefined, alive: () => boolean): Promise<{ offsets: AsyncioOffsets; debugOffsets: Uint8Array }> {
+  if (!source.layout.objects) {
+    throw new TargetError('unsupported', `--async-aware: CPython publishes asyncio tasks to profilers from 3.14 on (${source.description})`);
+  }
+  for (;;) {
+    const found = locateAsyncioDebug(source.pid);
+    if (typeof found !== 'string') {
+      const bytes = source.read(found.address, ASYNCIO_OFFSETS_SIZE);
+      return { offsets: parseAsyncioOffsets(bytes), debugOffsets: bytes };
+    }
+    if (signal?.aborted) throw new TargetError('no-process', `--async-aware: stopped before ${source.description} imported asyncio (${found})`);
+    if (!alive()) throw new TargetError('no-process', `--async-aware: ${source.description} exited before it imported asyncio`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
 }
 
 /**

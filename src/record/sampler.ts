@@ -23,6 +23,9 @@ import { Sleeper } from './sleeper.js';
 import { TickSchedule } from './schedule.js';
 import { ReadError, type MemorySource } from './source.js';
 import { ThreadNamer } from './thread-names.js';
+import { asyncioTstateEnd, TaskCopier } from './task-copy.js';
+import type { AsyncioOffsets } from '../layout/asyncio-offsets.js';
+import type { AsyncMode } from '../walk/task-graph.js';
 
 export type { SampleSink } from './sink.js';
 export type { CopyMode } from './modes.js';
@@ -61,6 +64,8 @@ export interface SamplerOptions {
   alternate?: CopyMode;
   /** false: read no thread names (default: read them where the sink takes them, see ThreadNamer) */
   threadNames?: boolean;
+  /** also copy each thread's asyncio tasks for async-aware stacks (CPython 3.14+; see task-copy.ts) */
+  asyncio?: { offsets: AsyncioOffsets; mode: AsyncMode };
 }
 
 export type SamplerEnd = 'duration' | 'stopped' | 'target-exited';
@@ -160,12 +165,17 @@ export async function runSampler(source: MemorySource, sink: SampleSink, options
     ...(options.consistency ? { consistency: options.consistency } : {}),
   };
   // (the code objects a pass used are the snapshot's business, not the sampler's)
-  const copier = copierFor(source, copyOptions, { collectUsed: false });
+  const copier = copierFor(source, copyOptions, {
+    collectUsed: false,
+    // the running task in the same read as the stack (see task-copy.ts)
+    ...(options.asyncio ? { tstateMin: asyncioTstateEnd(options.asyncio.offsets, source.layout.pointerSize) } : {}),
+  });
   // shorter sleeps wake closer to the tick (where the native calls are available)
   const native = loadNative();
   if (typeof native !== 'string') native.setTimerSlack(1);
   try {
-    return await sampleLoop(source, sink, options, copier, copyOptions);
+    const tasks = options.asyncio ? new TaskCopier(source, source.layout, options.asyncio.offsets, options.asyncio.mode, copier) : null;
+    return await sampleLoop(source, sink, options, copier, copyOptions, tasks);
   } finally {
     // the anchor is the one thing written into the target: put it back, on every path
     copier.clearAnchors();
@@ -178,6 +188,7 @@ async function sampleLoop(
   options: SamplerOptions,
   copier: MemoryCopier,
   copyOptions: CopyOptions,
+  tasks: TaskCopier | null,
 ): Promise<SamplerStats> {
   const interval = 1000 / options.rateHz;
   const flushEvery = options.flushEveryMs ?? 1000;
@@ -270,6 +281,8 @@ async function sampleLoop(
     const samples: SampleRecord[] = [];
     for (const t of threads) {
       if (cpuStates) t.onCpu = cpuStates.onCpu(t.nativeThreadId) === true;
+      // (a copy that moved is not walked: its tasks would not be looked at)
+      if (tasks && !t.moved) tasks.copy(t);
       const s = sampleRecord(t, tickTime);
       // (the code objects go to the file whatever the mode keeps: the copier sends each once)
       if (t.codes.length > 0 || t.codeReplaced) emitCodes(sink, t);

@@ -176,6 +176,8 @@ export class SteadyCopy {
     readonly plan: SteadyPlan,
     private readonly anchored: boolean,
     private readonly maxFrames: number,
+    /** the thread state is copied through at least this many bytes (CopierOptions.tstateMin) */
+    private readonly tstateMin: number = layout.tstate.size,
   ) {
     const ranges: { address: bigint; length: number }[] = [{ address: tstate, length: plan.tstateLength }];
     let o = plan.tstateLength;
@@ -327,7 +329,7 @@ export class SteadyCopy {
     if (dv.getUint32(T.interp, true) !== this.interpLo || dv.getUint32(T.interp + 4, true) !== this.interpHi) return null;
     const tsLen = this.plan.tstateLength;
     const base = T.baseFrame !== null ? this.ptr(T.baseFrame) : 0;
-    if (base < 0 || (T.baseFrame !== null && base - this.tstateNum + fs !== tsLen)) return null;
+    if (base < 0 || (T.baseFrame !== null && Math.max(base - this.tstateNum + fs, this.tstateMin) !== tsLen)) return null;
     let frame = this.ptr(T.currentFrame);
     if (frame <= 0 || frame === base) return null;
     const threadLo = dv.getUint32(T.threadId, true);

@@ -38,6 +38,8 @@ export interface CopyContext {
   readonly codes: CodeCache;
   /** frames followed per thread while looking for frames outside the chunks */
   readonly maxFrames: number;
+  /** bytes of every thread state to copy at least (CopierOptions.tstateMin; ≥ thread_state.size) */
+  readonly tstateMin: number;
   /** how copies are checked now */
   readonly consistency: Consistency;
   /** the copy's thread runs again after a stopped read: the copy may read nothing more */
@@ -137,7 +139,7 @@ export function copyThread(
     const base = readPointer(ts, L.tstate.baseFrame, P);
     const end = base + BigInt(L.frame.size);
     if (base >= tstate + BigInt(L.tstate.size) && end - tstate <= BigInt(L.tstate.size + MAX_TSTATE_TAIL)) {
-      const need = Number(end - tstate);
+      const need = Math.max(Number(end - tstate), ctx.tstateMin);
       if (ts.length < need) {
         extra++;
         const whole = tryRead(tstate, need);

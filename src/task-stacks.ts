@@ -1,0 +1,119 @@
+// Async-aware stacks (report --async-aware): a sample's stacks as asyncio tasks, from the tasks
+// the recorder copied with it (src/record/task-copy.ts). Host TypeScript on the reference path:
+// the block engine walks thread stacks only.
+//
+// A task's stack, outermost first: the root task (a `<task NAME>` pseudo-frame, filename "")
+// and its coroutine chain, then each task awaited in turn — first awaiter after first awaiter —
+// down to the task itself. The running task's own part is the thread's frames from its
+// coroutine's frame up (what it calls, synchronous or not); a waiting task's part is the chain
+// of coroutines it is suspended in. In `all` mode every task on the thread's list gives a stack
+// at each sample; in `running` mode only the running one. A thread running no task, or running
+// the event loop's own code for its task (the task is set, no coroutine is on the thread's
+// stack), keeps its thread stack. A thread whose stack runs another coroutine than the running
+// task's was copied at another moment than its tasks: the sample is rejected (`corrupt`).
+//
+// Validated like the thread walk: every pointer in the sample's regions, every loop bounded,
+// a chain coming back on itself a `cycle`; each coroutine frame's code object must be a
+// recorded one and its instruction pointer inside it (else `corrupt`). A sample whose tasks fail
+// is rejected with that status, once, and counted as any rejected sample.
+
+import type { AsyncioOffsets } from './layout/asyncio-offsets.js';
+import type { Layout } from './layout/layout.js';
+import type { SampleInput, SourceFrame } from './profile/types.js';
+import type { ProcessedSample } from './sample-processor.js';
+import type { CodeTable } from './symbols/code-table.js';
+import { SymbolError } from './symbols/location-table.js';
+import { RegionMemory } from './walk/region-memory.js';
+import { TRUSTED } from './walk/status.js';
+import { TaskFault, TaskGraph, type AsyncMode, type TaskNode } from './walk/task-graph.js';
+
+/** The pseudo-frame naming a task on a stack. */
+export function taskFrame(name: string | null): SourceFrame {
+  return { qualname: `<task ${name ?? '(no name)'}>`, filename: '', line: null };
+}
+
+export class TaskStacks {
+  constructor(
+    readonly layout: Layout,
+    readonly offsets: AsyncioOffsets,
+    readonly mode: AsyncMode,
+    private readonly table: CodeTable,
+  ) {}
+
+  /**
+   * What a processed sample adds to the profile: its task stacks (`base` is the sample as its
+   * thread stack gives it, <GC> frame included; returned as is where there is no task to show).
+   */
+  inputs(p: ProcessedSample, base: SampleInput): SampleInput[] {
+    if (!TRUSTED.has(p.status) || !p.walk) return [base];
+    const mem = new RegionMemory(p.sample.regions, this.layout.pointerSize);
+    const graph = new TaskGraph(this.layout, this.offsets, mem);
+    const tstate = p.sample.threadStateAddress;
+    // (the <GC> frame sampleInput put above the thread's stack stays above the task's)
+    const gc = base.frames.length === p.frames.length + 1 ? [base.frames[0]!] : [];
+    try {
+      const out: SampleInput[] = [];
+      const running = graph.running(tstate);
+      let shown = false;
+      if (running !== 0n) {
+        const chain = graph.awaitChain(running);
+        const own = chain[0]?.coro ? chain[0].coro + BigInt(this.layout.gen!.iframe) : null;
+        const at = own === null ? -1 : p.walk.frames.findIndex((f) => f.frame === own);
+        if (at >= 0) {
+          out.push({ ...base, frames: [...gc, ...p.frames.slice(0, at + 1).map(source), ...this.awaiters(graph, mem, chain, true)] });
+          shown = true;
+        } else if (p.walk.frames.some((f) => mem.u8(f.frame + BigInt(this.layout.frame.owner)) === this.layout.owners.generator)) {
+          // a coroutine runs, and it is not the running task's: the task was read at another
+          // moment than the stack (another task's step had begun, or this one had ended and
+          // its object was cleared: no coroutine, not a task any more)
+          throw new TaskFault('corrupt', own ?? running, "the running task's coroutine is not on the thread's stack, another one is");
+        }
+      }
+      if (!shown) out.push(base);
+      if (this.mode === 'all') {
+        for (const task of graph.tasks(tstate)) {
+          if (task === running) continue;
+          const chain = graph.awaitChain(task);
+          if (chain.length > 0) out.push({ ...base, frames: this.awaiters(graph, mem, chain, false) });
+        }
+      }
+      return out;
+    } catch (e) {
+      if (e instanceof TaskFault) return [{ ...base, status: e.status, frames: [] }];
+      throw e;
+    }
+  }
+
+  /**
+   * The frames of a chain of tasks, innermost first: each task's coroutines then its pseudo-frame.
+   * `runningFirst`: the first task's coroutines are on the thread's stack (given by the caller).
+   */
+  private awaiters(graph: TaskGraph, mem: RegionMemory, chain: TaskNode[], runningFirst: boolean): SourceFrame[] {
+    const frames: SourceFrame[] = [];
+    chain.forEach((node, i) => {
+      if (node.coro !== 0n && !(runningFirst && i === 0)) {
+        const coros = graph.coroFrames(node.coro);
+        for (let k = coros.length - 1; k >= 0; k--) frames.push(this.frame(mem, coros[k]!));
+      }
+      frames.push(taskFrame(node.name));
+    });
+    return frames;
+  }
+
+  /** A suspended coroutine's frame, named: its code object must be recorded and its instruction pointer inside its bytecode. */
+  private frame(mem: RegionMemory, frame: bigint): SourceFrame {
+    const L = this.layout;
+    const executable = mem.ptr(frame + BigInt(L.frame.executable));
+    const instr = mem.ptr(frame + BigInt(L.frame.instrPtr));
+    if (executable === null || instr === null) throw new TaskFault('dangling', frame, 'coroutine frame not in memory');
+    const code = executable & ~BigInt(L.executableTagMask);
+    const info = this.table.code(code);
+    if (info === undefined || info instanceof SymbolError) throw new TaskFault('corrupt', frame, `coroutine frame's code object 0x${code.toString(16)} is not a recorded code object`);
+    if (instr < info.bytecodeStart || instr >= info.bytecodeEnd || (instr - info.bytecodeStart) % 2n !== 0n) {
+      throw new TaskFault('corrupt', frame, 'coroutine frame instruction pointer outside its code');
+    }
+    return source(this.table.frame(code, instr));
+  }
+}
+
+const source = (f: SourceFrame): SourceFrame => ({ qualname: f.qualname, filename: f.filename, line: f.line });

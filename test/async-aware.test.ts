@@ -1,0 +1,269 @@
+// Async-aware stacks on real interpreters: workloads/asynctasks.py runs a task "main" awaiting
+// a gather of tasks "worker-k", each awaiting a task "sub-k" that spins, and prints, from inside
+// the spinning coroutines, the call graph asyncio itself reports (asyncio.capture_call_graph):
+// for each running sub-task, and once for every task waiting. Recorded with --async-aware, the
+// report's stack of every sample in a spinning coroutine must be exactly one of those graphs
+// (plus what spin calls): task names and coroutine names, outermost first; none may be anything
+// else. With --async-mode all, every waiting task's graph is a stack too. Samples rejected are
+// counted, and must stay few. 3.14 and 3.15 only: before 3.14 CPython publishes no tasks, and
+// the recorder must refuse in one clear line.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { readCaptureBytes } from '../src/capture/reader.js';
+import type { Region } from '../src/capture/types.js';
+import { layoutFromSource } from '../src/layout/index.js';
+import { asyncioOffsetsOf, sampleInput } from '../src/report-core.js';
+import { reportCapture } from '../src/report.js';
+import type { ProcessedSample } from '../src/sample-processor.js';
+import { CodeTable } from '../src/symbols/code-table.js';
+import { TaskStacks } from '../src/task-stacks.js';
+import { RegionMemory } from '../src/walk/region-memory.js';
+import { TaskGraph } from '../src/walk/task-graph.js';
+import { nativeInterpreters } from '../harness/interpreters.js';
+import { recordCoverage } from './helpers/coverage.js';
+
+const BIN = path.resolve('bin/pyunwind.js');
+const WORKLOAD = path.resolve('workloads/asynctasks.py');
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pyunwind-async-'));
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+interface JsonReport {
+  summary: { attempted: number; trusted: number; rejected: number; statuses: Record<string, number> };
+  threads: { frames: { qualname: string; filename: string }[]; stacks: [number, number, number][] }[];
+}
+
+function pyunwind(args: string[]): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', timeout: 120_000, maxBuffer: 64 << 20, env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' } });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** Every stack of a JSON report with samples of its own: its qualnames outermost first, and its count. */
+function stacksOf(json: JsonReport): { names: string[]; filenames: string[]; count: number }[] {
+  const out: { names: string[]; filenames: string[]; count: number }[] = [];
+  for (const t of json.threads) {
+    t.stacks.forEach(([, , count], i) => {
+      if (count === 0) return;
+      const names: string[] = [];
+      const filenames: string[] = [];
+      for (let at = i; at >= 0; at = t.stacks[at]![0]) {
+        const f = t.frames[t.stacks[at]![1]]!;
+        names.unshift(f.qualname);
+        filenames.unshift(f.filename);
+      }
+      out.push({ names, filenames, count });
+    });
+  }
+  return out;
+}
+
+interface Told {
+  running: Map<string, string[]>;
+  waiting: Map<string, string[]>;
+}
+
+function told(stdout: string): Told {
+  const running = new Map<string, string[]>();
+  const waiting = new Map<string, string[]>();
+  for (const line of stdout.trim().split('\n')) {
+    const o = JSON.parse(line) as { task?: string; waiting?: string; graph?: string[] };
+    if (o.task && o.graph) running.set(o.task, o.graph);
+    if (o.waiting && o.graph) waiting.set(o.waiting, o.graph);
+  }
+  return { running, waiting };
+}
+
+/** The regions with a pointer-sized value written at `address` (the region holding it copied first). */
+function poke(regions: readonly Region[], address: bigint, value: bigint, width = 8): Region[] {
+  return regions.map((r) => {
+    if (address < r.address || address + BigInt(width) > r.address + BigInt(r.bytes.length)) return r;
+    const bytes = new Uint8Array(r.bytes);
+    const v = new DataView(bytes.buffer);
+    if (width === 8) v.setBigUint64(Number(address - r.address), value, true);
+    else v.setUint8(Number(address - r.address), Number(value));
+    return { address: r.address, bytes };
+  });
+}
+
+/**
+ * A real sample of a spinning task, its tasks' links then broken as torn or hostile memory would
+ * break them: each must give a rejection with its reason, never a stack, an exception or a hang.
+ */
+async function tamperedSamples(file: string): Promise<Record<string, string>> {
+  const header = readCaptureBytes(fs.readFileSync(file)).header;
+  const layout = layoutFromSource(header.layoutSource);
+  const offsets = asyncioOffsetsOf(header, 'running');
+  const table = new CodeTable(layout);
+  for (const b of readCaptureBytes(fs.readFileSync(file)).blocks()) for (const c of b.codes) table.add(c);
+  let picked: ProcessedSample | null = null;
+  await reportCapture(file, { reference: true, onSample: (p) => void (picked ??= p.frames.some((f) => f.qualname === 'crunch') ? p : null) });
+  const p = picked as ProcessedSample | null;
+  if (!p) throw new Error('no sample in crunch');
+  const stacks = new TaskStacks(layout, offsets, 'running', table);
+  const statusWith = (regions: Region[]): string => {
+    const q = { ...p, sample: { ...p.sample, regions } };
+    const out = stacks.inputs(q, sampleInput(q));
+    return out.length === 1 ? `${out[0]!.status}${out[0]!.frames.some((f) => f.qualname.startsWith('<task ')) ? ' with tasks' : ''}` : `${out.length} stacks`;
+  };
+  const regions = p.sample.regions;
+  const graph = new TaskGraph(layout, offsets, new RegionMemory(regions, 8));
+  const running = graph.running(p.sample.threadStateAddress);
+  const chain = graph.awaitChain(running);
+  const [sub, worker, main] = chain.map((n) => n.address);
+  const k = offsets.task;
+  const at = (task: bigint | undefined, field: number): bigint => task! + BigInt(field);
+  // the worker's coroutine made to await itself
+  const coro = chain[1]!.coro;
+  const mem = new RegionMemory(regions, 8);
+  const frame = coro + BigInt(layout.gen!.iframe);
+  const sp = mem.ptr(frame + BigInt(layout.objects!.stackpointer))! & ~7n;
+  return {
+    untouched: statusWith([...regions]),
+    'root awaited by the running task': statusWith(poke(poke(regions, at(main, k.awaitedBy), sub!), at(main, k.awaitedByIsSet), 0n, 1)),
+    'awaiter outside the copy': statusWith(poke(poke(regions, at(sub, k.awaitedBy), 0x10n), at(sub, k.awaitedByIsSet), 0n, 1)),
+    'awaiters set that is no set': statusWith(poke(poke(regions, at(worker, k.awaitedBy), worker!), at(worker, k.awaitedByIsSet), 1n, 1)),
+    'coroutine awaiting itself': statusWith(poke(regions, sp - BigInt(8 * layout.objects!.awaitedSlot), coro)),
+    'running task outside the copy': statusWith(poke(regions, p.sample.threadStateAddress + BigInt(offsets.tstate.runningTask), 0x7000n)),
+  };
+}
+
+const same = (a: string[], b: string[]): boolean => a.length === b.length && a.every((x, i) => x === b[i]);
+
+describe.each(nativeInterpreters())('async-aware stacks, $label', (py) => {
+  if (py.missing) {
+    it(`is skipped: ${py.missing}`, () => recordCoverage('async-aware', py.label, false, py.missing!));
+    return;
+  }
+  const version = spawnSync(py.command, ['-c', 'import sys; print(sys.version_info[1])'], { encoding: 'utf8' });
+  const minor = Number(version.stdout.trim());
+
+  if (minor < 14) {
+    it('is refused in one line: CPython publishes tasks from 3.14 on', () => {
+      // (a target that writes nothing itself: the recorder's line is the only one)
+      const rec = pyunwind(['record', '-q', '--async-aware', '-o', path.join(dir, `${py.label}.pyuw`), '--', py.command, '-c', 'import asyncio, time; time.sleep(30)']);
+      expect(rec.status).not.toBe(0);
+      const lines = rec.stderr.trim().split('\n');
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(/--async-aware: CPython publishes asyncio tasks to profilers from 3\.14 on/);
+      recordCoverage('async-aware', `${py.label} (refused before 3.14)`, true);
+    }, 60_000);
+    return;
+  }
+
+  it('running mode: the stack of each spinning task is the call graph asyncio reports', async () => {
+    const file = path.join(dir, `${py.label}-running.pyuw`);
+    const rec = pyunwind(['record', '-q', '-r', '1000', '--async-aware', '-o', file, '--', py.command, WORKLOAD, '4']);
+    expect(rec.status, rec.stderr).toBe(0);
+    const truth = told(rec.stdout);
+    expect([...truth.running.keys()].sort()).toEqual(['sub-0', 'sub-1', 'sub-2']);
+    expect(readCaptureBytes(fs.readFileSync(file)).header.asyncio?.mode).toBe('running');
+
+    const r = pyunwind(['report', '-q', file, '--async-aware', '--format', 'json']);
+    expect(r.status, r.stderr).toBe(0);
+    const json = JSON.parse(r.stdout) as JsonReport;
+    const graphs = [...truth.running.values()];
+    let inSpin = 0;
+    let matched = 0;
+    const impossible: string[] = [];
+    const seen = new Set<string>();
+    for (const s of stacksOf(json)) {
+      const at = s.names.indexOf('spin');
+      if (at < 0) continue;
+      inSpin += s.count;
+      const own = s.names.slice(0, at + 1);
+      const graph = graphs.find((g) => same(g, own));
+      if (graph) {
+        matched += s.count;
+        seen.add(graph.join(' > '));
+        // task pseudo-frames name no file
+        s.names.forEach((n, i) => n.startsWith('<task ') && expect(s.filenames[i]).toBe(''));
+      } else impossible.push(`${s.names.join(' > ')} (${s.count})`);
+    }
+    const { attempted, rejected, statuses } = json.summary;
+    console.log(
+      `[async-aware] ${py.label} running: ${attempted} samples, ${inSpin} in spin, ${matched} equal to asyncio's graph, ` +
+        `${impossible.length} other stacks; rejected ${rejected} (${JSON.stringify(statuses)})`,
+    );
+    expect(impossible).toEqual([]);
+    // every spinning task was seen, and spinning is what the program mostly does
+    expect(seen.size).toBe(3);
+    const stacked = json.summary.trusted - json.summary.statuses.idle!;
+    expect(inSpin).toBeGreaterThan(0.5 * stacked);
+    expect(rejected).toBeLessThan(0.1 * attempted);
+
+    // the same capture reported without --async-aware: thread stacks, no task frame
+    const plain = pyunwind(['report', '-q', file, '--format', 'collapsed']);
+    expect(plain.status, plain.stderr).toBe(0);
+    expect(plain.stdout).not.toContain('<task ');
+    // the tasks' regions change nothing for the thread stacks: the block engine and the reference path agree
+    const profileJson = (rep: Awaited<ReturnType<typeof reportCapture>>): string => JSON.stringify(rep.profile.toJSON(), (_, v) => (typeof v === 'bigint' ? v.toString() : v));
+    expect(profileJson(await reportCapture(file, { workers: 0 }))).toBe(profileJson(await reportCapture(file, { reference: true })));
+    // a running capture cannot give every task
+    const all = pyunwind(['report', '-q', file, '--async-aware', '--async-mode', 'all']);
+    expect(all.status).not.toBe(0);
+    expect(all.stderr).toMatch(/holds only the running tasks/);
+
+    // the same sample with its task links broken: rejected with the reason, never a stack
+    const tampered = await tamperedSamples(file);
+    console.log(`[async-aware] ${py.label} tampered: ${JSON.stringify(tampered)}`);
+    expect(tampered).toEqual({
+      untouched: 'complete' + (minor >= 15 ? '' : '-unverifiable') + ' with tasks',
+      'root awaited by the running task': 'cycle',
+      'awaiter outside the copy': 'dangling',
+      'awaiters set that is no set': expect.stringMatching(/^(corrupt|dangling)$/),
+      'coroutine awaiting itself': 'cycle',
+      'running task outside the copy': 'dangling',
+    });
+    recordCoverage('async-aware', `${py.label} running`, true);
+  }, 120_000);
+
+  it('all mode: the waiting tasks too, each with the graph asyncio reports for it', () => {
+    const file = path.join(dir, `${py.label}-all.pyuw`);
+    const rec = pyunwind(['record', '-q', '-r', '1000', '--async-aware', '--async-mode', 'all', '-o', file, '--', py.command, WORKLOAD, '4']);
+    expect(rec.status, rec.stderr).toBe(0);
+    const truth = told(rec.stdout);
+    expect([...truth.waiting.keys()].sort()).toEqual(['main', 'sub-0', 'sub-1', 'worker-0', 'worker-1', 'worker-2']);
+
+    const r = pyunwind(['report', '-q', file, '--async-aware', '--format', 'json']);
+    expect(r.status, r.stderr).toBe(0);
+    const json = JSON.parse(r.stdout) as JsonReport;
+    const stacks = stacksOf(json);
+    const counts = [...truth.waiting].map(([name, graph]) => [name, stacks.filter((s) => same(s.names, graph)).reduce((n, s) => n + s.count, 0)] as const);
+    console.log(`[async-aware] ${py.label} all: stacks of waiting tasks ${counts.map(([n, c]) => `${n} ${c}`).join(', ')}; rejected ${json.summary.rejected} of ${json.summary.attempted}`);
+    // main waits through the whole run (its stack counts the samples then); each worker waits
+    // as long; each sub-task waits while another one runs (two thirds of the time)
+    const count = new Map(counts);
+    const samples = count.get('main')!;
+    expect(samples).toBeGreaterThanOrEqual(10);
+    for (const [name, c] of counts) expect(c, name).toBeGreaterThanOrEqual((name.startsWith('sub-') ? 0.2 : 0.9) * samples);
+    // and the running ones are still what asyncio says
+    const graphs = [...truth.running.values()];
+    const wrong = stacks.filter((s) => {
+      const at = s.names.indexOf('spin');
+      if (at < 0) return false;
+      const own = s.names.slice(0, at + 1);
+      const waitingHere = [...truth.waiting.values()].some((g) => same(g, s.names));
+      return !waitingHere && !graphs.some((g) => same(g, own));
+    });
+    expect(wrong.map((s) => s.names.join(' > '))).toEqual([]);
+    expect(json.summary.rejected).toBeLessThan(0.1 * json.summary.attempted);
+    recordCoverage('async-aware', `${py.label} all`, true);
+  }, 120_000);
+});
+
+describe('async-aware reports of captures without tasks', () => {
+  it('are refused in one line', () => {
+    const fixtures = path.resolve('test/fixtures/captures');
+    const any = fs.readdirSync(fixtures).find((f) => f.endsWith('.pyuw'));
+    if (!any) {
+      recordCoverage('async-aware', 'plain capture', false, 'no capture in test/fixtures/captures');
+      return;
+    }
+    const r = pyunwind(['report', '-q', path.join(fixtures, any), '--async-aware']);
+    expect(r.status).not.toBe(0);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(/holds no asyncio tasks/);
+  });
+});

@@ -23,6 +23,7 @@ import type { SampleInput, SourceFrame } from './profile/types.js';
 import type { ProcessedSample } from './sample-processor.js';
 import type { CodeTable } from './symbols/code-table.js';
 import { SymbolError } from './symbols/location-table.js';
+import { GC_FRAME, NATIVE_FRAME } from './symbols/pseudo-frames.js';
 import { RegionMemory } from './walk/region-memory.js';
 import { TRUSTED } from './walk/status.js';
 import { TaskFault, TaskGraph, type AsyncMode, type TaskNode } from './walk/task-graph.js';
@@ -49,8 +50,6 @@ export class TaskStacks {
     const mem = new RegionMemory(p.sample.regions, this.layout.pointerSize);
     const graph = new TaskGraph(this.layout, this.offsets, mem);
     const tstate = p.sample.threadStateAddress;
-    // (the <GC> frame sampleInput put above the thread's stack stays above the task's)
-    const gc = base.frames.length === p.frames.length + 1 ? [base.frames[0]!] : [];
     try {
       const out: SampleInput[] = [];
       const running = graph.running(tstate);
@@ -60,7 +59,7 @@ export class TaskStacks {
         const own = chain[0]?.coro ? chain[0].coro + BigInt(this.layout.gen!.iframe) : null;
         const at = own === null ? -1 : p.walk.frames.findIndex((f) => f.frame === own);
         if (at >= 0) {
-          out.push({ ...base, frames: [...gc, ...p.frames.slice(0, at + 1).map(source), ...this.awaiters(graph, mem, chain, true)] });
+          out.push({ ...base, frames: [...threadPart(base.frames, at), ...this.awaiters(graph, mem, chain, true)] });
           shown = true;
         } else if (p.walk.frames.some((f) => mem.u8(f.frame + BigInt(this.layout.frame.owner)) === this.layout.owners.generator)) {
           // a coroutine runs, and it is not the running task's: the task was read at another
@@ -117,3 +116,19 @@ export class TaskStacks {
 }
 
 const source = (f: SourceFrame): SourceFrame => ({ qualname: f.qualname, filename: f.filename, line: f.line });
+
+const PSEUDO = new Set([GC_FRAME.qualname, NATIVE_FRAME.qualname]);
+const isPseudo = (f: SourceFrame): boolean => f.filename === '' && f.line === null && PSEUDO.has(f.qualname);
+
+/**
+ * A sample's frames as sampleInput gave them (innermost first, with the <GC> and <native>
+ * frames it was asked for), from the innermost through the `at`-th Python frame: the running
+ * task's part of the thread's stack, its pseudo-frames kept.
+ */
+function threadPart(frames: readonly SourceFrame[], at: number): SourceFrame[] {
+  let python = -1;
+  for (let i = 0; i < frames.length; i++) {
+    if (!isPseudo(frames[i]!) && ++python === at) return frames.slice(0, i + 1);
+  }
+  return [...frames];
+}

@@ -439,7 +439,7 @@ export const NAMES_MIN_GAP_MS = 20;
 const UNNAMED_TRIES = 3;
 
 /**
- * When a recorder reads thread names, and which it writes. Names are read at the first tick,
+ * When a recorder reads thread names, and which it writes. Names are read at the first call (the sampler makes it in its warm-up, at time 0),
  * when a thread appears (at most every NAMES_MIN_GAP_MS: a burst of new threads costs one read),
  * again for a thread still unnamed (a Thread enters `_active` right after its thread starts, so a
  * copy can see the thread first) a few times, and every NAMES_REFRESH_MS for renames — never on

@@ -41,6 +41,7 @@ import {
   outSplicePy,
   outSpliceVisited,
   outSpliced,
+  outEnteredByCframe,
   outStatus,
   outVisited,
   setCodes,
@@ -827,6 +828,7 @@ function sample(end: u32): i32 {
       store<u64>(th, outLast, T_TRACE_LAST);
       store<u32>(th, outLastOwner, T_TRACE_OWNER);
       store<u32>(th, outLastIsEntry, T_TRACE_ENTRY);
+      if (outEnteredByCframe) store<u32>(th, NONE, T_TRACE_N);
     }
     store<u32>(th, 0, T_NODES_OK);
     status = outStatus;

@@ -33,7 +33,8 @@ const P_BOTTOM = 14;
 const P_IP_PREVIOUS = 15;
 const P_MAX_DEPTH = 16;
 const P_OWNER_THREAD = 17;
-const P_COUNT = 18;
+const P_CFRAME_PREVIOUS = 18;
+const P_COUNT = 19;
 
 const BOTTOM_BASE_FRAME = 0;
 const BOTTOM_ENTRY_FRAME = 1;
@@ -67,6 +68,7 @@ let bottom: i32 = 0;
 let ipPrevious: u32 = 0;
 export let maxDepth: u32 = 0;
 let ownerThread: u32 = 0;
+let cframePrevious: i32 = -1;
 
 // ---- current sample ----
 let regTable: u32 = 0;
@@ -194,6 +196,7 @@ export function loadParams(p: u32): bool {
   ipPrevious = load<u32>(p + P_IP_PREVIOUS * 4);
   maxDepth = load<u32>(p + P_MAX_DEPTH * 4);
   ownerThread = load<u32>(p + P_OWNER_THREAD * 4);
+  cframePrevious = load<i32>(p + P_CFRAME_PREVIOUS * 4);
   // every field read from a frame must lie inside the frame size, which is what locate checks
   if (frSize == 0 || frSize > 4096) return false;
   if (frPrevious + ptrSize > frSize || frExecutable + ptrSize > frSize) return false;
@@ -202,6 +205,7 @@ export function loadParams(p: u32): bool {
   if (tsNeed > 1 << 20 || tsCurrentFrame + ptrSize > tsNeed) return false;
   if (tsBaseFrame >= 0 && <u32>tsBaseFrame + ptrSize > tsNeed) return false;
   if (cframeCurrent > 4096) return false;
+  if (cframePrevious < -1 || cframePrevious > 4096 || (cframePrevious >= 0 && cframeCurrent < 0)) return false;
   // as the host's checkParams (src/layout/walk-params.ts): a rule, tag and limits both walkers read alike
   if (bottom != BOTTOM_BASE_FRAME && bottom != BOTTOM_ENTRY_FRAME && bottom != BOTTOM_IS_ENTRY_FLAG) return false;
   if (tagMask >= <u64>ptrSize) return false;
@@ -268,6 +272,8 @@ export let outLastOwner: u32 = 0;
 export let outLastIsEntry: u32 = 0;
 /** the walk was spliced (for the engine's statistics) */
 export let outSpliced: bool = false;
+/** the current frame was taken for its eval loop's entry from the calling eval loop (3.11): not a walk to splice onto */
+export let outEnteredByCframe: bool = false;
 export let outStatus: u32 = 0;
 export let outVisited: u32 = 0;
 export let outLast: u64 = 0;
@@ -278,6 +284,7 @@ export let outFrames: u32 = 0;
 export function walkOne(tstate: u64, frames: u32): void {
   outEnded = false;
   outSpliced = false;
+  outEnteredByCframe = false;
   outVisited = 0;
   outLast = 0;
   outFail = 0;
@@ -293,6 +300,8 @@ export function walkOne(tstate: u64, frames: u32): void {
   }
   const ts = locOffset;
   let frame: u64 = fieldPtr(ts, tsCurrentFrame);
+  // 3.11: the current frame of the eval loop that called the running one (0: not known)
+  let enteredFrom: u64 = 0;
   if (cframeCurrent >= 0) {
     // 3.11/3.12: tstate->cframe->current_frame
     const cframe = frame;
@@ -306,6 +315,13 @@ export function walkOne(tstate: u64, frames: u32): void {
       outStatus = DANGLING;
       outFail = cframe;
       return;
+    }
+    if (cframePrevious >= 0) {
+      const outer = readPtr(cframe + <u64>cframePrevious);
+      if (readOk && outer != 0) {
+        enteredFrom = readPtr(outer + <u64>cframeCurrent);
+        if (!readOk) enteredFrom = 0;
+      }
     }
   }
   let base: u64 = 0;
@@ -415,6 +431,14 @@ export function walkOne(tstate: u64, frames: u32): void {
     last = frame;
     lastOwner = owner;
     lastIsEntry = frIsEntry >= 0 ? <u32>load<u8>(f + <u32>frIsEntry) : 0;
+    // 3.11: a frame C code calls is linked before its eval loop sets is_entry (see the
+    // reference walker): the current frame whose caller is the calling eval loop's is that entry
+    if (lastIsEntry == 0 && visited == 0 && enteredFrom != 0 && prev == enteredFrom && ownerIn(ownerPython, owner)) {
+      lastIsEntry = 1;
+      outEnteredByCframe = true;
+      // (its caller's flag then depends on more than the frame: no splice onto an older walk)
+      spliceOld = 0;
+    }
     // (a function of this frame alone, so a walk spliced onto an older one after it agrees)
     throughC = ownerIn(ownerPython, owner) ? (lastIsEntry != 0 ? FRAME_CALLS_THROUGH_C : 0) : FRAME_CALLS_THROUGH_C;
     visited++;

@@ -9,11 +9,11 @@ import { concatBytes } from '../src/capture/concat.js';
 
 // Parameter sets shaped like real layouts (64-bit 3.15, 3.14, 3.12 via cframe, 3.11 is_entry; wasm32 3.15)
 export const WALK_PARAMS: WalkParams[] = [
-  { pointerSize: 8, tstateNeed: 232, tstateCurrentFrame: 72, cframeCurrentFrame: -1, tstateBaseFrame: 80, frameSize: 80, framePrevious: 8, frameExecutable: 0, frameInstrPtr: 56, frameOwner: 74, frameIsEntry: -1, tagMask: 3, ownerPythonMask: 0b11, ownerSkipMask: 0b1000, bottom: 0, instrPtrIsPrevious: false, maxDepth: 64, ownerThread: 0 },
-  { pointerSize: 8, tstateNeed: 80, tstateCurrentFrame: 72, cframeCurrentFrame: -1, tstateBaseFrame: -1, frameSize: 80, framePrevious: 8, frameExecutable: 0, frameInstrPtr: 56, frameOwner: 74, frameIsEntry: -1, tagMask: 3, ownerPythonMask: 0b11, ownerSkipMask: 0b11000, bottom: 1, instrPtrIsPrevious: false, maxDepth: 64, ownerThread: 0 },
-  { pointerSize: 8, tstateNeed: 64, tstateCurrentFrame: 56, cframeCurrentFrame: 0, tstateBaseFrame: -1, frameSize: 80, framePrevious: 8, frameExecutable: 0, frameInstrPtr: 56, frameOwner: 70, frameIsEntry: -1, tagMask: 0, ownerPythonMask: 0b11, ownerSkipMask: 0b1000, bottom: 1, instrPtrIsPrevious: true, maxDepth: 64, ownerThread: 0 },
-  { pointerSize: 8, tstateNeed: 64, tstateCurrentFrame: 56, cframeCurrentFrame: 8, tstateBaseFrame: -1, frameSize: 80, framePrevious: 48, frameExecutable: 32, frameInstrPtr: 56, frameOwner: 69, frameIsEntry: 68, tagMask: 0, ownerPythonMask: 0b11, ownerSkipMask: 0, bottom: 2, instrPtrIsPrevious: true, maxDepth: 64, ownerThread: 0 },
-  { pointerSize: 4, tstateNeed: 64, tstateCurrentFrame: 56, cframeCurrentFrame: -1, tstateBaseFrame: 60, frameSize: 44, framePrevious: 4, frameExecutable: 0, frameInstrPtr: 28, frameOwner: 38, frameIsEntry: -1, tagMask: 3, ownerPythonMask: 0b11, ownerSkipMask: 0b1000, bottom: 0, instrPtrIsPrevious: false, maxDepth: 64, ownerThread: 0 },
+  { pointerSize: 8, tstateNeed: 232, tstateCurrentFrame: 72, cframeCurrentFrame: -1, tstateBaseFrame: 80, frameSize: 80, framePrevious: 8, frameExecutable: 0, frameInstrPtr: 56, frameOwner: 74, frameIsEntry: -1, tagMask: 3, ownerPythonMask: 0b11, ownerSkipMask: 0b1000, bottom: 0, instrPtrIsPrevious: false, maxDepth: 64, ownerThread: 0, cframePrevious: -1 },
+  { pointerSize: 8, tstateNeed: 80, tstateCurrentFrame: 72, cframeCurrentFrame: -1, tstateBaseFrame: -1, frameSize: 80, framePrevious: 8, frameExecutable: 0, frameInstrPtr: 56, frameOwner: 74, frameIsEntry: -1, tagMask: 3, ownerPythonMask: 0b11, ownerSkipMask: 0b11000, bottom: 1, instrPtrIsPrevious: false, maxDepth: 64, ownerThread: 0, cframePrevious: -1 },
+  { pointerSize: 8, tstateNeed: 64, tstateCurrentFrame: 56, cframeCurrentFrame: 0, tstateBaseFrame: -1, frameSize: 80, framePrevious: 8, frameExecutable: 0, frameInstrPtr: 56, frameOwner: 70, frameIsEntry: -1, tagMask: 0, ownerPythonMask: 0b11, ownerSkipMask: 0b1000, bottom: 1, instrPtrIsPrevious: true, maxDepth: 64, ownerThread: 0, cframePrevious: -1 },
+  { pointerSize: 8, tstateNeed: 64, tstateCurrentFrame: 56, cframeCurrentFrame: 8, tstateBaseFrame: -1, frameSize: 80, framePrevious: 48, frameExecutable: 32, frameInstrPtr: 56, frameOwner: 69, frameIsEntry: 68, tagMask: 0, ownerPythonMask: 0b11, ownerSkipMask: 0, bottom: 2, instrPtrIsPrevious: true, maxDepth: 64, ownerThread: 0, cframePrevious: 16 },
+  { pointerSize: 4, tstateNeed: 64, tstateCurrentFrame: 56, cframeCurrentFrame: -1, tstateBaseFrame: 60, frameSize: 44, framePrevious: 4, frameExecutable: 0, frameInstrPtr: 28, frameOwner: 38, frameIsEntry: -1, tagMask: 3, ownerPythonMask: 0b11, ownerSkipMask: 0b1000, bottom: 0, instrPtrIsPrevious: false, maxDepth: 64, ownerThread: 0, cframePrevious: -1 },
 ];
 
 const u64 = fc.bigInt({ min: 0n, max: (1n << 64n) - 1n });
@@ -33,6 +33,8 @@ export const structuredMemory = (p: WalkParams) =>
       cut: fc.array(fc.integer({ min: 0, max: 100 }), { minLength: 12, maxLength: 12 }),
       split: fc.array(fc.boolean(), { minLength: 12, maxLength: 12 }),
       current: fc.integer({ min: -2, max: 12 }),
+      // 3.11: the calling eval loop's current frame (-3: no calling eval loop)
+      entered: fc.integer({ min: -3, max: 12 }),
       baseFrame: fc.integer({ min: -2, max: 12 }),
       tstateCut: fc.integer({ min: 0, max: 40 }),
       random: u64,
@@ -104,6 +106,11 @@ export const structuredMemory = (p: WalkParams) =>
       if (p.cframeCurrentFrame >= 0) {
         putTs(p.tstateCurrentFrame, tstate + 128n);
         putTs(128 + p.cframeCurrentFrame, target(g.current));
+        if (p.cframePrevious >= 0 && g.entered !== -3) {
+          // the calling eval loop's _PyCFrame, after this one
+          putTs(128 + p.cframePrevious, tstate + 192n);
+          putTs(192 + p.cframeCurrentFrame, target(g.entered));
+        }
       } else putTs(p.tstateCurrentFrame, target(g.current));
       if (p.tstateBaseFrame >= 0) putTs(p.tstateBaseFrame, target(g.baseFrame));
       regions.push({ address: tstate, bytes: g.tstateCut < 5 ? ts.subarray(0, g.tstateCut * 16) : ts });

@@ -69,7 +69,7 @@ enum { COMPLETE = 0, COMPLETE_UNVERIFIABLE = 1, IDLE = 2, INCOMPLETE = 3, DANGLI
 enum { P_PTR_SIZE, P_TS_NEED, P_TS_CURRENT_FRAME, P_CFRAME_CURRENT, P_TS_BASE_FRAME, P_FR_SIZE,
        P_FR_PREVIOUS, P_FR_EXECUTABLE, P_FR_INSTR_PTR, P_FR_OWNER, P_FR_IS_ENTRY, P_TAG_MASK,
        P_OWNER_PYTHON, P_OWNER_SKIP, P_BOTTOM, P_IP_PREVIOUS, P_MAX_DEPTH, P_OWNER_THREAD,
-       P_COUNT };
+       P_CFRAME_PREVIOUS, P_COUNT };
 
 enum { BOTTOM_BASE_FRAME = 0, BOTTOM_ENTRY_FRAME = 1, BOTTOM_IS_ENTRY_FLAG = 2 };
 
@@ -83,7 +83,7 @@ enum { BOTTOM_BASE_FRAME = 0, BOTTOM_ENTRY_FRAME = 1, BOTTOM_IS_ENTRY_FLAG = 2 }
 // ---- parameters of the current batch ----
 static u32 ptrSize = 8;
 static u32 tsNeed, tsCurrentFrame;
-static i32 cframeCurrent = -1, tsBaseFrame = -1;
+static i32 cframeCurrent = -1, tsBaseFrame = -1, cframePrevious = -1;
 static u32 frSize, frPrevious, frExecutable, frInstrPtr, frOwner;
 static i32 frIsEntry = -1;
 static u64 tagMask;
@@ -186,6 +186,7 @@ static int loadParams(u32 p) {
   ipPrevious = load_u32(p, P_IP_PREVIOUS * 4);
   maxDepth = load_u32(p, P_MAX_DEPTH * 4);
   ownerThread = load_u32(p, P_OWNER_THREAD * 4);
+  cframePrevious = load_i32(p, P_CFRAME_PREVIOUS * 4);
   if (frSize == 0 || frSize > 4096) return 0;
   if (frPrevious + ptrSize > frSize || frExecutable + ptrSize > frSize) return 0;
   if (frInstrPtr + ptrSize > frSize || frOwner + 1 > frSize) return 0;
@@ -193,6 +194,7 @@ static int loadParams(u32 p) {
   if (tsNeed > 1u << 20 || tsCurrentFrame + ptrSize > tsNeed) return 0;
   if (tsBaseFrame >= 0 && (u32)tsBaseFrame + ptrSize > tsNeed) return 0;
   if (cframeCurrent > 4096) return 0;
+  if (cframePrevious < -1 || cframePrevious > 4096 || (cframePrevious >= 0 && cframeCurrent < 0)) return 0;
   return 1;
 }
 
@@ -215,6 +217,7 @@ static void walkOne(u64 tstate, u32 frames) {
   }
   u32 ts = locOffset;
   u64 frame = fieldPtr(ts, tsCurrentFrame);
+  u64 enteredFrom = 0;
   if (cframeCurrent >= 0) {
     u64 cframe = frame;
     if (cframe == 0) {
@@ -227,6 +230,13 @@ static void walkOne(u64 tstate, u32 frames) {
       outStatus = DANGLING;
       outFail = cframe;
       return;
+    }
+    if (cframePrevious >= 0) {
+      u64 outer = readPtr(cframe + (u64)cframePrevious);
+      if (readOk && outer != 0) {
+        enteredFrom = readPtr(outer + (u64)cframeCurrent);
+        if (!readOk) enteredFrom = 0;
+      }
     }
   }
   u64 base = 0;
@@ -324,6 +334,7 @@ static void walkOne(u64 tstate, u32 frames) {
     last = frame;
     lastOwner = owner;
     lastIsEntry = frIsEntry >= 0 ? load_u8(f, (u32)frIsEntry) : 0;
+    if (lastIsEntry == 0 && visited == 0 && enteredFrom != 0 && prev == enteredFrom && ownerIn(ownerPython, owner)) lastIsEntry = 1;
     throughC = ownerIn(ownerPython, owner) ? (lastIsEntry != 0 ? 1u : 0u) : 1u;
     visited++;
     frame = prev;

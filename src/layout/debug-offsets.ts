@@ -366,6 +366,7 @@ function buildLayout(t: Table, version: PythonVersion): Layout {
     interp: r.pointer('thread_state', 'interp'),
     currentFrame: r.pointer('thread_state', 'current_frame'),
     cframeCurrentFrame: null,
+    cframePrevious: null,
     baseFrame: opt('thread_state.base_frame', () => r.pointer('thread_state', 'base_frame')),
     lastProfiledFrame: opt('thread_state.last_profiled_frame', () => r.pointer('thread_state', 'last_profiled_frame')),
     lastProfiledFrameSeq: opt('thread_state.last_profiled_frame_seq', () =>

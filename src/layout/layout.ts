@@ -75,6 +75,8 @@ export interface Layout {
      */
     currentFrame: number;
     cframeCurrentFrame: number | null;
+    /** 3.11/3.12: offset of `previous` (the calling eval loop's _PyCFrame) inside _PyCFrame; null after */
+    cframePrevious: number | null;
     /** offset of the `base_frame` pointer field (3.15+), null before */
     baseFrame: number | null;
     lastProfiledFrame: number | null;

@@ -37,9 +37,15 @@ export interface WalkParams {
   maxDepth: number;
   /** the owner value of frames on the data stack (FRAME_OWNED_BY_THREAD) */
   ownerThread: number;
+  /**
+   * 3.11: offset of `previous` inside _PyCFrame, or -1. The calling eval loop's current frame
+   * tells which frame the running eval loop was entered with, while its is_entry is not yet
+   * set (see reference-walker.ts).
+   */
+  cframePrevious: number;
 }
 
-export const PARAM_COUNT = 18;
+export const PARAM_COUNT = 19;
 
 export function walkParams(layout: Layout, maxDepth = DEFAULT_MAX_DEPTH): WalkParams {
   const p = layout.pointerSize;
@@ -65,6 +71,8 @@ export function walkParams(layout: Layout, maxDepth = DEFAULT_MAX_DEPTH): WalkPa
     instrPtrIsPrevious: layout.frame.instrPtrIsPrevious,
     maxDepth,
     ownerThread: layout.owners.thread,
+    // (only where frames carry is_entry: 3.12's entry frames say it themselves)
+    cframePrevious: layout.frame.isEntry !== null && t.cframeCurrentFrame !== null ? (t.cframePrevious ?? -1) : -1,
   };
 }
 
@@ -89,6 +97,7 @@ export function encodeParams(w: WalkParams): Int32Array {
     w.instrPtrIsPrevious ? 1 : 0,
     w.maxDepth,
     w.ownerThread,
+    w.cframePrevious,
   ]);
 }
 
@@ -123,5 +132,6 @@ export function checkParams(w: WalkParams): string | null {
   if (w.tstateNeed > 1 << 20 || w.tstateCurrentFrame + p > w.tstateNeed) return 'thread state offsets';
   if (w.tstateBaseFrame >= 0 && w.tstateBaseFrame + p > w.tstateNeed) return 'thread state base_frame offset';
   if (w.cframeCurrentFrame > 4096) return 'cframe offset';
+  if (w.cframePrevious < -1 || w.cframePrevious > 4096 || (w.cframePrevious >= 0 && w.cframeCurrentFrame < 0)) return 'cframe previous offset';
   return null;
 }

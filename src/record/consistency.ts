@@ -32,6 +32,9 @@ export interface Seen {
   ts: Uint8Array;
   /** 3.11/3.12: the _PyCFrame the current frame was read from (0n: none) */
   cframe: bigint;
+  /** 3.11: the calling eval loop's _PyCFrame (0n: none, or not read) and its current frame as copied */
+  outerCframe: bigint;
+  enteredFrom: bigint;
   /** the current frame */
   frame: bigint;
   /** the chain of frames, innermost first */
@@ -54,7 +57,7 @@ export interface Seen {
 export function unchanged(layout: Layout, consistency: Consistency, seen: Seen, now: (address: bigint, length: number) => Uint8Array | null): boolean {
   const L = layout;
   const P = L.pointerSize;
-  const { tstate, ts, cframe, frame, chain, mem, anchor, generation, generationAt } = seen;
+  const { tstate, ts, cframe, outerCframe, enteredFrom, frame, chain, mem, anchor, generation, generationAt } = seen;
   // the thread state: the same current frame (or _PyCFrame), top, chunk and anchor
   const fields = [L.tstate.currentFrame, L.tstate.datastackTop, L.tstate.datastackChunk];
   if (consistency === 'anchor') fields.push(L.tstate.lastProfiledFrame!);
@@ -65,6 +68,13 @@ export function unchanged(layout: Layout, consistency: Consistency, seen: Seen, 
   if (L.tstate.cframeCurrentFrame !== null && cframe !== 0n) {
     const b = now(cframe + BigInt(L.tstate.cframeCurrentFrame), P);
     if (!b || readPointer(b, 0, P) !== frame) return false;
+  }
+  if (outerCframe !== 0n) {
+    // (the same calling eval loop, at the same frame)
+    const b = now(cframe + BigInt(L.tstate.cframePrevious!), P);
+    if (!b || readPointer(b, 0, P) !== outerCframe) return false;
+    const e = now(outerCframe + BigInt(L.tstate.cframeCurrentFrame!), P);
+    if (!e || readPointer(e, 0, P) !== enteredFrom) return false;
   }
   if (generation !== null && generationAt) {
     if (u64(now(generationAt.address, generationAt.length)) !== generation) return false;

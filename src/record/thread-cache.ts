@@ -21,6 +21,8 @@ export interface ThreadCache {
   codes: bigint[];
   /** 3.11/3.12: the _PyCFrame holding the current frame pointer */
   cframe: bigint;
+  /** 3.11: the calling eval loop's _PyCFrame (cframe->previous; 0n: none) */
+  outerCframe: bigint;
   nativeThreadId: bigint;
 
   // its place in the thread lists (thread-list.ts)
@@ -55,6 +57,7 @@ export function newThreadCache(tstateLength: number): ThreadCache {
     outside: [],
     codes: [],
     cframe: 0n,
+    outerCframe: 0n,
     nativeThreadId: 0n,
     interp: 0n,
     live: false,

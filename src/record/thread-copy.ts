@@ -119,7 +119,8 @@ export function copyThread(
   const codeData = got.slice(codeAt);
   const genAt = generationRange(L, interp);
   const cframeAt = genAt ? 2 : 1;
-  const chunksAt = cframeAt + (cache.cframe !== 0n && L.tstate.cframeCurrentFrame !== null ? 1 : 0);
+  const outerAt = cframeAt + (cache.cframe !== 0n && L.tstate.cframeCurrentFrame !== null ? 1 : 0);
+  const chunksAt = outerAt + (cache.outerCframe !== 0n && readsOuterCframe(L) ? 1 : 0);
   const outsideAt = chunksAt + cache.chunks.length;
 
   let ts = got[0] ?? null;
@@ -166,16 +167,33 @@ export function copyThread(
     cache.cframe = cframe;
     if (cframe !== 0n) {
       const field = cframe + BigInt(L.tstate.cframeCurrentFrame);
-      if (!mem.contains(field, P)) {
-        let bytes = chunksAt > cframeAt && plan[cframeAt]!.address === cframe ? got[cframeAt]! : null;
+      const length = cframeLength(L);
+      if (!mem.contains(cframe, length)) {
+        let bytes = outerAt > cframeAt && plan[cframeAt]!.address === cframe ? got[cframeAt]! : null;
         if (!bytes) {
           extra++;
-          bytes = tryRead(cframe, L.tstate.cframeCurrentFrame + P);
+          bytes = tryRead(cframe, length);
         }
         if (bytes) mem.add({ address: cframe, bytes });
         else errors.push(`cframe ${hex(cframe)}: not readable`);
       }
       frame = mem.ptr(field) ?? 0n;
+      // 3.11: the calling eval loop's _PyCFrame too, whose current frame tells the walk which
+      // frame the running eval loop was entered with (reference-walker.ts)
+      cache.outerCframe = 0n;
+      if (readsOuterCframe(L)) {
+        const outer = mem.ptr(cframe + BigInt(L.tstate.cframePrevious!)) ?? 0n;
+        cache.outerCframe = outer;
+        if (outer !== 0n && !mem.contains(outer, L.tstate.cframeCurrentFrame + P)) {
+          let bytes = chunksAt > outerAt && plan[outerAt]!.address === outer ? got[outerAt]! : null;
+          if (!bytes) {
+            extra++;
+            bytes = tryRead(outer, L.tstate.cframeCurrentFrame + P);
+          }
+          // (not readable: the walk goes without it, as before 3.11's cframes were copied)
+          if (bytes) mem.add({ address: outer, bytes });
+        }
+      }
     }
   }
 
@@ -214,7 +232,9 @@ export function copyThread(
     // once, copy again with the plan this copy learned, for a window of one call again
     if (extra > 0 && !replanned) return copyThread(ctx, cache, interp, interpreterId, tstate, stopped, undefined, true);
     const anchor = ctx.consistency === 'anchor' ? readPointer(ts, L.tstate.lastProfiledFrame!, P) : 0n;
-    const seen: Seen = { tstate, ts, cframe, frame, chain: chain.frames, mem, anchor, generation, generationAt: genAt };
+    const outerCframe = readsOuterCframe(L) && cframe !== 0n ? cache.outerCframe : 0n;
+    const enteredFrom = outerCframe !== 0n ? (mem.ptr(outerCframe + BigInt(L.tstate.cframeCurrentFrame!)) ?? 0n) : 0n;
+    const seen: Seen = { tstate, ts, cframe, outerCframe: enteredFrom !== 0n ? outerCframe : 0n, enteredFrom, frame, chain: chain.frames, mem, anchor, generation, generationAt: genAt };
     if (extra === 0) {
       snap.moved = !unchanged(L, ctx.consistency, seen, (a, n) => pick(plan, again!, a, n));
     } else {
@@ -377,7 +397,8 @@ export function planOf(ctx: CopyContext, tstate: bigint, interp: bigint, cache: 
   const plan: Range[] = [{ address: tstate, length: cache.tstateLength }];
   const genAt = generationRange(L, interp);
   if (genAt) plan.push(genAt);
-  if (cache.cframe !== 0n && L.tstate.cframeCurrentFrame !== null) plan.push({ address: cache.cframe, length: L.tstate.cframeCurrentFrame + L.pointerSize });
+  if (cache.cframe !== 0n && L.tstate.cframeCurrentFrame !== null) plan.push({ address: cache.cframe, length: cframeLength(L) });
+  if (cache.outerCframe !== 0n && readsOuterCframe(L)) plan.push({ address: cache.outerCframe, length: L.tstate.cframeCurrentFrame! + L.pointerSize });
   for (const c of cache.chunks) plan.push({ address: c.address, length: c.used });
   for (const f of cache.outside) plan.push({ address: f, length: L.frame.size });
   return [...plan, ...(checking ? plan : []), ...codeRanges(ctx, cache)];
@@ -392,7 +413,18 @@ function codeRanges(ctx: CopyContext, cache: ThreadCache): Range[] {
 }
 
 function planLength(L: Layout, cache: ThreadCache): number {
-  return 1 + (L.interp.codeObjectGeneration !== null ? 1 : 0) + (cache.cframe !== 0n && L.tstate.cframeCurrentFrame !== null ? 1 : 0) + cache.chunks.length + cache.outside.length;
+  return 1 + (L.interp.codeObjectGeneration !== null ? 1 : 0) + (cache.cframe !== 0n && L.tstate.cframeCurrentFrame !== null ? 1 : 0) + (cache.outerCframe !== 0n && readsOuterCframe(L) ? 1 : 0) + cache.chunks.length + cache.outside.length;
+}
+
+/** 3.11 (frames with is_entry): the copy takes the calling eval loop's _PyCFrame too. */
+function readsOuterCframe(L: Layout): boolean {
+  return L.frame.isEntry !== null && L.tstate.cframeCurrentFrame !== null && L.tstate.cframePrevious !== null;
+}
+
+/** Bytes of a _PyCFrame to copy: through current_frame, and through previous where that is read. */
+function cframeLength(L: Layout): number {
+  const cur = L.tstate.cframeCurrentFrame! + L.pointerSize;
+  return readsOuterCframe(L) ? Math.max(cur, L.tstate.cframePrevious! + L.pointerSize) : cur;
 }
 
 /** Where the interpreter's code-object death count is (null: this Python has none). */

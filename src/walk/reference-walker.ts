@@ -87,12 +87,18 @@ function walkOne(p: WalkParams, codes: Map<bigint, CodeRange>, sample: WalkSampl
   const ts = mem.locate(tstate, p.tstateNeed);
   if (typeof ts === 'number') return done(NO_THREAD_STATE, tstate);
   let frame = mem.field(ts, p.tstateCurrentFrame);
+  // 3.11: the current frame of the eval loop that called the running one (0n: not known)
+  let enteredFrom = 0n;
   if (p.cframeCurrentFrame >= 0) {
     const cframe = frame;
     if (cframe === 0n) return done(CORRUPT, tstate);
     const f = mem.ptr((cframe + BigInt(p.cframeCurrentFrame)) & U64_MASK);
     if (f === null) return done(DANGLING, cframe);
     frame = f;
+    if (p.cframePrevious >= 0) {
+      const outer = mem.ptr((cframe + BigInt(p.cframePrevious)) & U64_MASK) ?? 0n;
+      if (outer !== 0n) enteredFrom = mem.ptr((outer + BigInt(p.cframeCurrentFrame)) & U64_MASK) ?? 0n;
+    }
   }
   let base = 0n;
   if (p.tstateBaseFrame >= 0) {
@@ -151,6 +157,10 @@ function walkOne(p: WalkParams, codes: Map<bigint, CodeRange>, sample: WalkSampl
     last = frame;
     lastOwner = owner;
     lastIsEntry = p.frameIsEntry >= 0 ? at.bytes[at.offset + p.frameIsEntry]! : 0;
+    // 3.11: C code calling Python pushes the callee's frame (is_entry 0), links it, and only
+    // then does the new eval loop set is_entry. A current frame whose caller is the calling
+    // eval loop's current frame is that entry, in that window too.
+    if (lastIsEntry === 0 && visited === 0 && enteredFrom !== 0n && prev === enteredFrom && inMask(p.ownerPythonMask, owner)) lastIsEntry = 1;
     throughC = inMask(p.ownerPythonMask, owner) ? lastIsEntry !== 0 : true;
     visited++;
     frame = prev;

@@ -38,7 +38,8 @@ export interface WalkFrame {
   instrPtr: bigint;
   /**
    * the frame's callee (the frame before it in the list) was reached through C code: an entry
-   * frame lies between them (3.12+) or the callee is_entry (3.11). On the innermost frame: the
+   * frame lies between them (3.12+) or the callee is_entry (3.11; or, before its eval loop set
+   * it, the callee is the current frame and this frame the calling eval loop's). On the innermost frame: the
    * thread's current frame is such an entry frame, so C code called from it is entering Python.
    */
   callsThroughC: boolean;

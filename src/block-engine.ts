@@ -16,6 +16,7 @@ import { Profile } from './profile/profile.js';
 import type { CountedNode, SourceFrame } from './profile/types.js';
 import { CodeTable } from './symbols/code-table.js';
 import { GC_FRAME } from './symbols/pseudo-frames.js';
+import { sourceFrame } from './symbols/types.js';
 import { STATUS_NAMES } from './walk/status.js';
 import { checkParams, encodeParams, PARAM_COUNT, walkParams, type WalkParams } from './layout/walk-params.js';
 import { writeCodeTable } from './walk/kernel-walker.js';
@@ -165,6 +166,8 @@ export interface EngineOptions {
   keepFlags?: number;
   /** a sample whose thread was collecting garbage (SAMPLE_FLAG.GC) gets a <GC> frame above its stack */
   gcFrames?: boolean;
+  /** frames are named with their instruction: resolved here, from (code, instruction pointer) like the line */
+  opcodes?: boolean;
   /** the compiled kernel, either build (default: build/kernel-unshared.wasm next to the package) */
   module?: WebAssembly.Module;
   maxDepth?: number;
@@ -418,8 +421,8 @@ export class BlockEngine {
 
   private nameOf(codeLo: number, codeHi: number, ipLo: number, ipHi: number): SourceFrame {
     if (codeLo === 0xffffffff && codeHi === 0xffffffff) return { ...GC_FRAME }; // the engine's GC_CODE
-    const sf = this.codes.frame((BigInt(codeHi) << 32n) | BigInt(codeLo), (BigInt(ipHi) << 32n) | BigInt(ipLo));
-    return { qualname: sf.qualname, filename: sf.filename, line: sf.line };
+    const sf = this.codes.frame((BigInt(codeHi) << 32n) | BigInt(codeLo), (BigInt(ipHi) << 32n) | BigInt(ipLo), this.options.opcodes === true);
+    return sourceFrame(sf);
   }
 
   /** Add what the engine counted since its outputs were last cleared to `profile`. */

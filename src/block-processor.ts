@@ -19,6 +19,7 @@ import { GC_FRAME } from './symbols/pseudo-frames.js';
 import { TRUSTED } from './walk/status.js';
 import type { ProfileTransfer } from './profile/profile.js';
 import type { SampleInput } from './profile/types.js';
+import { sourceFrame } from './symbols/types.js';
 import { CodeTable } from './symbols/code-table.js';
 import { BlockEngine, CopyStats, type BlockResult, type PayloadBlock } from './block-engine.js';
 import type { Walker } from './walk/index.js';
@@ -31,6 +32,8 @@ export interface BlockProcessorOptions {
   mode?: SamplingMode;
   /** a <GC> frame above the stack of a thread in which the collector was running */
   gcFrames?: boolean;
+  /** name each frame's instruction (report --opcodes: the capture must hold bytecode) */
+  opcodes?: boolean;
   /** walk every sample with this walker, on the reference path */
   walker?: Walker;
   /** called with every processed sample; implies the reference path */
@@ -74,7 +77,7 @@ export function skipped(warning: CaptureWarning): LocalBlock {
  */
 export function sampleInput(p: ProcessedSample, gcFrames = false): SampleInput {
   const s = p.sample;
-  const frames = p.frames.map((f) => ({ qualname: f.qualname, filename: f.filename, line: f.line }));
+  const frames = p.frames.map(sourceFrame);
   if (gcFrames && (s.flags & SAMPLE_FLAG.GC) !== 0 && frames.length > 0 && TRUSTED.has(p.status)) frames.unshift({ ...GC_FRAME });
   return {
     time: s.time,
@@ -111,13 +114,14 @@ export class BlockProcessor {
           ...(options.thread === undefined ? {} : { thread: options.thread }),
           keepFlags: modeFlag(options.mode),
           gcFrames: options.gcFrames === true,
+          opcodes: options.opcodes === true,
           ...(options.module ? { module: options.module } : {}),
         })
       : null;
     const codes = engine?.codes ?? new CodeTable(layout);
     // (a module given may be either build: the walker takes the memory it imports)
     const walker = options.walker ?? (await KernelWalker.load(options.module ? { module: options.module } : {}));
-    return new BlockProcessor(codes, new SampleProcessor(layout, walker, undefined, codes), engine, options);
+    return new BlockProcessor(codes, new SampleProcessor(layout, walker, undefined, codes, options.opcodes === true), engine, options);
   }
 
   /** Code records, in file order: each replaces any earlier one at its address. */

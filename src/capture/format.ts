@@ -474,6 +474,7 @@ export function encodeHeader(h: CaptureHeader): Uint8Array {
   if (h.copy !== undefined && typeof h.copy !== 'string') throw new TypeError('header.copy must be a string');
   if (h.sampling !== undefined && !SAMPLING_MODES.includes(h.sampling)) throw new TypeError(`header.sampling must be one of ${SAMPLING_MODES.join(', ')}`);
   if (h.facts !== undefined && (!Array.isArray(h.facts) || h.facts.some((f) => !SAMPLE_FACTS.includes(f)))) throw new TypeError(`header.facts must be an array of ${SAMPLE_FACTS.join(', ')}`);
+  if (h.bytecode !== undefined && typeof h.bytecode !== 'boolean') throw new TypeError('header.bytecode must be a boolean');
 
   // JSON for the descriptive part: readable with `strings`, and new optional fields cost
   // nothing to add. Bigints go as hex strings (JSON numbers are doubles).
@@ -492,6 +493,7 @@ export function encodeHeader(h: CaptureHeader): Uint8Array {
   if (h.copy !== undefined) json.copy = h.copy;
   if (h.sampling !== undefined) json.sampling = h.sampling;
   if (h.facts !== undefined) json.facts = h.facts;
+  if (h.bytecode !== undefined) json.bytecode = h.bytecode;
 
   const body = new ByteWriter(512 + blob.length);
   body.string(JSON.stringify(json));
@@ -621,6 +623,10 @@ function headerFromJson(name: string, json: unknown, blob: Uint8Array): CaptureH
     if (!Array.isArray(o.facts) || o.facts.some((f) => typeof f !== 'string')) bad('facts', 'must be an array of strings');
     // a fact a later version tells of means nothing here
     header.facts = (o.facts as string[]).filter((f): f is SampleFact => (SAMPLE_FACTS as readonly string[]).includes(f));
+  }
+  if (o.bytecode !== undefined) {
+    if (typeof o.bytecode !== 'boolean') bad('bytecode', 'must be true or false');
+    header.bytecode = o.bytecode as boolean;
   }
   // other fields: written by a later version, ignored
   return header;

@@ -18,11 +18,15 @@ export class LiveProfile {
   private processor: SampleProcessor | null = null;
   private queued: (CodeRecord | SampleRecord)[] = [];
 
-  constructor(private readonly walker: KernelWalker) {}
+  constructor(
+    private readonly walker: KernelWalker,
+    /** frames named with their instruction (top --opcodes) */
+    private readonly opcodes = false,
+  ) {}
 
   /** The target's layout, once attached (recordProcess's onStart). */
   start(layout: Layout): void {
-    this.processor = new SampleProcessor(layout, this.walker);
+    this.processor = new SampleProcessor(layout, this.walker, undefined, undefined, this.opcodes);
   }
 
   /** A record as it is written (recordProcess's onRecord). */

@@ -54,6 +54,10 @@ Options:
   -a, --all-threads      sample every thread of every interpreter (the default; kept for
                          compatibility with other profilers' options)
       --live             show pyunwind top's live view while recording (q quits)
+      --opcodes          the live view shows instructions (function, line, bytecode
+                         instruction) instead of functions. Every capture keeps the bytecode
+                         of its code objects (copied again when the interpreter specializes
+                         it): \`report --opcodes\` names the instructions of any of them
   -q, --quiet            no progress line
   -h, --help             this help
 
@@ -78,6 +82,7 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
       blocking: { type: 'boolean' },
       'read-only': { type: 'boolean' },
       live: { type: 'boolean' },
+      opcodes: { type: 'boolean' },
       quiet: { type: 'boolean', short: 'q' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -115,6 +120,7 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
       intervalMs: 1000,
       iterations: 0,
       interactive: process.stdout.isTTY === true && process.stdin.isTTY === true,
+      ...(values.opcodes ? { opcodes: true } : {}),
       out: (s) => out(s),
       err,
     });

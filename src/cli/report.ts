@@ -23,7 +23,7 @@ function readSource(filename: string): string | null {
   }
 }
 
-export const REPORT_HELP = `Usage: pyunwind report FILE [--format FORMAT] [-o OUT] [--diff BASE] [--open] [--thread ID] [--mode MODE]
+export const REPORT_HELP = `Usage: pyunwind report FILE [--format FORMAT] [-o OUT] [--diff BASE] [--open] [--thread ID] [--mode MODE] [--opcodes]
 
 Turn a capture (pyunwind record) into a profile. Every sample is walked and validated;
 rejected samples never enter the profile — they are counted, by reason, in the summary, and
@@ -47,6 +47,10 @@ ${formatsHelp('                          ')}
                         where its Python had them (record --help).
       --no-gc           no <GC> frames: by default a thread's stack gets one on top while
                         the garbage collector runs in it (CPython 3.13+)
+      --opcodes         name each frame's bytecode instruction too, as dis names it in
+                        adaptive code — the specialized form where the interpreter had
+                        specialized it (BINARY_OP_ADD_INT): a frame is then function, line
+                        and instruction (docs/formats.md says how each format shows it)
   -n, --top N           functions listed per thread in text (default 15)
   -j, --workers N       worker threads that process blocks (default: one per core for a
                         capture of 4 MB or more, else 0: all in this thread); the profile
@@ -67,6 +71,7 @@ export async function report(argv: string[], out: (s: string | Uint8Array) => vo
       thread: { type: 'string', short: 't' },
       mode: { type: 'string', short: 'm' },
       'no-gc': { type: 'boolean' },
+      opcodes: { type: 'boolean' },
       top: { type: 'string', short: 'n', default: '15' },
       workers: { type: 'string', short: 'j' },
       quiet: { type: 'boolean', short: 'q' },
@@ -103,6 +108,7 @@ export async function report(argv: string[], out: (s: string | Uint8Array) => vo
       ...(thread !== undefined ? { thread } : {}),
       ...(mode !== undefined ? { mode } : {}),
       ...(values['no-gc'] ? { gc: false } : {}),
+      ...(values.opcodes ? { opcodes: true } : {}),
       ...(values.workers !== undefined ? { workers: Number(values.workers) } : {}),
       ...(spec.timeline ? { timeline: true } : {}),
       ...(tty ? { onProgress: (n: number, b: number) => err(`\rreport${what}: ${n} samples, ${b} blocks\x1b[K`) } : {}),

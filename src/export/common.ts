@@ -17,7 +17,19 @@ export function threadLabel(t: Pick<ThreadProfile, 'name' | 'nativeThreadId' | '
   return `thread ${t.nativeThreadId}${interp ? ` (${interp})` : ''}`;
 }
 
-/** `qualname (file:line)`, `qualname (file)` without a line (or with `lines` false). */
+/**
+ * `qualname (file:line)`, `qualname (file)` without a line (or with `lines` false); a frame
+ * with its instruction (report --opcodes) ends with it: `qualname (file:line) BINARY_OP_ADD_INT`.
+ */
 export function frameLabel(f: SourceFrame, lines = true): string {
-  return lines && f.line !== null ? `${f.qualname} (${f.filename}:${f.line})` : `${f.qualname} (${f.filename})`;
+  const at = lines && f.line !== null ? `${f.qualname} (${f.filename}:${f.line})` : `${f.qualname} (${f.filename})`;
+  return f.opcode === undefined ? at : `${at} ${f.opcode}`;
+}
+
+/**
+ * A frame's name where the format keeps file and line apart: the qualname, and the instruction
+ * after it when the frame has one (`hot BINARY_OP_ADD_INT`).
+ */
+export function frameName(f: SourceFrame): string {
+  return f.opcode === undefined ? f.qualname : `${f.qualname} ${f.opcode}`;
 }

@@ -47,6 +47,8 @@ export interface CopierOptions {
   steady?: boolean;
   /** false: do not collect `used` (a recorder that never asks for it saves a set insert per frame) */
   collectUsed?: boolean;
+  /** false: code objects are copied without their bytecode, which is never refreshed (code-cache.ts; for measuring what it costs) */
+  bytecode?: boolean;
 }
 
 export class MemoryCopier {
@@ -104,7 +106,7 @@ export class MemoryCopier {
     this.P = this.layout.pointerSize;
     const pid = (source as { pid?: unknown }).pid;
     this.processMain = typeof pid === 'number' && pid > 0 ? BigInt(pid) : null;
-    this.codes = new CodeCache(source, this.layout);
+    this.codes = new CodeCache(source, this.layout, options.bytecode ?? true);
     const t = this.layout.tstate;
     const canAnchor = t.lastProfiledFrame !== null && typeof source.write === 'function';
     this.consistency = options.consistency ?? (canAnchor ? 'anchor' : 'reread');
@@ -175,6 +177,7 @@ export class MemoryCopier {
     const P = this.P;
     const source = this.source;
     if (this.used.size > 0) this.used.clear();
+    this.codes.beginPass(performance.now());
     const threads: ThreadSnapshot[] = [];
     const f = L.interp;
     const { lo, hi } = this.interpSpan;
@@ -443,6 +446,7 @@ export class MemoryCopier {
   private steadyHooks(tstate: bigint): SteadyHooks {
     return {
       confirmed: (a, interp, g) => this.codes.confirmed(a, interp, g),
+      refreshRound: () => this.codes.refreshRound,
       placeAnchor: (target) => this.writeAnchor(tstate, target),
     };
   }

@@ -33,6 +33,8 @@ export interface SamplerOptions {
   copy?: CopyMode;
   /** which threads' samples are written (default wall: all); the others are copied and left out */
   sampling?: SamplingMode;
+  /** false: code records without bytecode (CopierOptions.bytecode; the header must say so) */
+  bytecode?: boolean;
   /** tells whether a thread is on a CPU (Linux: /proc), for the ON_CPU flag of its sample */
   cpuStates?: { onCpu(nativeThreadId: bigint): boolean | null };
   /** how a copy is checked (default: the anchor where the target has one and can be written) */
@@ -142,7 +144,7 @@ export async function runSampler(source: MemorySource, sink: SampleSink, options
     ...(options.consistency ? { consistency: options.consistency } : {}),
   };
   // (the code objects a pass used are the snapshot's business, not the sampler's)
-  const copier = copierFor(source, copyOptions, { collectUsed: false });
+  const copier = copierFor(source, copyOptions, { collectUsed: false, ...(options.bytecode === false ? { bytecode: false } : {}) });
   // shorter sleeps wake closer to the tick (where the native calls are available)
   const native = loadNative();
   if (typeof native !== 'string') native.setTimerSlack(1);

@@ -15,6 +15,7 @@ const ready = BlockProcessor.load(layoutFromSource(setup.layoutSource), {
   ...(setup.thread === undefined ? {} : { thread: setup.thread }),
   ...(setup.mode === undefined ? {} : { mode: setup.mode }),
   ...(setup.gcFrames === undefined ? {} : { gcFrames: setup.gcFrames }),
+  ...(setup.opcodes === undefined ? {} : { opcodes: setup.opcodes }),
   module: setup.module,
 });
 let chain: Promise<unknown> = Promise.resolve();

@@ -14,6 +14,8 @@ export interface WorkerSetup {
   mode?: SamplingMode;
   /** <GC> frames (report without --no-gc) */
   gcFrames?: boolean;
+  /** frames named with their instruction (report --opcodes) */
+  opcodes?: boolean;
   /** the compiled kernel, compiled once by the parent */
   module: WebAssembly.Module;
 }

@@ -18,6 +18,7 @@ import { CaptureError, type CodeRecord } from '../src/capture/types.js';
 import { layoutFromDebugOffsets, layoutFromSource, LayoutError, type Layout } from '../src/layout/index.js';
 import { Profile } from '../src/profile/profile.js';
 import { decodeCodeObject } from '../src/symbols/code-object.js';
+import { opcodeTable } from '../src/symbols/opcodes.js';
 import { decodeLocationTable, SymbolError } from '../src/symbols/location-table.js';
 import { checkParams, walkParams, type WalkParams } from '../src/layout/walk-params.js';
 import { ReferenceWalker } from '../src/walk/reference-walker.js';
@@ -126,8 +127,8 @@ export function mutatePayload(file: Uint8Array, blockPick: number, ms: readonly 
 
 let kernelModule: WebAssembly.Module | null = null;
 
-/** The profile of a capture (as bytes) by the block engine and by the reference walker, keeping the samples `mode` keeps, with the pseudo-frames asked for; null if refused. */
-export async function processBoth(bytes: Uint8Array, mode: SamplingMode = 'wall', pseudo: PseudoFrames = {}): Promise<{ engine: string; reference: string } | null> {
+/** The profile of a capture (as bytes) by the block engine and by the reference walker, keeping the samples `mode` keeps, with the pseudo-frames asked for (frames with their instructions: `opcodes`); null if refused. */
+export async function processBoth(bytes: Uint8Array, mode: SamplingMode = 'wall', pseudo: PseudoFrames = {}, opcodes = false): Promise<{ engine: string; reference: string } | null> {
   let reader;
   try {
     reader = readCaptureBytes(bytes, 'fuzzed');
@@ -143,8 +144,8 @@ export async function processBoth(bytes: Uint8Array, mode: SamplingMode = 'wall'
     throw e;
   }
   kernelModule ??= await WebAssembly.compile((await readKernelBytes(false)) as Uint8Array<ArrayBuffer>);
-  const engine = await BlockProcessor.load(layout, { module: kernelModule, mode, ...pseudo });
-  const reference = await BlockProcessor.load(layout, { walker: new ReferenceWalker(), mode, ...pseudo });
+  const engine = await BlockProcessor.load(layout, { module: kernelModule, mode, ...pseudo, opcodes });
+  const reference = await BlockProcessor.load(layout, { walker: new ReferenceWalker(), mode, ...pseudo, opcodes });
   const profiles = [new Profile(), new Profile()];
   const warnings: string[][] = [[], []];
   for (const raw of reader.rawBlocks()) {
@@ -244,7 +245,17 @@ export async function targets(onCase: () => void = () => {}): Promise<Target[]> 
         const r = pick % code.regions.length;
         const regions = code.regions.map((x, j) => (j === r ? { address: x.address, bytes: mutate(x.bytes, ms) } : x));
         try {
-          decodeCodeObject(new RegionMemory(regions, layout.pointerSize), layout, code.address);
+          const info = decodeCodeObject(new RegionMemory(regions, layout.pointerSize), layout, code.address);
+          // the instructions of hostile bytecode: read within it, whatever its bytes say
+          const table = opcodeTable(layout.code.opcodes);
+          if (info.bytecode && table) {
+            const units = info.bytecode.length >> 1;
+            for (const index of [-1, 0, pick % Math.max(1, units), units - 1, units]) {
+              const op = table.instructionAt(info.bytecode, index, layout.frame.instrPtrIsPrevious);
+              if (op !== null && !(op >= 0 && op < 256)) throw new FuzzFailure(`instructionAt(${index}) gave ${op}`);
+            }
+            table.instructionKey(info.bytecode);
+          }
         } catch (e) {
           if (!(e instanceof SymbolError)) throw e;
         }
@@ -258,18 +269,18 @@ export async function targets(onCase: () => void = () => {}): Promise<Target[]> 
     {
       name: 'capture file: mutated bytes, engine vs reference',
       weight: 5,
-      property: fc.asyncProperty(captureIndex, fc.array(mutation, { minLength: 1, maxLength: 4 }), samplingMode, pseudoFrames, async (ci, ms, mode, pseudo) => {
+      property: fc.asyncProperty(captureIndex, fc.array(mutation, { minLength: 1, maxLength: 4 }), samplingMode, pseudoFrames, fc.boolean(), async (ci, ms, mode, pseudo, opcodes) => {
         onCase();
-        const got = await processBoth(mutate(corpus.captures[ci]!.bytes, ms), mode, pseudo);
+        const got = await processBoth(mutate(corpus.captures[ci]!.bytes, ms), mode, pseudo, opcodes);
         if (got && got.engine !== got.reference) throw new FuzzFailure(`engine and reference profiles differ: ${got.engine.slice(0, 300)} / ${got.reference.slice(0, 300)}`);
       }),
     },
     {
       name: 'capture blocks: mutated payloads (valid checksums), engine vs reference',
       weight: 5,
-      property: fc.asyncProperty(captureIndex, fc.nat(), fc.array(mutation, { minLength: 1, maxLength: 4 }), samplingMode, pseudoFrames, async (ci, block, ms, mode, pseudo) => {
+      property: fc.asyncProperty(captureIndex, fc.nat(), fc.array(mutation, { minLength: 1, maxLength: 4 }), samplingMode, pseudoFrames, fc.boolean(), async (ci, block, ms, mode, pseudo, opcodes) => {
         onCase();
-        const got = await processBoth(mutatePayload(corpus.captures[ci]!.bytes, block, ms), mode, pseudo);
+        const got = await processBoth(mutatePayload(corpus.captures[ci]!.bytes, block, ms), mode, pseudo, opcodes);
         if (got && got.engine !== got.reference) throw new FuzzFailure(`engine and reference profiles differ: ${got.engine.slice(0, 300)} / ${got.reference.slice(0, 300)}`);
       }),
     },

@@ -16,6 +16,7 @@ import { Profile } from './profile/profile.js';
 import type { CountedNode, SourceFrame } from './profile/types.js';
 import { CodeTable } from './symbols/code-table.js';
 import { GC_FRAME, NATIVE_FRAME } from './symbols/pseudo-frames.js';
+import { sourceFrame } from './symbols/types.js';
 import { STATUS_NAMES } from './walk/status.js';
 import { checkParams, encodeParams, PARAM_COUNT, walkParams, type WalkParams } from './layout/walk-params.js';
 import { writeCodeTable } from './walk/kernel-walker.js';
@@ -169,6 +170,8 @@ export interface EngineOptions {
   gcFrames?: boolean;
   /** a frame whose callee it reached through C code gets a <native> frame between them (report --native) */
   nativeFrames?: boolean;
+  /** frames are named with their instruction: resolved here, from (code, instruction pointer) like the line */
+  opcodes?: boolean;
   /** the compiled kernel, either build (default: build/kernel-unshared.wasm next to the package) */
   module?: WebAssembly.Module;
   maxDepth?: number;
@@ -429,8 +432,8 @@ export class BlockEngine {
   private nameOf(codeLo: number, codeHi: number, ipLo: number, ipHi: number): SourceFrame {
     if (codeHi === 0xffffffff && codeLo === 0xffffffff) return { ...GC_FRAME }; // the engine's GC_CODE
     if (codeHi === 0xffffffff && codeLo === 0xfffffffe) return { ...NATIVE_FRAME }; // its NATIVE_CODE
-    const sf = this.codes.frame((BigInt(codeHi) << 32n) | BigInt(codeLo), (BigInt(ipHi) << 32n) | BigInt(ipLo));
-    return { qualname: sf.qualname, filename: sf.filename, line: sf.line };
+    const sf = this.codes.frame((BigInt(codeHi) << 32n) | BigInt(codeLo), (BigInt(ipHi) << 32n) | BigInt(ipLo), this.options.opcodes === true);
+    return sourceFrame(sf);
   }
 
   /** Add what the engine counted since its outputs were last cleared to `profile`. */

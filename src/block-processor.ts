@@ -19,6 +19,7 @@ import { GC_FRAME, NATIVE_FRAME } from './symbols/pseudo-frames.js';
 import { TRUSTED } from './walk/status.js';
 import type { ProfileTransfer } from './profile/profile.js';
 import type { SampleInput, SourceFrame } from './profile/types.js';
+import { sourceFrame } from './symbols/types.js';
 import { CodeTable } from './symbols/code-table.js';
 import { BlockEngine, CopyStats, type BlockResult, type PayloadBlock } from './block-engine.js';
 import type { Walker } from './walk/index.js';
@@ -36,6 +37,8 @@ export interface BlockProcessorOptions {
   gcFrames?: boolean;
   /** a <native> frame between a frame and the callee it reached through C code */
   nativeFrames?: boolean;
+  /** name each frame's instruction (report --opcodes: the capture must hold bytecode) */
+  opcodes?: boolean;
   /** walk every sample with this walker, on the reference path */
   walker?: Walker;
   /** called with every processed sample; implies the reference path */
@@ -93,7 +96,7 @@ export function sampleInput(p: ProcessedSample, pseudo: PseudoFrames = {}): Samp
   p.frames.forEach((f, k) => {
     // (innermost first: a caller's <native> goes before it, above its callee)
     if (walked?.[k]?.callsThroughC) frames.push({ ...NATIVE_FRAME });
-    frames.push({ qualname: f.qualname, filename: f.filename, line: f.line });
+    frames.push(sourceFrame(f));
   });
   if (pseudo.gcFrames && (s.flags & SAMPLE_FLAG.GC) !== 0 && frames.length > 0 && TRUSTED.has(p.status)) frames.unshift({ ...GC_FRAME });
   return {
@@ -133,6 +136,7 @@ export class BlockProcessor {
           keepFlags: modeFlag(options.mode),
           gcFrames: options.gcFrames === true,
           nativeFrames: options.nativeFrames === true,
+          opcodes: options.opcodes === true,
           ...(options.module ? { module: options.module } : {}),
         })
       : null;
@@ -140,7 +144,7 @@ export class BlockProcessor {
     // (a module given may be either build: the walker takes the memory it imports)
     const walker = options.walker ?? (await KernelWalker.load(options.module ? { module: options.module } : {}));
     const tasks = options.tasks ? new TaskStacks(layout, options.tasks.offsets, options.tasks.mode, codes) : null;
-    return new BlockProcessor(codes, new SampleProcessor(layout, walker, undefined, codes), engine, options, tasks);
+    return new BlockProcessor(codes, new SampleProcessor(layout, walker, undefined, codes, options.opcodes === true), engine, options, tasks);
   }
 
   /** Code records, in file order: each replaces any earlier one at its address. */

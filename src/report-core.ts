@@ -16,6 +16,7 @@ import { leadingCodes, readCaptureBytes, type CaptureReader, type RawBlock } fro
 import type { CaptureHeader, CaptureWarning, CodeRecord, SamplingMode } from './capture/types.js';
 import type { LayoutSource } from './layout/layout.js';
 import { layoutFromSource } from './layout/index.js';
+import { OPCODE_TABLES, opcodeTable } from './symbols/opcodes.js';
 import { BlockProcessor, openBlock, sampleInput, skipped, type ProcessedBlock, type PseudoFrames } from './block-processor.js';
 import type { ProcessedSample } from './sample-processor.js';
 import { Profile, ThreadNameTable, Timeline } from './profile/index.js';
@@ -45,6 +46,11 @@ export interface ReportOptions {
    * and is_entry flags (3.11) are in the copied memory.
    */
   native?: boolean;
+  /**
+   * name each frame's instruction as well (SourceFrame.opcode: a frame is then (function, line,
+   * instruction)). Refused (RangeError) for a capture whose code records hold no bytecode.
+   */
+  opcodes?: boolean;
   /** walk every sample with this walker, on the reference path (default: the block engine) */
   walker?: Walker;
   /** called after each block with the samples processed so far */
@@ -124,6 +130,17 @@ export function asyncioOffsetsOf(header: CaptureHeader, mode: AsyncMode): Asynci
   return parseAsyncioOffsets(bytes);
 }
 
+/** Can frames of this capture be named with their instruction (report --opcodes)? Throws RangeError saying why not. */
+export function checkBytecode(header: CaptureHeader): void {
+  if (header.bytecode === true) {
+    const layout = layoutFromSource(header.layoutSource);
+    if (opcodeTable(layout.code.opcodes) !== null) return;
+    throw new RangeError(`--opcodes: this pyunwind has no opcode table for Python ${header.pythonVersion} (it has ${OPCODE_TABLES.join(', ')})`);
+  }
+  const why = header.bytecode === false ? `${header.recorder} recorded it without` : `recorded by ${header.recorder}, before captures kept it`;
+  throw new RangeError(`--opcodes: the capture does not hold bytecode (${why}): record the program again to name its instructions`);
+}
+
 export function recordingStats(copies: CopyStats): RecordingStats {
   return {
     samples: copies.samples,
@@ -194,7 +211,7 @@ export interface ProcessHost {
   /** the worker count when the caller names none, for a capture of this many bytes (default 0) */
   defaultWorkers?(captureBytes: number): number;
   /** a pool of `workers` block processors (none: workers >= 1 is refused) */
-  pool?(workers: number, setup: { layoutSource: LayoutSource; module: WebAssembly.Module; thread?: bigint; mode?: SamplingMode; gcFrames?: boolean; nativeFrames?: boolean }): Promise<BlockPool>;
+  pool?(workers: number, setup: { layoutSource: LayoutSource; module: WebAssembly.Module; thread?: bigint; mode?: SamplingMode; gcFrames?: boolean; nativeFrames?: boolean; opcodes?: boolean }): Promise<BlockPool>;
 }
 
 /** The report of a capture being read (the reader is closed at the end). */
@@ -212,6 +229,8 @@ export async function processCapture(reader: CaptureReader, options: ReportOptio
     const header = reader.header;
     const mode = reportMode(header, options.mode);
     const { gcFrames, nativeFrames } = pseudoFrames(options);
+    const opcodes = options.opcodes === true;
+    if (opcodes) checkBytecode(header);
     const layout = layoutFromSource(header.layoutSource);
     const asyncMode = options.asyncAware === 'recorded' ? (header.asyncio?.mode ?? 'running') : options.asyncAware;
     const tasks = asyncMode ? { offsets: asyncioOffsetsOf(header, asyncMode), mode: asyncMode } : null;
@@ -223,7 +242,7 @@ export async function processCapture(reader: CaptureReader, options: ReportOptio
     const module = host.module ?? (options.walker ? undefined : await loadKernel());
     let local: BlockProcessor | null = null;
     if (engineOnly && workers >= 1 && host.pool && module) {
-      pool = await host.pool(workers, { layoutSource: header.layoutSource, module, mode, gcFrames, nativeFrames, ...(options.thread === undefined ? {} : { thread: options.thread }) });
+      pool = await host.pool(workers, { layoutSource: header.layoutSource, module, mode, gcFrames, nativeFrames, opcodes, ...(options.thread === undefined ? {} : { thread: options.thread }) });
     } else {
       local = await BlockProcessor.load(layout, {
         ...(module ? { module } : {}),
@@ -231,6 +250,7 @@ export async function processCapture(reader: CaptureReader, options: ReportOptio
         mode,
         gcFrames,
         nativeFrames,
+        opcodes,
         ...(options.walker ? { walker: options.walker } : {}),
         ...(options.onSample ? { onSample: options.onSample } : {}),
         ...(options.reference ? { reference: true } : {}),

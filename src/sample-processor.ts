@@ -31,6 +31,8 @@ export class SampleProcessor {
     maxDepth?: number,
     /** the code table to use (shared with a block engine that processes other blocks) */
     table?: CodeTable,
+    /** name each frame's instruction (SymbolizedFrame.opcode) */
+    private readonly opcodes = false,
   ) {
     this.params = walkParams(layout, maxDepth);
     this.table = table ?? new CodeTable(layout);
@@ -59,7 +61,7 @@ export class SampleProcessor {
     return samples.map((sample) => {
       if (sample.recorderStatus === 'torn') return { sample, status: 'torn', frames: [], walk: null };
       const walk = results[k++]!;
-      const frames = TRUSTED.has(walk.status) ? walk.frames.map((f) => table.frame(f.code, f.instrPtr)) : [];
+      const frames = TRUSTED.has(walk.status) ? walk.frames.map((f) => table.frame(f.code, f.instrPtr, this.opcodes)) : [];
       return { sample, status: walk.status, frames, walk };
     });
   }

@@ -28,7 +28,8 @@ export interface ThreadStack {
   copyErrors: string[];
 }
 
-export function unwindSnapshot(snapshot: Snapshot, walker: Walker, maxDepth?: number): ThreadStack[] {
+/** Walk and name every thread of a snapshot; `opcodes`: each frame with its instruction (SymbolizedFrame.opcode). */
+export function unwindSnapshot(snapshot: Snapshot, walker: Walker, maxDepth?: number, opcodes = false): ThreadStack[] {
   const layout = snapshot.layout;
   const codes = new CodeTable(layout, snapshot.codeObjects);
   const results = walker.walk(
@@ -47,7 +48,7 @@ export function unwindSnapshot(snapshot: Snapshot, walker: Walker, maxDepth?: nu
       nativeThreadId: t.nativeThreadId,
       mainThread: t.mainThread,
       status,
-      frames: status === 'torn' ? [] : walk.frames.map((f) => codes.frame(f.code, f.instrPtr)),
+      frames: status === 'torn' ? [] : walk.frames.map((f) => codes.frame(f.code, f.instrPtr, opcodes)),
       walk,
       copyErrors: t.errors,
     };

@@ -22,7 +22,7 @@ self.onmessage = (ev: MessageEvent<{ setup: WorkerSetup } | BlockJob>) => {
   const m = ev.data;
   if ('setup' in m) {
     const s = m.setup;
-    ready = BlockProcessor.load(layoutFromSource(s.layoutSource), { module: s.module, ...(s.thread === undefined ? {} : { thread: s.thread }), ...(s.mode === undefined ? {} : { mode: s.mode }), ...(s.gcFrames === undefined ? {} : { gcFrames: s.gcFrames }), ...(s.nativeFrames === undefined ? {} : { nativeFrames: s.nativeFrames }) });
+    ready = BlockProcessor.load(layoutFromSource(s.layoutSource), { module: s.module, ...(s.thread === undefined ? {} : { thread: s.thread }), ...(s.mode === undefined ? {} : { mode: s.mode }), ...(s.gcFrames === undefined ? {} : { gcFrames: s.gcFrames }), ...(s.nativeFrames === undefined ? {} : { nativeFrames: s.nativeFrames }), ...(s.opcodes === undefined ? {} : { opcodes: s.opcodes }) });
     ready.catch(() => undefined); // reported with the first job
     return;
   }

@@ -502,6 +502,7 @@ export function encodeHeader(h: CaptureHeader): Uint8Array {
   if (h.copy !== undefined && typeof h.copy !== 'string') throw new TypeError('header.copy must be a string');
   if (h.sampling !== undefined && !SAMPLING_MODES.includes(h.sampling)) throw new TypeError(`header.sampling must be one of ${SAMPLING_MODES.join(', ')}`);
   if (h.facts !== undefined && (!Array.isArray(h.facts) || h.facts.some((f) => !SAMPLE_FACTS.includes(f)))) throw new TypeError(`header.facts must be an array of ${SAMPLE_FACTS.join(', ')}`);
+  if (h.bytecode !== undefined && typeof h.bytecode !== 'boolean') throw new TypeError('header.bytecode must be a boolean');
 
   // JSON for the descriptive part: readable with `strings`, and new optional fields cost
   // nothing to add. Bigints go as hex strings (JSON numbers are doubles).
@@ -521,6 +522,7 @@ export function encodeHeader(h: CaptureHeader): Uint8Array {
   if (h.sampling !== undefined) json.sampling = h.sampling;
   if (h.facts !== undefined) json.facts = h.facts;
   if (h.asyncio !== undefined) json.asyncio = { mode: h.asyncio.mode, debugOffsets: h.asyncio.debugOffsets };
+  if (h.bytecode !== undefined) json.bytecode = h.bytecode;
 
   const body = new ByteWriter(512 + blob.length);
   body.string(JSON.stringify(json));
@@ -657,6 +659,10 @@ function headerFromJson(name: string, json: unknown, blob: Uint8Array): CaptureH
       bad('asyncio', 'must be {"mode": "running" or "all", "debugOffsets": hex bytes}');
     }
     header.asyncio = { mode: a!.mode as 'running' | 'all', debugOffsets: a!.debugOffsets as string };
+  }
+  if (o.bytecode !== undefined) {
+    if (typeof o.bytecode !== 'boolean') bad('bytecode', 'must be true or false');
+    header.bytecode = o.bytecode as boolean;
   }
   // other fields: written by a later version, ignored
   return header;

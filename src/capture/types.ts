@@ -41,6 +41,12 @@ export interface CaptureHeader {
    * (_Py_AsyncioModuleDebugOffsets, 104 bytes as the target held them, in hex). Absent: not recorded.
    */
   asyncio?: { mode: 'running' | 'all'; debugOffsets: string };
+  /**
+   * true: each code record holds the code object's bytecode (co_code_adaptive), recorded again
+   * when the interpreter re-specializes it (report --opcodes). Absent: captures made before
+   * pyunwind 0.2, whose code records do not hold it.
+   */
+  bytecode?: boolean;
 }
 
 /**
@@ -59,7 +65,7 @@ export const SAMPLING_MODES: readonly SamplingMode[] = ['wall', 'cpu', 'gil', 'e
 /** A code object copied once (per address, and again when the address is reused). */
 export interface CodeRecord {
   address: bigint;
-  /** the code object's header and its qualname, name, filename and line-table objects */
+  /** the code object's header (with its bytecode after it) and its qualname, name, filename and line-table objects */
   regions: Region[];
 }
 

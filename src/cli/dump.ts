@@ -12,8 +12,9 @@ import { unwindSnapshot, type ThreadStack } from '../unwind.js';
 import { KernelWalker } from '../walk/kernel-walker.js';
 import { UsageError } from './errors.js';
 import { copyOption, parsePid } from './options.js';
+import { sourceFrame } from '../symbols/types.js';
 
-export const DUMP_HELP = `Usage: pyunwind dump --pid PID [--format text|json] [--copy COPY]
+export const DUMP_HELP = `Usage: pyunwind dump --pid PID [--format text|json] [--copy COPY] [--opcodes]
 
 Print the Python stack of every thread of process PID, once, each with its status
 (complete, complete-unverifiable, idle, or why it was rejected). The program runs on while
@@ -30,6 +31,8 @@ Options:
                          blocking    stop the program while every thread is copied
       --blocking       same as --copy blocking
       --read-only      never write into the program (no profiler anchor on 3.15+)
+      --opcodes        each frame's bytecode instruction too, as dis names it in adaptive
+                       code (specialized forms included)
   -h, --help           this help
 `;
 
@@ -44,6 +47,7 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
       mode: { type: 'string', short: 'm' },
       blocking: { type: 'boolean' },
       'read-only': { type: 'boolean' },
+      opcodes: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -71,7 +75,7 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
       ...(values['read-only'] ? { consistency: 'reread' as const } : {}),
     });
     names = new Map(readThreadNames(source).map((n) => [`${n.interpreterId}:${n.threadId}`, n.name]));
-    stacks = unwindSnapshot(snapshot, await KernelWalker.load());
+    stacks = unwindSnapshot(snapshot, await KernelWalker.load(), undefined, values.opcodes === true);
   } finally {
     stopper?.close();
     source.close();
@@ -92,7 +96,7 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
             status: t.status,
             failAddress: t.walk.failAddress === 0n ? undefined : `0x${t.walk.failAddress.toString(16)}`,
             copyErrors: t.copyErrors.length ? t.copyErrors : undefined,
-            frames: t.frames.map((f) => ({ qualname: f.qualname, filename: f.filename, line: f.line })),
+            frames: t.frames.map(sourceFrame),
           })),
         },
         null,
@@ -107,7 +111,7 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
     const name = nameOf(t);
     lines.push('', `Thread ${t.nativeThreadId}${name === null ? '' : ` ${/^[^\s"\\\p{C}]+$/u.test(name) ? name : JSON.stringify(name)}`} (interpreter ${t.interpreterId}, thread_id 0x${t.threadId.toString(16)}): ${t.status}${why}`);
     for (const e of t.copyErrors) lines.push(`  ! ${e}`);
-    for (const f of t.frames) lines.push(`  ${f.qualname} (${f.filename}:${f.line ?? '?'})`);
+    for (const f of t.frames) lines.push(`  ${f.qualname} (${f.filename}:${f.line ?? '?'})${f.opcode === undefined ? '' : ` ${f.opcode}`}`);
   }
   out(lines.join('\n') + '\n');
   return 0;

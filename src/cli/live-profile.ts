@@ -24,11 +24,13 @@ export class LiveProfile {
   constructor(
     private readonly walker: KernelWalker,
     private readonly pseudo: PseudoFrames = { gcFrames: true },
+    /** frames named with their instruction (top --opcodes) */
+    private readonly opcodes = false,
   ) {}
 
   /** The target's layout, once attached (recordProcess's onStart). */
   start(layout: Layout): void {
-    this.processor = new SampleProcessor(layout, this.walker);
+    this.processor = new SampleProcessor(layout, this.walker, undefined, undefined, this.opcodes);
   }
 
   /** A record as it is written (recordProcess's onRecord). */

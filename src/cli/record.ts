@@ -63,6 +63,10 @@ Options:
       --live             show pyunwind top's live view while recording (q quits)
       --native, --no-gc  with --live: <native> frames, no <GC> frames in the view (every
                          capture keeps what both need: pyunwind report --native / --no-gc)
+      --opcodes          the live view shows instructions (function, line, bytecode
+                         instruction) instead of functions. Every capture keeps the bytecode
+                         of its code objects (copied again when the interpreter specializes
+                         it): \`report --opcodes\` names the instructions of any of them
   -q, --quiet            no progress line
   -h, --help             this help
 
@@ -91,6 +95,7 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
       'no-gc': { type: 'boolean' },
       'async-aware': { type: 'boolean' },
       'async-mode': { type: 'string' },
+      opcodes: { type: 'boolean' },
       quiet: { type: 'boolean', short: 'q' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -134,6 +139,7 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
       intervalMs: 1000,
       iterations: 0,
       interactive: process.stdout.isTTY === true && process.stdin.isTTY === true,
+      ...(values.opcodes ? { opcodes: true } : {}),
       out: (s) => out(s),
       err,
     });

@@ -23,7 +23,7 @@ function readSource(filename: string): string | null {
   }
 }
 
-export const REPORT_HELP = `Usage: pyunwind report FILE [--format FORMAT] [-o OUT] [--diff BASE] [--open] [--thread ID] [--mode MODE] [--native]
+export const REPORT_HELP = `Usage: pyunwind report FILE [--format FORMAT] [-o OUT] [--diff BASE] [--open] [--thread ID] [--mode MODE] [--native] [--opcodes]
 
 Turn a capture (pyunwind record) into a profile. Every sample is walked and validated;
 rejected samples never enter the profile — they are counted, by reason, in the summary, and
@@ -56,6 +56,10 @@ ${formatsHelp('                          ')}
                         task a \`<task NAME>\` frame, the root task outermost
       --async-mode MODE running (each thread's running task) or all (also every waiting
                         task, one stack each per sample); default: as recorded
+      --opcodes         name each frame's bytecode instruction too, as dis names it in
+                        adaptive code — the specialized form where the interpreter had
+                        specialized it (BINARY_OP_ADD_INT): a frame is then function, line
+                        and instruction (docs/formats.md says how each format shows it)
   -n, --top N           functions listed per thread in text (default 15)
   -j, --workers N       worker threads that process blocks (default: one per core for a
                         capture of 4 MB or more, else 0: all in this thread); the profile
@@ -79,6 +83,7 @@ export async function report(argv: string[], out: (s: string | Uint8Array) => vo
       native: { type: 'boolean' },
       'async-aware': { type: 'boolean' },
       'async-mode': { type: 'string' },
+      opcodes: { type: 'boolean' },
       top: { type: 'string', short: 'n', default: '15' },
       workers: { type: 'string', short: 'j' },
       quiet: { type: 'boolean', short: 'q' },
@@ -118,6 +123,7 @@ export async function report(argv: string[], out: (s: string | Uint8Array) => vo
       ...(values['no-gc'] ? { gc: false } : {}),
       ...(values.native ? { native: true } : {}),
       ...(asyncAware ? { asyncAware } : {}),
+      ...(values.opcodes ? { opcodes: true } : {}),
       ...(values.workers !== undefined ? { workers: Number(values.workers) } : {}),
       ...(spec.timeline ? { timeline: true } : {}),
       ...(tty ? { onProgress: (n: number, b: number) => err(`\rreport${what}: ${n} samples, ${b} blocks\x1b[K`) } : {}),

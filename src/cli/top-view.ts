@@ -1,10 +1,11 @@
-// What `pyunwind top` shows: the functions of every thread by self or total samples, with the
-// recording's validation counts above them — as lines of text, one screen (or one frame of
-// the plain output) at a time.
+// What `pyunwind top` shows: the functions of every thread by self or total samples (with
+// --opcodes: the instructions, by self samples), with the recording's validation counts above
+// them — as lines of text, one screen (or one frame of the plain output) at a time.
 
 import type { FunctionStat } from '../profile/types.js';
 import type { Profile } from '../profile/profile.js';
 import type { SamplingMode } from '../capture/types.js';
+import { frameLabel } from '../export/common.js';
 import { percent } from './format.js';
 
 export type TopSort = 'self' | 'total';
@@ -25,6 +26,8 @@ export interface TopFrame {
   width: number;
   /** a note under the title (keys, or "paused") */
   note?: string;
+  /** rows are instructions — (function, line, instruction) by self samples — not functions */
+  opcodes?: boolean;
 }
 
 /** Functions of all threads, a function being (qualname, filename): self and total samples summed over threads. */
@@ -52,7 +55,7 @@ export function renderTop(f: TopFrame): string[] {
     .filter(([k, n]) => n > 0 && k !== 'complete' && k !== 'complete-unverifiable' && k !== 'idle')
     .map(([k, n]) => `${k} ${n}`);
   const lines = [
-    `pyunwind top — ${f.target}, ${(f.elapsedMs / 1000).toFixed(1)} s, ${f.rateHz} Hz, mode ${f.mode}, by ${f.sort}`,
+    `pyunwind top — ${f.target}, ${(f.elapsedMs / 1000).toFixed(1)} s, ${f.rateHz} Hz, mode ${f.mode}, ${f.opcodes ? 'instructions by self' : `by ${f.sort}`}`,
     `samples ${s.attempted}: trusted ${s.trusted} (idle ${s.statuses.idle}), rejected ${s.rejected}${rejected.length ? ` (${rejected.join(', ')})` : ''}; ` +
       `ticks ${f.scheduled - f.missed} of ${f.scheduled} (missed ${percent(f.missed, f.scheduled, '–')}); threads ${f.profile.threads().length}`,
   ];
@@ -60,6 +63,10 @@ export function renderTop(f: TopFrame): string[] {
   lines.push('');
   // shares of the samples with a Python stack (idle ones have no function)
   const stacked = s.trusted - s.statuses.idle;
+  if (f.opcodes) {
+    lines.push(...instructionRows(f.profile, stacked, f.limit));
+    return lines.map((l) => (l.length > f.width ? l.slice(0, Math.max(1, f.width - 1)) + '…' : l));
+  }
   lines.push(`${pad('self%', 7)} ${pad('total%', 7)} ${pad('self', 8)} ${pad('total', 8)}  function`);
   const rows = allFunctions(f.profile).sort((a, b) => (f.sort === 'self' ? b.self - a.self || b.total - a.total : b.total - a.total || b.self - a.self) || (a.qualname < b.qualname ? -1 : 1));
   for (const fn of rows.slice(0, Math.max(0, f.limit))) {
@@ -68,4 +75,20 @@ export function renderTop(f: TopFrame): string[] {
   }
   if (rows.length === 0) lines.push('(no Python stack sampled yet)');
   return lines.map((l) => (l.length > f.width ? l.slice(0, Math.max(1, f.width - 1)) + '…' : l));
+}
+
+/** Instructions of all threads — frames (function, line, instruction) — by the samples that ended in them. */
+function instructionRows(profile: Profile, stacked: number, limit: number): string[] {
+  const self = new Map<string, number>();
+  for (const t of profile.threads()) {
+    t.stackWeight.forEach((w, s) => {
+      const frame = t.frames[t.stackFrame[s]!]!;
+      if (w > 0 && frame.opcode !== undefined) self.set(frameLabel(frame), (self.get(frameLabel(frame)) ?? 0) + w);
+    });
+  }
+  const rows = [...self].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
+  const out = [`${pad('self%', 7)} ${pad('self', 8)}  instruction`];
+  for (const [label, w] of rows.slice(0, Math.max(0, limit))) out.push(`${pad(stacked > 0 ? ((100 * w) / stacked).toFixed(1) : '–', 7)} ${pad(String(w), 8)}  ${label}`);
+  if (rows.length === 0) out.push('(no Python stack sampled yet)');
+  return out;
 }

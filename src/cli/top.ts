@@ -44,6 +44,9 @@ Options:
       --iterations N     show N refreshes as plain text, then stop (default: until q, Ctrl-C,
                          or the target exits; plain text too when the output is no terminal)
   -o, --output FILE      also keep the capture in FILE (pyunwind report reads it)
+      --opcodes          show instructions instead of functions: function, line and the
+                         bytecode instruction there (as dis names it in adaptive code,
+                         specialized forms included), by the samples that ended in them
   -h, --help             this help
 
 Keys (on a terminal): q or Ctrl-C quit, s switches the sort, p pauses the redraws.
@@ -65,6 +68,8 @@ export interface LiveViewOptions {
   limit?: number;
   /** plain frames, this many (0: until stopped) */
   iterations: number;
+  /** rows are instructions (function, line, instruction), not functions */
+  opcodes?: boolean;
   /** full-screen and keys: stdout and stdin are terminals and no iteration count is asked for */
   interactive: boolean;
   out: (s: string) => void;
@@ -92,6 +97,7 @@ export async function top(argv: string[], out: (s: string | Uint8Array) => void,
       limit: { type: 'string', short: 'n' },
       iterations: { type: 'string' },
       output: { type: 'string', short: 'o' },
+      opcodes: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -127,6 +133,7 @@ export async function top(argv: string[], out: (s: string | Uint8Array) => void,
     ...(limit !== undefined ? { limit } : {}),
     iterations,
     interactive,
+    ...(values.opcodes ? { opcodes: true } : {}),
     out: (s) => out(s),
     err,
   });
@@ -136,7 +143,7 @@ const ESC = '\x1b[';
 
 /** Record with the live view until it is quit, the iterations are shown, or the target exits. */
 export async function liveView(o: LiveViewOptions): Promise<number> {
-  const live = new LiveProfile(await KernelWalker.load(), o.pseudo);
+  const live = new LiveProfile(await KernelWalker.load(), o.pseudo, o.opcodes === true);
   const abort = new AbortController();
   const stop = (): void => abort.abort();
   const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
@@ -165,6 +172,7 @@ export async function liveView(o: LiveViewOptions): Promise<number> {
       sort,
       limit: o.limit ?? (screen ? Math.max(1, rows - 6) : 20),
       width: screen ? (process.stdout.columns || 100) : 200,
+      ...(o.opcodes ? { opcodes: true } : {}),
       ...(screen ? { note: paused ? 'paused — p resumes, q quits' : 'q quit · s sort by self/total · p pause' } : {}),
     });
     if (screen) o.out(`${ESC}H${ESC}2J${frame.join('\n')}`);

@@ -17,8 +17,21 @@ export function threadLabel(t: Pick<ThreadProfile, 'name' | 'nativeThreadId' | '
   return `thread ${t.nativeThreadId}${interp ? ` (${interp})` : ''}`;
 }
 
-/** `qualname (file:line)`, `qualname (file)` without a line (or with `lines` false); a pseudo-frame (no file: `<GC>`, `<native>`) is its name. */
+/**
+ * `qualname (file:line)`, `qualname (file)` without a line (or with `lines` false); a pseudo-frame
+ * (no file: `<GC>`, `<native>`) is its name; a frame with its instruction (report --opcodes)
+ * ends with it: `qualname (file:line) BINARY_OP_ADD_INT`.
+ */
 export function frameLabel(f: SourceFrame, lines = true): string {
   if (f.filename === '' && f.line === null) return f.qualname;
-  return lines && f.line !== null ? `${f.qualname} (${f.filename}:${f.line})` : `${f.qualname} (${f.filename})`;
+  const at = lines && f.line !== null ? `${f.qualname} (${f.filename}:${f.line})` : `${f.qualname} (${f.filename})`;
+  return f.opcode === undefined ? at : `${at} ${f.opcode}`;
+}
+
+/**
+ * A frame's name where the format keeps file and line apart: the qualname, and the instruction
+ * after it when the frame has one (`hot BINARY_OP_ADD_INT`).
+ */
+export function frameName(f: SourceFrame): string {
+  return f.opcode === undefined ? f.qualname : `${f.qualname} ${f.opcode}`;
 }

@@ -31,7 +31,7 @@
 
 import type { Profile } from '../profile/profile.js';
 import { IDLE_STACK, REJECTED_STACK, type Timeline } from '../profile/timeline.js';
-import { threadLabel } from './common.js';
+import { frameName, threadLabel } from './common.js';
 import { mergeByTime, timelineStats } from './jsonl.js';
 import type { ExportMeta } from './meta.js';
 
@@ -102,7 +102,7 @@ export function cpuprofileDocument(timeline: Timeline, meta: ExportMeta, profile
     for (let s = 0; s < t.stackParent.length; s++) {
       const f = t.frames[t.stackFrame[s]!]!;
       const parent = t.stackParent[s]!;
-      map.push(node(parent < 0 ? top : map[parent]!, f.qualname, f.filename, f.line));
+      map.push(node(parent < 0 ? top : map[parent]!, frameName(f), f.filename, f.line));
     }
     return map;
   });

@@ -12,7 +12,7 @@
 import type { Profile } from '../profile/profile.js';
 import { ThreadProfile } from '../profile/thread.js';
 import type { SourceFrame } from '../profile/types.js';
-import { threadLabel } from './common.js';
+import { frameName, threadLabel } from './common.js';
 import type { ExportMeta } from './meta.js';
 import {
   FLAMEGRAPH_CSS,
@@ -35,11 +35,13 @@ export class FlameFrameTable {
   private readonly index = new Map<string, number>();
 
   intern(f: SourceFrame): number {
-    const key = `${f.qualname.length}:${f.qualname}${f.line ?? ''}:${f.filename}`;
+    // (with opcodes a frame is named with its instruction: `hot BINARY_OP_ADD_INT`)
+    const name = frameName(f);
+    const key = `${name.length}:${name}${f.line ?? ''}:${f.filename}`;
     let i = this.index.get(key);
     if (i === undefined) {
       i = this.frames.length;
-      this.frames.push([f.qualname, f.filename, f.line]);
+      this.frames.push([name, f.filename, f.line]);
       this.index.set(key, i);
     }
     return i;

@@ -27,12 +27,13 @@
 // - each stretch of consecutive idle samples of a thread is one interval marker "Idle";
 // - the validation numbers (validationLines) are in meta.extra (the profile's "more info"
 //   panel) and in a "pyunwind validation" marker on the first thread, over the recording.
-// Funcs are (qualname, filename), lineNumber null (CPython's frame gives the current line,
+// Funcs are (qualname, filename) — (qualname and instruction, filename) with opcodes: a
+// frame`s func is named `hot BINARY_OP_ADD_INT` then —, lineNumber null (CPython's frame gives the current line,
 // not the function's first line); frames are (func, line). Sample weights are null (1 each).
 
 import type { Profile } from '../profile/profile.js';
 import { IDLE_STACK, REJECTED_STACK, type Timeline, type TimelineThread } from '../profile/timeline.js';
-import { IDLE_FRAME, threadLabel } from './common.js';
+import { IDLE_FRAME, frameName, threadLabel } from './common.js';
 import { validationLines, type ExportMeta } from './meta.js';
 
 /** meta.preprocessedProfileVersion written (see the file header) */
@@ -320,7 +321,7 @@ export function geckoDocument(profile: Profile, timeline: Timeline, meta: Export
     for (let s = 0; s < t.stackParent.length; s++) {
       const f = t.frames[t.stackFrame[s]!]!;
       const parent = t.stackParent[s]!;
-      stackMap[s] = b.stack(parent < 0 ? null : stackMap[parent]!, b.frame(f.qualname, f.filename, f.line, CATEGORY_PYTHON));
+      stackMap[s] = b.stack(parent < 0 ? null : stackMap[parent]!, b.frame(frameName(f), f.filename, f.line, CATEGORY_PYTHON));
     }
     let idleStack: number | null = null;
     const samples: SamplesTable = { stack: [], time: [], weight: null, weightType: 'samples', length: 0 };

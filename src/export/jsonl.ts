@@ -5,6 +5,7 @@
 //    "rateHz":…,"startTime":…,"recorder":…,"mode":…,"validation":{…}}
 //   {"type":"sample","time":1234,"thread":{"native_id":…,"thread_id":…,"interpreter_id":0,
 //    "name":"MainThread"},"status":"complete","frames":[{"qualname":…,"filename":…,"line":…},…]}
+//   (with opcodes, a frame also has "opcode": its instruction, where it is known)
 //   …
 //   {"type":"summary","attempted":…,"trusted":…,"rejected":…,"statuses":{…},"ticks":…,"missed":…,"scheduled":…}
 //
@@ -23,6 +24,7 @@ import type { Profile } from '../profile/profile.js';
 import { REJECTED_STACK, Timeline, type TimelineThread } from '../profile/timeline.js';
 import { emptyStatusCounts, type ValidationStats } from '../profile/types.js';
 import { TRUSTED } from '../walk/status.js';
+import { sourceFrame } from '../symbols/types.js';
 import type { ExportMeta } from './meta.js';
 
 export const JSONL_FORMAT = 'pyunwind-samples';
@@ -110,7 +112,7 @@ export function exportJsonl(timeline: Timeline, meta: ExportMeta, profile?: Prof
     let s = cache.get(stack);
     if (s === undefined) {
       const path = stack < 0 ? [] : Timeline.path(threads[ti]!, stack).reverse();
-      s = JSON.stringify(path.map((f) => ({ qualname: f.qualname, filename: f.filename, line: f.line })));
+      s = JSON.stringify(path.map(sourceFrame));
       cache.set(stack, s);
     }
     return s;

@@ -9,6 +9,11 @@
 //   line of each frame, not the code's first line; 0 when no sample had a line).
 // - A Location per distinct (function, line) (line 0 when CPython had none), with one Line; no
 //   Mapping (there is no binary to symbolize: every location already has its function).
+// - With opcodes (report --opcodes), a frame's instruction is a function inlined into it: the
+//   Location of (function, line, instruction) has two Lines, the instruction's first (a Function
+//   per instruction name, e.g. BINARY_OP_ADD_INT, no file) — so the flame graph has it as a level
+//   below each frame, `-top` ranks instructions over the whole program, and `-noinlines` folds
+//   them back into their functions.
 // - A Sample per distinct stack of each thread, leaf first as pprof wants, valued by the summed
 //   weight of the trusted samples that ended on it (counts rounded to integers; weights are 1
 //   unless a producer said otherwise), labelled `thread` = the thread's name in every export
@@ -48,19 +53,33 @@ export function pprofProfile(profile: Profile, meta: ExportMeta): PprofProfile {
     (f, i) => new PprofFunction({ id: i + 1, name: str(f.qualname), systemName: str(f.qualname), filename: str(f.filename), startLine: f.line }),
   );
 
-  // locations (function, line)
+  // instructions (opcodes), each a function of its own, after the Python functions
+  const opcodeFn = new Map<string, number>();
+  const opcodeFunction = (name: string): number => {
+    let id = opcodeFn.get(name);
+    if (id === undefined) {
+      id = functions.length + 1;
+      opcodeFn.set(name, id);
+      functions.push(new PprofFunction({ id, name: str(name), systemName: str(name), filename: str(''), startLine: 0 }));
+    }
+    return id;
+  };
+
+  // locations (function, line, instruction)
   const locIndex = new Map<string, number>();
   const locations: Location[] = [];
   const frameLoc = docs.map((d, ti) =>
     d.frames.map((f, fi) => {
       const fn = frameFn[ti]![fi]!;
       const line = f.line ?? 0;
-      const key = `${fn}:${line}`;
+      const key = f.opcode === undefined ? `${fn}:${line}` : `${fn}:${line}:${f.opcode}`;
       let id = locIndex.get(key);
       if (id === undefined) {
         id = locations.length + 1;
         locIndex.set(key, id);
-        locations.push(new Location({ id, line: [new Line({ functionId: fn + 1, line })] }));
+        const lines = [new Line({ functionId: fn + 1, line })];
+        if (f.opcode !== undefined) lines.unshift(new Line({ functionId: opcodeFunction(f.opcode), line }));
+        locations.push(new Location({ id, line: lines }));
       }
       return id;
     }),

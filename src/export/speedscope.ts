@@ -13,7 +13,7 @@
 
 import type { Profile } from '../profile/profile.js';
 import { threadToJSON } from '../profile/profile.js';
-import { IDLE_FRAME, threadLabel } from './common.js';
+import { IDLE_FRAME, frameName, threadLabel } from './common.js';
 
 export const SPEEDSCOPE_SCHEMA = 'https://www.speedscope.app/file-format-schema.json';
 
@@ -81,7 +81,7 @@ export function speedscopeDocument(profile: Profile, options: SpeedscopeOptions 
   const profiles: SpeedscopeSampledProfile[] = [];
   for (const t of profile.threads()) {
     const tj = threadToJSON(t);
-    const shared = tj.frames.map((f) => intern(f.qualname, f.filename, lines ? f.line : null));
+    const shared = tj.frames.map((f) => intern(frameName(f), f.filename, lines ? f.line : null));
     // with lines off, stacks that differ only in lines become the same sample: sum them
     const byPath = new Map<string, number>();
     const samples: number[][] = [];

@@ -8,12 +8,16 @@
 // stack plus idle ones), so a thread that idles shows it in its functions' shares. Function
 // columns are weights: a sample of weight w counts w times there (weights default to 1), while
 // the status lines count samples.
+//
+// A profile made with opcodes (report --opcodes) adds a third table per thread: the heaviest
+// instructions by self weight — (function, line, instruction), where samples ended.
 
 import type { Profile } from '../profile/profile.js';
 import type { ThreadProfile } from '../profile/thread.js';
 import type { FunctionStat } from '../profile/types.js';
 import { STATUS_NAMES, TRUSTED } from '../walk/status.js';
-import { threadLabel } from './common.js';
+import { frameLabel, threadLabel } from './common.js';
+import { compareFrames } from '../profile/thread.js';
 
 export interface TextOptions {
   /** functions per table (default 10) */
@@ -88,7 +92,29 @@ function threadSection(t: ThreadProfile, top: number): string[] {
   out.push('');
   out.push(`  Top ${byTotal.length} by total`);
   out.push(...functionTable(byTotal, ['total', 'self'], base));
+  const instructions = instructionTable(t, top, base);
+  if (instructions.length > 0) {
+    out.push('');
+    out.push(`  Top ${instructions.length - 1} instructions by self`);
+    out.push(...instructions);
+  }
   return out;
+}
+
+/** The heaviest frames with an instruction by self weight (none without opcodes): header row and rows. */
+function instructionTable(t: ThreadProfile, top: number, base: number): string[] {
+  const self = new Float64Array(t.frames.length);
+  t.stackWeight.forEach((w, s) => (self[t.stackFrame[s]!]! += w));
+  const rows = t.frames
+    .map((f, i) => ({ f, w: self[i]! }))
+    .filter((r) => r.f.opcode !== undefined && r.w > 0)
+    .sort((a, b) => b.w - a.w || compareFrames(a.f, b.f))
+    .slice(0, top);
+  if (rows.length === 0) return [];
+  const cells = rows.map((r) => [num(r.w), percent(r.w, base)]);
+  const w = [0, 1].map((i) => Math.max(i === 0 ? 'self'.length : 1, ...cells.map((c) => c[i]!.length)));
+  const line = (c: string[], name: string): string => `    ${c.map((x, i) => x.padStart(w[i]!)).join('  ')}  ${name}`.trimEnd();
+  return [line(['self', '%'], 'instruction'), ...rows.map((r, i) => line(cells[i]!, printable(frameLabel(r.f))))];
 }
 
 function functionTable(rows: FunctionStat[], cols: ['self' | 'total', 'self' | 'total'], base: number): string[] {

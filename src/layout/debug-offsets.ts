@@ -485,6 +485,7 @@ function buildLayout(t: Table, version: PythonVersion): Layout {
       stacksize: codeInt('co_stacksize', firstlineno - 4),
       nlocalsplus: codeInt('co_nlocalsplus', firstlineno + 4),
       codeAdaptive: r.field('code_object', 'co_code_adaptive', 1),
+      opcodes: `${version.major}.${minor}`,
     },
     unicode: {
       length: r.pointer('unicode_object', 'length'),

@@ -140,7 +140,10 @@ export interface Layout {
      * this code takes on the data stack (co_framesize words) */
     stacksize: number;
     nlocalsplus: number;
+    /** co_code_adaptive: the bytecode, ob_size code units of 2 bytes, inline at the end of the object */
     codeAdaptive: number;
+    /** how this Python numbers its opcodes: the id of its table in src/symbols/opcodes.ts ("3.14") */
+    opcodes: string;
   };
   unicode: {
     length: number;

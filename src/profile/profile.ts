@@ -125,7 +125,7 @@ export class Profile {
       if (!(Number.isInteger(n.parent) && n.parent >= -1 && n.parent < i)) throw new RangeError(`counted node ${i}: its caller ${n.parent} is not listed before it`);
       if (!(Number.isFinite(n.weight) && n.weight >= 0)) throw new RangeError(`stack weight must be finite and >= 0, got ${n.weight}`);
       checkFrame(n.frame);
-      const stack = t.internStack(n.parent < 0 ? -1 : stackOf[n.parent]!, t.internFrame(n.frame.qualname, n.frame.filename, n.frame.line));
+      const stack = t.internStack(n.parent < 0 ? -1 : stackOf[n.parent]!, t.internFrame(n.frame));
       stackOf[i] = stack;
       if (n.weight > 0) t.addStackWeight(stack, n.weight);
     });
@@ -270,6 +270,7 @@ function checkFrame(f: SourceFrame): void {
     throw new TypeError(`frame qualname and filename must be strings, got ${show(f.qualname)}, ${show(f.filename)}`);
   }
   if (f.line !== null && !Number.isSafeInteger(f.line)) throw new TypeError(`frame line must be an integer or null, got ${show(f.line)}`);
+  if (f.opcode !== undefined && (typeof f.opcode !== 'string' || f.opcode === '')) throw new TypeError(`frame opcode must be a non-empty string when present, got ${show(f.opcode)}`);
 }
 
 /**
@@ -347,7 +348,10 @@ function threadFromJSON(json: unknown, at: string): ThreadProfile {
     if (f.line !== null && !Number.isSafeInteger(f.line)) {
       throw new ProfileFormatError(`${fat}.line: expected an integer or null, got ${show(f.line)}`);
     }
-    return t.internFrame(f.qualname, f.filename, f.line as number | null);
+    if (f.opcode !== undefined && (typeof f.opcode !== 'string' || f.opcode === '')) {
+      throw new ProfileFormatError(`${fat}.opcode: expected a non-empty string when present, got ${show(f.opcode)}`);
+    }
+    return t.internFrame({ qualname: f.qualname, filename: f.filename, line: f.line as number | null, ...(f.opcode === undefined ? {} : { opcode: f.opcode as string }) });
   });
   const stackMap: number[] = [];
   arr(o.stacks, `${at}.stacks`).forEach((sj, i) => {

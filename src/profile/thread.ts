@@ -59,12 +59,13 @@ export function cmpStr(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-/** Frames by qualname, filename, then line (null first). */
+/** Frames by qualname, filename, line (null first), then opcode (none first). */
 export function compareFrames(a: SourceFrame, b: SourceFrame): number {
   return (
     cmpStr(a.qualname, b.qualname) ||
     cmpStr(a.filename, b.filename) ||
-    (a.line === b.line ? 0 : a.line === null ? -1 : b.line === null ? 1 : a.line - b.line)
+    (a.line === b.line ? 0 : a.line === null ? -1 : b.line === null ? 1 : a.line - b.line) ||
+    cmpStr(a.opcode ?? '', b.opcode ?? '')
   );
 }
 
@@ -89,8 +90,9 @@ export class ThreadProfile {
   private readonly _statuses: StatusCounts = emptyStatusCounts();
   private _idleWeight = 0;
 
-  // qualname → filename → line → frame index: nested maps cost no key strings per frame
-  private readonly frameIndex = new Map<string, Map<string, Map<number | null, number>>>();
+  // qualname → filename → line → opcode ('' for none) → frame index: nested maps cost no key
+  // strings per frame
+  private readonly frameIndex = new Map<string, Map<string, Map<number | null, Map<string, number>>>>();
   private readonly _frames: SourceFrame[] = [];
   private readonly _frameFunction: number[] = [];
   private readonly functionIndex = new Map<string, number>();
@@ -152,17 +154,20 @@ export class ThreadProfile {
     this._idleWeight += weight;
   }
 
-  /** @internal Interns the frame and returns its index. */
-  internFrame(qualname: string, filename: string, line: number | null): number {
+  /** @internal Interns the frame (qualname, filename, line, opcode) and returns its index. */
+  internFrame(frame: SourceFrame): number {
+    const { qualname, filename, line, opcode } = frame;
     let byFile = this.frameIndex.get(qualname);
     if (byFile === undefined) this.frameIndex.set(qualname, (byFile = new Map()));
     let byLine = byFile.get(filename);
     if (byLine === undefined) byFile.set(filename, (byLine = new Map()));
-    let i = byLine.get(line);
+    let byOpcode = byLine.get(line);
+    if (byOpcode === undefined) byLine.set(line, (byOpcode = new Map()));
+    let i = byOpcode.get(opcode ?? '');
     if (i === undefined) {
       i = this._frames.length;
-      this._frames.push({ qualname, filename, line });
-      byLine.set(line, i);
+      this._frames.push(opcode === undefined ? { qualname, filename, line } : { qualname, filename, line, opcode });
+      byOpcode.set(opcode ?? '', i);
       const fkey = functionKey(qualname, filename);
       let f = this.functionIndex.get(fkey);
       if (f === undefined) {
@@ -206,13 +211,13 @@ export class ThreadProfile {
     for (; depth < n && depth < path.length; depth++) {
       const f = frames[n - 1 - depth]!;
       const known = this._frames[this._stackFrame[path[depth]!]!]!;
-      if (f.line !== known.line || f.qualname !== known.qualname || f.filename !== known.filename) break;
+      if (f.line !== known.line || f.qualname !== known.qualname || f.filename !== known.filename || f.opcode !== known.opcode) break;
       stack = path[depth]!;
     }
     path.length = depth;
     for (; depth < n; depth++) {
       const f = frames[n - 1 - depth]!;
-      stack = this.internStack(stack, this.internFrame(f.qualname, f.filename, f.line));
+      stack = this.internStack(stack, this.internFrame(f));
       path.push(stack);
     }
     this._stackWeight[stack]! += weight;
@@ -262,7 +267,7 @@ export class ThreadProfile {
     if (name !== undefined) this.offerName(name, nameTime);
     STATUS_NAMES.forEach((s, k) => (this._statuses[s] += statuses[k]!));
     this._idleWeight += idleWeight;
-    const frameMap = frames.map((f) => this.internFrame(f.qualname, f.filename, f.line));
+    const frameMap = frames.map((f) => this.internFrame(f));
     const stackMap: number[] = new Array(stackParent.length);
     for (let i = 0; i < stackParent.length; i++) {
       const p = stackParent[i]!;

@@ -10,6 +10,7 @@
 import { compareThreads, threadKey, type ThreadIds } from './thread.js';
 import { TRUSTED } from '../walk/status.js';
 import type { SampleInput, SourceFrame, Status } from './types.js';
+import { sourceFrame } from '../symbols/types.js';
 
 /** `stack` of an idle sample (trusted, no Python frame) */
 export const IDLE_STACK = -1;
@@ -56,11 +57,11 @@ export class Timeline {
       stack = -1;
       for (let i = sample.frames.length - 1; i >= 0; i--) {
         const f = sample.frames[i]!;
-        const fk = `${f.qualname}\0${f.filename}\0${f.line ?? ''}`;
+        const fk = `${f.qualname}\0${f.filename}\0${f.line ?? ''}\0${f.opcode ?? ''}`;
         let fi = entry.frameIndex.get(fk);
         if (fi === undefined) {
           fi = t.frames.length;
-          t.frames.push({ qualname: f.qualname, filename: f.filename, line: f.line });
+          t.frames.push(sourceFrame(f));
           entry.frameIndex.set(fk, fi);
         }
         const sk = `${stack},${fi}`;

@@ -6,7 +6,7 @@ import { formatVersion } from '../layout/index.js';
 import type { MemorySource } from './source.js';
 
 /** What only the recorder knows: how and when it records. */
-export type RecordingFields = Pick<CaptureHeader, 'rateHz' | 'startTime' | 'recorder' | 'copy' | 'sampling' | 'facts' | 'command' | 'pid' | 'asyncio'>;
+export type RecordingFields = Pick<CaptureHeader, 'rateHz' | 'startTime' | 'recorder' | 'copy' | 'sampling' | 'facts' | 'command' | 'pid' | 'asyncio' | 'bytecode'>;
 
 export function captureHeader(source: MemorySource, recording: RecordingFields): CaptureHeader {
   const layout = source.layout;
@@ -19,6 +19,9 @@ export function captureHeader(source: MemorySource, recording: RecordingFields):
     rateHz: recording.rateHz,
     startTime: recording.startTime,
     recorder: recording.recorder,
+    // (every recorder copies code objects through code-cache.ts, which keeps their bytecode
+    // unless told not to)
+    bytecode: recording.bytecode ?? true,
   };
   // (optional fields only when given: the header encodes what is present)
   if (recording.command) header.command = recording.command;

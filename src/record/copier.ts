@@ -54,6 +54,8 @@ export interface CopierOptions {
   tstateMin?: number;
   /** false: do not collect `used` (a recorder that never asks for it saves a set insert per frame) */
   collectUsed?: boolean;
+  /** false: code objects are copied without their bytecode, which is never refreshed (code-cache.ts; for measuring what it costs) */
+  bytecode?: boolean;
 }
 
 export class MemoryCopier {
@@ -111,7 +113,7 @@ export class MemoryCopier {
     this.P = this.layout.pointerSize;
     const pid = (source as { pid?: unknown }).pid;
     this.processMain = typeof pid === 'number' && pid > 0 ? BigInt(pid) : null;
-    this.codes = new CodeCache(source, this.layout);
+    this.codes = new CodeCache(source, this.layout, options.bytecode ?? true);
     const t = this.layout.tstate;
     const canAnchor = t.lastProfiledFrame !== null && typeof source.write === 'function';
     this.consistency = options.consistency ?? (canAnchor ? 'anchor' : 'reread');
@@ -183,6 +185,7 @@ export class MemoryCopier {
     const P = this.P;
     const source = this.source;
     if (this.used.size > 0) this.used.clear();
+    this.codes.beginPass(performance.now());
     const threads: ThreadSnapshot[] = [];
     const f = L.interp;
     const { lo, hi } = this.interpSpan;
@@ -465,6 +468,7 @@ export class MemoryCopier {
   private steadyHooks(tstate: bigint): SteadyHooks {
     return {
       confirmed: (a, interp, g) => this.codes.confirmed(a, interp, g),
+      refreshRound: () => this.codes.refreshRound,
       placeAnchor: (target) => this.writeAnchor(tstate, target),
     };
   }

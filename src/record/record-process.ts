@@ -37,6 +37,8 @@ export interface RecordProcessOptions {
   sampling?: SamplingMode;
   /** never write into the target: no profiler anchor, copies checked by re-reading alone */
   readOnly?: boolean;
+  /** false: code records without their bytecode (no opcodes; for measuring what keeping it costs) */
+  bytecode?: boolean;
   /** ends the recording (the file is then closed properly) */
   signal?: AbortSignal;
   /** every record as it is written (code records come before the samples that need them; thread names when read) */
@@ -136,6 +138,7 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
       sampling,
       facts,
       ...(asyncio ? { asyncio: { mode: options.asyncio!, debugOffsets: Buffer.from(asyncio.debugOffsets).toString('hex') } } : {}),
+      ...(options.bytecode === false ? { bytecode: false } : {}),
     }));
     stopper = copy === 'optimistic' ? null : openStopper(pid);
   } catch (e) {
@@ -171,6 +174,7 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
       ...(cpuStates ? { cpuStates } : {}),
       ...(options.readOnly ? { consistency: 'reread' as const } : {}),
       ...(asyncio ? { asyncio: { offsets: asyncio.offsets, mode: options.asyncio! } } : {}),
+      ...(options.bytecode === false ? { bytecode: false } : {}),
       ...(stopper ? { stopper } : {}),
       ...(options.durationMs !== undefined ? { durationMs: options.durationMs } : {}),
       // a target that exits makes the next read fail, and the sampler then asks isAlive

@@ -37,6 +37,8 @@ export interface SamplerOptions {
   copy?: CopyMode;
   /** which threads' samples are written (default wall: all); the others are copied and left out */
   sampling?: SamplingMode;
+  /** false: code records without bytecode (CopierOptions.bytecode; the header must say so) */
+  bytecode?: boolean;
   /** tells whether a thread is on a CPU (Linux: /proc), for the ON_CPU flag of its sample */
   cpuStates?: { onCpu(nativeThreadId: bigint): boolean | null };
   /** how a copy is checked (default: the anchor where the target has one and can be written) */
@@ -169,6 +171,7 @@ export async function runSampler(source: MemorySource, sink: SampleSink, options
     collectUsed: false,
     // the running task in the same read as the stack (see task-copy.ts)
     ...(options.asyncio ? { tstateMin: asyncioTstateEnd(options.asyncio.offsets, source.layout.pointerSize) } : {}),
+    ...(options.bytecode === false ? { bytecode: false } : {}),
   });
   // shorter sleeps wake closer to the tick (where the native calls are available)
   const native = loadNative();

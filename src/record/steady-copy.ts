@@ -45,8 +45,10 @@ export interface SteadyResult {
 }
 
 export interface SteadyHooks {
-  /** is the code object at this address confirmed for this interpreter at this generation */
+  /** is the code object at this address confirmed for this interpreter at this generation (and its bytecode not due for a refresh) */
   confirmed(address: bigint, interp: bigint, generation: bigint): boolean;
+  /** the code cache's refresh round: the confirmations a copy remembers hold within one (code-cache.ts) */
+  refreshRound(): number;
   /** leave the profiler anchor on this frame */
   placeAnchor(target: bigint): void;
 }
@@ -160,6 +162,8 @@ export class SteadyCopy {
   private genLo = -1;
   private genHi = -1;
   private generation = 0n;
+  /** the refresh round the confirmations were made in */
+  private round = -1;
   private interpLo: number;
   private interpHi: number;
   /** thread_id and native_thread_id of the last copy, as 32-bit words */
@@ -405,9 +409,11 @@ export class SteadyCopy {
     // the code objects: each confirmed at this generation, or the general copier checks them
     const genLo = this.readGenLo;
     const genHi = this.readGenHi;
-    if (genLo !== this.genLo || genHi !== this.genHi) {
+    const round = hooks.refreshRound();
+    if (genLo !== this.genLo || genHi !== this.genHi || round !== this.round) {
       this.genLo = genLo;
       this.genHi = genHi;
+      this.round = round;
       this.generation = (BigInt(genHi) << 32n) | BigInt(genLo);
       this.confirmed.clear();
       this.codeAt.fill(-1);

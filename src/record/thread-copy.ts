@@ -406,10 +406,11 @@ export function planOf(ctx: CopyContext, tstate: bigint, interp: bigint, cache: 
 
 /**
  * Without a count of code-object deaths (3.11–3.13) every copy checks its code objects
- * again: those the previous copy of the thread used are read with the first read.
+ * again: those the previous copy of the thread used are read with the first read. With it,
+ * only the bytecode due for a refresh (see code-cache.ts) is.
  */
 function codeRanges(ctx: CopyContext, cache: ThreadCache): Range[] {
-  return ctx.layout.interp.codeObjectGeneration === null ? ctx.codes.checkRanges(cache.codes) : [];
+  return ctx.codes.checkRanges(cache.codes, ctx.layout.interp.codeObjectGeneration === null);
 }
 
 function planLength(L: Layout, cache: ThreadCache): number {

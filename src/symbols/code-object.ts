@@ -1,8 +1,9 @@
 // A captured code object → its names, first line, bytecode range and location table.
 //
-// Only the fields are read (each bounds-checked on its own), not the bytecode: a recorder may
-// copy just the fixed part of the object, co_code_adaptive bytes, plus the strings and the
-// line table; the bytecode's extent comes from ob_size.
+// Only the fields are read (each bounds-checked on its own): a recorder may copy just the fixed
+// part of the object plus the strings and the line table; the bytecode's extent comes from
+// ob_size. The bytecode itself (co_code_adaptive, inline after the fixed part) is `bytecode`
+// when the copy holds all of it — pyunwind's recorder copies it since 0.2 — for the opcodes.
 
 import type { Layout } from '../layout/layout.js';
 import type { RegionMemory } from '../walk/region-memory.js';
@@ -23,6 +24,8 @@ export interface CodeInfo {
   /** bytes a frame of this code takes on the data stack (co_framesize words) */
   frameSize: number;
   locations: LocationEntry[];
+  /** the bytecode as copied (co_code_adaptive, bytecodeStart..bytecodeEnd), null if the copy does not hold all of it */
+  bytecode: Uint8Array | null;
 }
 
 /** far more local and stack slots than any real function has (CPython's own limits are lower) */
@@ -105,7 +108,9 @@ export function decodeCodeObject(mem: RegionMemory, layout: Layout, address: big
     decodeLocationTable(table, firstLine),
   );
 
-  return { address, qualname, name, filename, firstLine, bytecodeStart, bytecodeEnd, frameSize, locations };
+  const bytecode = mem.bytes(bytecodeStart, Number(obSize) * 2);
+
+  return { address, qualname, name, filename, firstLine, bytecodeStart, bytecodeEnd, frameSize, locations, bytecode };
 }
 
 export function codeRange(info: CodeInfo): CodeRange {

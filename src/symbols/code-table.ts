@@ -12,6 +12,7 @@ import { RegionMemory } from '../walk/region-memory.js';
 import type { CodeRange, Region } from '../walk/types.js';
 import { codeRange, decodeCodeObject, type CodeInfo } from './code-object.js';
 import { SymbolError } from './location-table.js';
+import { opcodeOf } from './opcodes.js';
 import { lineOf } from './symbolizer.js';
 import type { SymbolizedFrame } from './types.js';
 
@@ -21,6 +22,8 @@ interface Entry {
   info: CodeInfo | SymbolError;
   /** code-unit index → line */
   lines: Map<number, number | null>;
+  /** code-unit index → the name of the instruction there (null: not known), made when asked for */
+  opcodes: Map<number, string | null> | null;
 }
 
 export class CodeTable {
@@ -49,7 +52,7 @@ export class CodeTable {
         info = e;
       }
     }
-    this.entries.set(record.address, { info, lines: new Map() });
+    this.entries.set(record.address, { info, lines: new Map(), opcodes: null });
     this.sorted = null;
     this.version++;
   }
@@ -81,13 +84,20 @@ export class CodeTable {
   }
 
   /**
-   * A frame of a trusted walk, named. Throws SymbolError if the code object was not decodable
-   * or the instruction pointer is outside it: the walk rejects such frames, so that is a bug.
+   * A frame of a trusted walk, named; with `opcodes`, with the name of its instruction where
+   * the code record holds the bytecode (see src/symbols/opcodes.ts). Throws SymbolError if the
+   * code object was not decodable or the instruction pointer is outside it: the walk rejects
+   * such frames, so that is a bug.
    */
-  frame(code: bigint, instrPtr: bigint): SymbolizedFrame {
+  frame(code: bigint, instrPtr: bigint, opcodes = false): SymbolizedFrame {
     const e = this.entries.get(code);
     if (!e) throw new SymbolError(`code object at 0x${code.toString(16)}: no record`, code);
     if (e.info instanceof SymbolError) throw e.info;
-    return { qualname: e.info.qualname, filename: e.info.filename, line: lineOf(e.info, e.lines, instrPtr), code, instrPtr };
+    const f: SymbolizedFrame = { qualname: e.info.qualname, filename: e.info.filename, line: lineOf(e.info, e.lines, instrPtr), code, instrPtr };
+    if (opcodes) {
+      const op = opcodeOf(e.info, (e.opcodes ??= new Map()), this.layout, instrPtr);
+      if (op !== null) f.opcode = op;
+    }
+    return f;
   }
 }

@@ -13,4 +13,5 @@ export {
 } from './strings.js';
 export { decodeCodeObject, codeRange, type CodeInfo } from './code-object.js';
 export { Symbolizer } from './symbolizer.js';
+export { OpcodeTable, opcodeTable, OPCODE_TABLES, type OpcodeTableData } from './opcodes.js';
 export type { SourceFrame, SymbolizedFrame } from './types.js';

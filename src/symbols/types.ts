@@ -7,6 +7,12 @@ export interface SourceFrame {
   filename: string;
   /** null where CPython has no line for the instruction */
   line: number | null;
+  /**
+   * The instruction the frame was at, as `dis` names it in adaptive bytecode
+   * (BINARY_OP_ADD_INT): only in profiles made with opcodes (report --opcodes), and there only
+   * where it is known. A frame is (qualname, filename, line, opcode).
+   */
+  opcode?: string;
 }
 
 /** A walked frame, symbolized: its SourceFrame, with the code object and instruction pointer it came from. */
@@ -15,4 +21,9 @@ export interface SymbolizedFrame extends SourceFrame {
   code: bigint;
   /** the frame's instruction pointer as stored (instr_ptr, or prev_instr on 3.11/3.12) */
   instrPtr: bigint;
+}
+
+/** The SourceFrame of a symbolized frame (a plain object, as the profile keeps it). */
+export function sourceFrame(f: SourceFrame): SourceFrame {
+  return f.opcode === undefined ? { qualname: f.qualname, filename: f.filename, line: f.line } : { qualname: f.qualname, filename: f.filename, line: f.line, opcode: f.opcode };
 }

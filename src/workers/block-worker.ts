@@ -16,6 +16,7 @@ const ready = BlockProcessor.load(layoutFromSource(setup.layoutSource), {
   ...(setup.mode === undefined ? {} : { mode: setup.mode }),
   ...(setup.gcFrames === undefined ? {} : { gcFrames: setup.gcFrames }),
   ...(setup.nativeFrames === undefined ? {} : { nativeFrames: setup.nativeFrames }),
+  ...(setup.opcodes === undefined ? {} : { opcodes: setup.opcodes }),
   module: setup.module,
 });
 let chain: Promise<unknown> = Promise.resolve();

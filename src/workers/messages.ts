@@ -16,6 +16,8 @@ export interface WorkerSetup {
   gcFrames?: boolean;
   /** <native> frames (report --native) */
   nativeFrames?: boolean;
+  /** frames named with their instruction (report --opcodes) */
+  opcodes?: boolean;
   /** the compiled kernel, compiled once by the parent */
   module: WebAssembly.Module;
 }

@@ -47,7 +47,8 @@ export { CaptureWriter, memorySink, type CaptureSink, type CaptureWriterOptions 
 export { CaptureError, SAMPLE_FLAG, FACT_FLAG, SAMPLE_FACTS, SAMPLING_MODES } from './capture/types.js';
 export type { CaptureBlock, CaptureHeader, CaptureWarning, CodeRecord, SampleRecord, RecorderStatus, SampleFact, SamplingMode } from './capture/types.js';
 export { Profile, ProfileFormatError, ThreadProfile, PROFILE_FORMAT, PROFILE_VERSION, Timeline, type TimelineThread } from './profile/index.js';
-export type { ProfileJSON, ThreadJSON, SourceFrame, StackJSON, ProfileStats, StatusCounts, ValidationStats, FunctionStat } from './profile/index.js';
+export type { ProfileJSON, ThreadJSON, SourceFrame, StackJSON, ProfileStats, StatusCounts, ValidationStats, FunctionStat, ProcessTag } from './profile/index.js';
+export { combineProcesses, makeSeveral, type ProcessInput } from './export/formats.js';
 export {
   exportCollapsed,
   exportJson,
@@ -67,6 +68,7 @@ export {
   diffProfiles,
   metaFromHeader,
   validationLines,
+  processLabel,
 } from './export/index.js';
 export type { CollapsedOptions, JsonOptions, SpeedscopeOptions, TextOptions, ExportMeta, DiffProfile } from './export/index.js';
 export { KernelWalker, ReferenceWalker, walkParams, STATUS_NAMES, TRUSTED, type KernelOptions, type Walker, type WalkParams, type Status } from './walk/index.js';

@@ -49,7 +49,8 @@ export { ASYNC_MODES, type AsyncMode } from './walk/task-graph.js';
 export { taskFrame } from './task-stacks.js';
 export type { CaptureBlock, CaptureHeader, CaptureWarning, CodeRecord, SampleRecord, ThreadNameRecord, RecorderStatus, SampleFact, SamplingMode } from './capture/types.js';
 export { Profile, ProfileFormatError, ThreadProfile, PROFILE_FORMAT, PROFILE_VERSION, Timeline, ThreadNameTable, type TimelineThread } from './profile/index.js';
-export type { ProfileJSON, ThreadJSON, SourceFrame, StackJSON, ProfileStats, StatusCounts, ValidationStats, FunctionStat } from './profile/index.js';
+export type { ProfileJSON, ThreadJSON, SourceFrame, StackJSON, ProfileStats, StatusCounts, ValidationStats, FunctionStat, ProcessTag } from './profile/index.js';
+export { combineProcesses, makeSeveral, type ProcessInput } from './export/formats.js';
 export {
   exportCollapsed,
   exportJson,
@@ -69,6 +70,7 @@ export {
   diffProfiles,
   metaFromHeader,
   validationLines,
+  processLabel,
 } from './export/index.js';
 export type { CollapsedOptions, JsonOptions, SpeedscopeOptions, TextOptions, ExportMeta, DiffProfile } from './export/index.js';
 export { KernelWalker, ReferenceWalker, walkParams, STATUS_NAMES, TRUSTED, type KernelOptions, type Walker, type WalkParams, type Status } from './walk/index.js';

@@ -499,6 +499,8 @@ export function encodeHeader(h: CaptureHeader): Uint8Array {
     throw new TypeError('header.command must be an array of strings');
   }
   if (h.pid !== undefined) checkUint(h.pid, 'header.pid');
+  if (h.parentPid !== undefined) checkUint(h.parentPid, 'header.parentPid');
+  if (h.rootPid !== undefined) checkUint(h.rootPid, 'header.rootPid');
   if (h.copy !== undefined && typeof h.copy !== 'string') throw new TypeError('header.copy must be a string');
   if (h.sampling !== undefined && !SAMPLING_MODES.includes(h.sampling)) throw new TypeError(`header.sampling must be one of ${SAMPLING_MODES.join(', ')}`);
   if (h.facts !== undefined && (!Array.isArray(h.facts) || h.facts.some((f) => !SAMPLE_FACTS.includes(f)))) throw new TypeError(`header.facts must be an array of ${SAMPLE_FACTS.join(', ')}`);
@@ -518,6 +520,8 @@ export function encodeHeader(h: CaptureHeader): Uint8Array {
   };
   if (h.command !== undefined) json.command = h.command;
   if (h.pid !== undefined) json.pid = h.pid;
+  if (h.parentPid !== undefined) json.parentPid = h.parentPid;
+  if (h.rootPid !== undefined) json.rootPid = h.rootPid;
   if (h.copy !== undefined) json.copy = h.copy;
   if (h.sampling !== undefined) json.sampling = h.sampling;
   if (h.facts !== undefined) json.facts = h.facts;
@@ -640,6 +644,11 @@ function headerFromJson(name: string, json: unknown, blob: Uint8Array): CaptureH
   if (o.pid !== undefined) {
     if (typeof o.pid !== 'number' || !Number.isSafeInteger(o.pid)) bad('pid', 'must be an integer');
     header.pid = o.pid as number;
+  }
+  for (const k of ['parentPid', 'rootPid'] as const) {
+    if (o[k] === undefined) continue;
+    if (typeof o[k] !== 'number' || !Number.isSafeInteger(o[k])) bad(k, 'must be an integer');
+    header[k] = o[k] as number;
   }
   // the copy mode; written as `mode` before 0.2
   if (o.copy !== undefined) header.copy = str('copy');

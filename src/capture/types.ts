@@ -18,9 +18,13 @@ export interface CaptureHeader {
   pythonVersion: string;
   /** human description of the target, e.g. "pid 1234 (python3.15, 3.15.2)" */
   target: string;
-  /** the command line of a target the recorder started, if it did */
+  /** the command line of a target the recorder started, or of a subprocess it followed (read from /proc) */
   command?: string[];
   pid?: number;
+  /** a subprocess followed by record --subprocesses: the process that started it */
+  parentPid?: number;
+  /** a subprocess followed by record --subprocesses: the pid of the recording's main target */
+  rootPid?: number;
   /** address of _PyRuntime in the target */
   runtimeAddress: bigint;
   /** requested sampling rate */

@@ -5,6 +5,7 @@ import type { CodeRecord, SampleRecord, ThreadNameRecord } from '../capture/type
 import type { Layout } from '../layout/index.js';
 import { MAX_RATE_HZ, recordProcess, type RecordProcessResult } from '../record/record-process.js';
 import type { SamplerStats } from '../record/sampler.js';
+import { commandLine } from '../record/subprocesses.js';
 import { KernelWalker } from '../walk/kernel-walker.js';
 import { UsageError } from './errors.js';
 import { percent } from './format.js';
@@ -12,7 +13,7 @@ import { LiveProfile } from './live-profile.js';
 import { pseudoFrames } from '../report-core.js';
 import { asyncModeOption, copyOption, parsePid, parsePositive, samplingModeOption } from './options.js';
 
-export const RECORD_HELP = `Usage: pyunwind record [OPTIONS] -o FILE (--pid PID | -- COMMAND [ARGS...])
+export const RECORD_HELP = `Usage: pyunwind record [OPTIONS] -o FILE [--subprocesses] (--pid PID | -- COMMAND [ARGS...])
 
 Sample a running Python at a steady rate and keep the raw memory of each sample in a capture
 file; \`pyunwind report FILE\` turns it into a profile.
@@ -60,6 +61,19 @@ Options:
       --async-mode MODE  which tasks (default running):
                            running     the task each thread is running, and its awaiters
                            all         also every task waiting, each with its own stack
+      --subprocesses     also record every descendant of the target that runs Python (a
+                         subprocess.Popen of python: fork and exec; a multiprocessing
+                         worker: fork, forkserver, spawn), each into a capture of its own
+                         beside FILE, named by its pid before the extension: out.pyuw →
+                         out.1234.pyuw (out.1234-2.pyuw if pid 1234 later runs a new
+                         Python). Same rate and modes; one sampling loop for all.
+                         Descendants are looked for every 20 ms (one that lives less is
+                         missed), also under processes that are not Python (a shell), which
+                         are not recorded (the summary says so). A child that exits ends its
+                         capture then; the recording ends with the main target. The summary
+                         lists each process: pid, samples, capture, command line.
+                         \`pyunwind report --subprocesses out.pyuw\` reports them all, each
+                         process apart (or name them: out.pyuw out.*.pyuw).
       --live             show pyunwind top's live view while recording (q quits)
       --native, --no-gc  with --live: <native> frames, no <GC> frames in the view (every
                          capture keeps what both need: pyunwind report --native / --no-gc)
@@ -86,6 +100,7 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
       rate: { type: 'string', short: 'r', default: '1000' },
       duration: { type: 'string', short: 'd' },
       'all-threads': { type: 'boolean', short: 'a' },
+      subprocesses: { type: 'boolean' },
       mode: { type: 'string', short: 'm' },
       copy: { type: 'string' },
       blocking: { type: 'boolean' },
@@ -116,6 +131,8 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
   const sampling = samplingModeOption(values.mode) ?? 'wall';
   const asyncio = asyncModeOption(values['async-aware'], values['async-mode']);
   const target = values.pid !== undefined ? { pid: parsePid(values.pid) } : { command };
+  const subprocesses = values.subprocesses === true;
+  if (subprocesses && values.live) throw new UsageError('--live shows one process: record --subprocesses without it');
   // what is recorded, and how: the same with or without the live view
   const recording = {
     output: values.output,
@@ -160,13 +177,14 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
       ...target,
       ...recording,
       signal: abort.signal,
+      ...(subprocesses ? { subprocesses: true } : {}),
       ...(live
         ? {
             onRecord: (r: CodeRecord | SampleRecord | ThreadNameRecord) => live.add(r),
             onStart: (layout: Layout) => live.start(layout),
-            onProgress: (s: SamplerStats) => {
+            onProgress: (s: SamplerStats, others: readonly SamplerStats[]) => {
               live.drain();
-              err(`\r${progressLine(s, live.walked, live.rejected)}\x1b[K`);
+              err(`\r${progressLine(s, live.walked, live.rejected, subprocesses ? others : null)}\x1b[K`);
             },
           }
         : {}),
@@ -192,13 +210,55 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
       (sampling !== 'wall' ? `; mode ${sampling}: ${stats.leftOut} samples of threads it leaves out were not written` : '') +
       '\n',
   );
+  if (subprocesses) err(subprocessSummary(result, values.output, command.length ? command : commandLine(result.pid)));
   return 0;
 }
 
-function progressLine(s: SamplerStats, walked: number, rejected: number): string {
+/** record --subprocesses: one line per process recorded (pid, samples, file, command line), one per descendant not followed, and what looking for them cost. */
+function subprocessSummary(result: RecordProcessResult, output: string, command: string[]): string {
+  const rows = [
+    { pid: result.pid, samples: result.stats.samples, file: output, command, note: '' },
+    ...result.subprocesses.map((s) => ({
+      pid: s.pid,
+      samples: s.stats.samples,
+      file: s.output ?? '',
+      command: s.command,
+      note: s.ended === 'failed' ? ` (failed: ${s.error})` : s.ended === 'exec' ? ' (ran a new program)' : s.ended === 'exited' ? ' (exited)' : '',
+    })),
+  ];
+  const pw = Math.max(...rows.map((r) => String(r.pid).length));
+  const sw = Math.max(...rows.map((r) => String(r.samples).length));
+  const fw = Math.max(...rows.map((r) => r.file.length));
+  const lines = [`pyunwind: ${rows.length} process${rows.length === 1 ? '' : 'es'} recorded (pid, samples, capture, command line):`];
+  for (const r of rows) {
+    lines.push(`  ${String(r.pid).padStart(pw)}  ${String(r.samples).padStart(sw)}  ${r.file.padEnd(fw)}  ${printableCommand(r.command)}${r.note}`);
+  }
+  for (const n of result.notFollowed) lines.push(`pyunwind: not followed: pid ${n.pid} (${printableCommand(n.command)}, child of ${n.parentPid}): ${n.why}`);
+  if (result.watching) {
+    const w = result.watching;
+    lines.push(`pyunwind: looked for subprocesses ${w.polls} times (${(w.micros / 1000).toFixed(1)} ms in all, ${w.polls ? Math.round(w.micros / w.polls) : 0} µs each${w.viaChildrenFiles ? '' : ', by scanning /proc: this kernel has no /proc/PID/task/TID/children'})`);
+  }
+  return lines.join('\n') + '\n';
+}
+
+/** A command line on one line: arguments joined by spaces, control characters escaped, long ones cut. */
+function printableCommand(args: string[]): string {
+  if (args.length === 0) return '?';
+  const s = args.join(' ').replace(/[\u0000-\u001f\u007f]/g, (c) => (c === '\n' ? '\\n' : `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`));
+  return s.length > 120 ? `${s.slice(0, 119)}…` : s;
+}
+
+function progressLine(s: SamplerStats, walked: number, rejected: number, others: readonly SamplerStats[] | null): string {
   const secs = s.elapsedMs / 1000;
+  let more = '';
+  if (others) {
+    const running = others.filter((o) => o.ended === null).length;
+    let samples = 0;
+    for (const o of others) samples += o.samples;
+    more = `; subprocesses: ${running} recording, ${others.length} in all, ${samples} samples`;
+  }
   return (
     `recording: ${s.samples} samples, ${Math.round(s.ticks / Math.max(secs, 1e-9))}/s, ` +
-    `missed ${percent(s.missed, s.scheduled, '–')}, rejected ${percent(rejected, walked, '–')}, ${secs.toFixed(1)} s`
+    `missed ${percent(s.missed, s.scheduled, '–')}, rejected ${percent(rejected, walked, '–')}, ${secs.toFixed(1)} s${more}`
   );
 }

@@ -10,7 +10,9 @@ import { asyncModeOption, samplingModeOption } from './options.js';
 import { reportCapture, type CaptureReport } from '../report.js';
 import { UsageError } from './errors.js';
 import { openInBrowser } from './open-browser.js';
-import { FORMAT_NAMES, FORMATS, formatsHelp, type Format, type FormatSpec } from '../export/formats.js';
+import { FORMAT_NAMES, FORMATS, formatsHelp, makeSeveral, type Format, type FormatSpec, type ProcessInput } from '../export/formats.js';
+import { openCapture } from '../capture/file.js';
+import type { CaptureHeader } from '../capture/types.js';
 
 /** Read a source file named in the capture for the heatmap: null when it cannot be read here. */
 function readSource(filename: string): string | null {
@@ -23,16 +25,27 @@ function readSource(filename: string): string | null {
   }
 }
 
-export const REPORT_HELP = `Usage: pyunwind report FILE [--format FORMAT] [-o OUT] [--diff BASE] [--open] [--thread ID] [--mode MODE] [--native] [--opcodes]
+export const REPORT_HELP = `Usage: pyunwind report FILE... [--format FORMAT] [-o OUT] [--diff BASE] [--open] [--thread ID] [--mode MODE] [--native] [--opcodes]
 
 Turn a capture (pyunwind record) into a profile. Every sample is walked and validated;
 rejected samples never enter the profile — they are counted, by reason, in the summary, and
 every format carries those numbers where it has a place for them.
 
+Several captures (record --subprocesses: one per process, e.g. out.pyuw out.*.pyuw) are
+reported together, each process apart: text gives each capture's report in turn, json a
+document of them ({"format": "pyunwind-processes", "processes": [...]}, docs/json-format.md);
+the other formats put each thread under its process ("pid 1234 (app.py)": the first element
+of a collapsed line, the thread's name in speedscope, cpuprofile and the flame graph, which
+has a view per process, a process of its own in the Firefox Profiler (gecko), a pid label in
+pprof, a pid field in jsonl), on one clock. pstats and heatmap take one capture.
+
 Options:
   -f, --format FORMAT   one of:
 ${formatsHelp('                          ')}
   -o, --output OUT      write to OUT instead of standard output
+      --subprocesses    also the captures of FILE's subprocesses (record --subprocesses):
+                        those beside it named FILE's name with a pid (out.1234.pyuw) whose
+                        recording is FILE's — not those left from another recording
       --diff BASE       compare with the capture BASE (flamegraph, the default with --diff,
                         or collapsed): the change in each stack's share of the samples
       --open            open an HTML format in the browser (written to OUT, or to a
@@ -76,6 +89,7 @@ export async function report(argv: string[], out: (s: string | Uint8Array) => vo
       format: { type: 'string', short: 'f' },
       output: { type: 'string', short: 'o' },
       diff: { type: 'string' },
+      subprocesses: { type: 'boolean' },
       open: { type: 'boolean' },
       thread: { type: 'string', short: 't' },
       mode: { type: 'string', short: 'm' },
@@ -96,7 +110,8 @@ export async function report(argv: string[], out: (s: string | Uint8Array) => vo
     out(REPORT_HELP);
     return 0;
   }
-  if (positionals.length !== 1) throw new UsageError(positionals.length ? 'report takes one capture file' : 'report needs a capture FILE');
+  if (positionals.length === 0) throw new UsageError('report needs a capture FILE');
+  if (values.subprocesses && positionals.length !== 1) throw new UsageError('--subprocesses finds the captures of one FILE\'s subprocesses: give that FILE alone');
   const file = positionals[0]!;
   const format = (values.format ?? (values.diff !== undefined ? 'flamegraph' : 'text')) as Format;
   if (!FORMAT_NAMES.includes(format)) throw new UsageError(`unknown format "${values.format}" (${FORMAT_NAMES.join(', ')})`);
@@ -133,14 +148,29 @@ export async function report(argv: string[], out: (s: string | Uint8Array) => vo
     return result;
   };
   const result = await load(file, '');
-  const base = values.diff !== undefined ? await load(values.diff, ' (base)') : undefined;
-  const made = await spec.make({
-    report: result,
-    meta: metaFromHeader(result.header, result.mode),
-    top: Number(values.top),
-    readSource,
-    ...(base ? { base: { report: base, meta: metaFromHeader(base.header, base.mode) } } : {}),
-  });
+  const files = values.subprocesses ? [file, ...(await subprocessCaptures(file, result.header))] : positionals;
+  if (files.length > 1) {
+    if (values.diff !== undefined) throw new UsageError('--diff compares two captures: give one FILE');
+    if (typeof spec.several === 'string') throw new UsageError(`${format} ${spec.several}: report each capture on its own`);
+  }
+  let made: string | Uint8Array;
+  if (files.length > 1) {
+    const inputs: ProcessInput[] = [{ file, report: result, meta: metaFromHeader(result.header, result.mode) }];
+    for (const f of files.slice(1)) {
+      const r = await load(f, ` ${f}`);
+      inputs.push({ file: f, report: r, meta: metaFromHeader(r.header, r.mode) });
+    }
+    made = await makeSeveral(format, inputs, { top: Number(values.top), readSource });
+  } else {
+    const base = values.diff !== undefined ? await load(values.diff, ' (base)') : undefined;
+    made = await spec.make({
+      report: result,
+      meta: metaFromHeader(result.header, result.mode),
+      top: Number(values.top),
+      readSource,
+      ...(base ? { base: { report: base, meta: metaFromHeader(base.header, base.mode) } } : {}),
+    });
+  }
 
   let written = values.output;
   if (!written && values.open) written = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'pyunwind-')), `${path.basename(file).replace(/\.pyuw$/, '')}.${spec.extension}`);
@@ -156,4 +186,36 @@ export async function report(argv: string[], out: (s: string | Uint8Array) => vo
     err(why === null ? `pyunwind report: opened ${written} in the browser\n` : `pyunwind report: wrote ${written}; cannot open a browser here: ${why}\n`);
   }
   return 0;
+}
+
+/**
+ * The captures of `file`'s subprocesses (report --subprocesses): the files beside it named as
+ * record --subprocesses names them (its name with a pid before the extension, subprocessOutput)
+ * whose header says they were recorded under this capture's target (rootPid), from its start
+ * on; in pid order (a pid's later recordings after its first).
+ */
+async function subprocessCaptures(file: string, header: CaptureHeader): Promise<string[]> {
+  if (header.pid === undefined) return [];
+  const base = path.basename(file);
+  const dir = file.slice(0, file.length - base.length);
+  const dot = base.lastIndexOf('.');
+  const [stem, ext] = dot > 0 ? [base.slice(0, dot), base.slice(dot)] : [base, ''];
+  const escape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const pattern = new RegExp(`^${escape(stem)}\\.(\\d+)(?:-(\\d+))?${escape(ext)}$`);
+  const found: { file: string; pid: number; nth: number }[] = [];
+  for (const name of fs.readdirSync(dir || '.')) {
+    const m = pattern.exec(name);
+    if (!m) continue;
+    const candidate = dir + name;
+    let h: CaptureHeader;
+    try {
+      const reader = await openCapture(candidate);
+      h = reader.header;
+      reader.close();
+    } catch {
+      continue; // not a capture (or not readable): not one of these
+    }
+    if (h.rootPid === header.pid && h.startTime >= header.startTime) found.push({ file: candidate, pid: Number(m[1]), nth: Number(m[2] ?? 1) });
+  }
+  return found.sort((a, b) => a.pid - b.pid || a.nth - b.nth).map((f) => f.file);
 }

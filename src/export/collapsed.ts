@@ -2,7 +2,9 @@
 // for flamegraph.pl, speedscope, the Firefox Profiler and friends.
 //
 // - The first element is the thread (see threadLabel: `MainThread (tid 1234)`, `thread 1234`)
-//   unless `threads: false`, which drops it and sums equal stacks across threads.
+//   unless `threads: false`, which drops it and sums equal stacks across threads. In a profile
+//   of several processes (report of record --subprocesses captures), the process comes before
+//   it (processLabel: `pid 1234 (app.py)`), so that each process is a tree of its own.
 // - A frame is `qualname (file:line)`, or `qualname (file)` when CPython had no line for it or
 //   with `lines: false` (which sums the lines of a function together).
 // - Readers split a line at its last space (the count) and the rest at `;`. So that no name can
@@ -44,7 +46,7 @@ export function exportCollapsed(profile: Profile, options: CollapsedOptions = {}
     if (w > 0) counts.set(stack, (counts.get(stack) ?? 0) + w);
   };
   for (const t of profile.threads()) {
-    const prefix = threads ? `${escapeCollapsed(threadLabel(t))};` : '';
+    const prefix = threads ? `${t.process ? `${escapeCollapsed(t.process.label)};` : ''}${escapeCollapsed(threadLabel(t, false))};` : '';
     const labels = t.frames.map((f) => escapeCollapsed(frameLabel(f, lines)));
     const weights = t.stackWeight;
     for (let s = 0; s < weights.length; s++) {

@@ -78,10 +78,10 @@ export function flameView(t: ThreadProfile, id: string, label: string, table: Fl
   return { id, label, base: t.trustedWeight, idle: t.idleWeight, parent, frame, self, functions };
 }
 
-/** Every thread of the profile merged into one (identical stacks add up): the "all threads" view. */
-export function mergedThreads(profile: Profile): ThreadProfile {
+/** Every thread of the profile (or of the list) merged into one (identical stacks add up): the "all threads" view. */
+export function mergedThreads(profile: Profile | readonly ThreadProfile[]): ThreadProfile {
   const all = new ThreadProfile({ interpreterId: -1n, threadId: -1n, nativeThreadId: -1n });
-  for (const t of profile.threads()) {
+  for (const t of Array.isArray(profile) ? profile : (profile as Profile).threads()) {
     const tt = t.toTransfer();
     delete tt.name; // (the merged thread has no name of its own)
     all.mergeTransfer(tt);
@@ -89,13 +89,24 @@ export function mergedThreads(profile: Profile): ThreadProfile {
   return all;
 }
 
-/** The views of a profile: "all threads" first, then each thread (sharing `table`). */
+/**
+ * The views of a profile: "all threads" first, then each thread (sharing `table`). In a
+ * profile of several processes: all of them, then each process (its threads merged) followed
+ * by its threads.
+ */
 export function flameViews(profile: Profile, table: FlameFrameTable): FlameView[] {
   const threads = profile.threads();
-  return [
-    flameView(mergedThreads(profile), 'all', `all threads (${threads.length})`, table),
-    ...threads.map((t) => flameView(t, t.key, threadLabel(t), table)),
-  ];
+  const processes = new Map<number, ThreadProfile[]>();
+  for (const t of threads) if (t.process) processes.set(t.process.index, [...(processes.get(t.process.index) ?? []), t]);
+  if (processes.size === 0) {
+    return [flameView(mergedThreads(profile), 'all', `all threads (${threads.length})`, table), ...threads.map((t) => flameView(t, t.key, threadLabel(t), table))];
+  }
+  const views = [flameView(mergedThreads(profile), 'all', `all processes (${processes.size}; ${threads.length} threads)`, table)];
+  for (const [index, list] of processes) {
+    views.push(flameView(mergedThreads(list), `p${index}`, `${list[0]!.process!.label}: all threads (${list.length})`, table));
+    for (const t of list) views.push(flameView(t, t.key, threadLabel(t), table));
+  }
+  return views;
 }
 
 export function flamegraphData(profile: Profile): FlameGraphData {

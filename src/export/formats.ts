@@ -4,10 +4,14 @@
 // only a command has (files on disk, for the heatmap's source) comes in the input.
 
 import type { CaptureReport } from '../report-core.js';
+import { Profile, Timeline, type ProcessTag } from '../profile/index.js';
+import { processLabel } from './common.js';
 import type { ExportMeta } from './meta.js';
 
 export interface FormatInput {
   report: CaptureReport;
+  /** the capture's file, where there is one (named in reports of several captures) */
+  file?: string;
   meta: ExportMeta;
   /** `--top N` */
   top: number;
@@ -31,42 +35,130 @@ export interface FormatSpec {
   /** a usual file extension, for `--open` without `-o` */
   extension: string;
   make(input: FormatInput): Promise<string | Uint8Array>;
+  /**
+   * Several captures of one recording (record --subprocesses: a process each): by default the
+   * format is made of them combined (combineProcesses: each thread under its process); `each`:
+   * made of each capture and put together (makeSeveral); a string: refused, saying why.
+   */
+  several?: ((inputs: FormatInput[]) => Promise<string>) | string;
+}
+
+/** One capture of several reported together: its file and its report. */
+export interface ProcessInput {
+  file: string;
+  report: CaptureReport;
+  meta: ExportMeta;
+}
+
+/**
+ * The captures of several processes as one report: a profile (and a timeline, where each has
+ * one) whose threads each belong to their process (ProcessTag: its pid, and its processLabel),
+ * in the order given; times on one clock, from the earliest capture's start. The header,
+ * mode and recording are the first capture's (the main target's), the title names them all.
+ */
+export function combineProcesses(inputs: readonly ProcessInput[]): { report: CaptureReport; meta: ExportMeta; tags: ProcessTag[] } {
+  if (inputs.length === 0) throw new RangeError('no captures to combine');
+  const first = inputs[0]!;
+  const start = Math.min(...inputs.map((p) => p.report.header.startTime));
+  const profile = new Profile();
+  const timeline = inputs.every((p) => p.report.timeline) ? new Timeline() : undefined;
+  const tags: ProcessTag[] = inputs.map((p, index) => {
+    const h = p.report.header;
+    const tag: ProcessTag = { index, pid: h.pid ?? null, label: processLabel(h) };
+    profile.addProcess(p.report.profile, tag);
+    timeline?.addProcess(p.report.timeline!, tag, Math.round((h.startTime - start) * 1000));
+    return tag;
+  });
+  const others = inputs.length - 1;
+  const title = `${first.meta.title} and ${others} subprocess${others === 1 ? '' : 'es'}`;
+  const report: CaptureReport = {
+    ...first.report,
+    header: { ...first.report.header, target: title, startTime: start },
+    profile,
+    warnings: inputs.flatMap((p) => p.report.warnings),
+    closedCleanly: inputs.every((p) => p.report.closedCleanly),
+    blocks: inputs.reduce((n, p) => n + p.report.blocks, 0),
+    fallbackBlocks: inputs.reduce((n, p) => n + p.report.fallbackBlocks, 0),
+    ...(timeline ? { timeline } : {}),
+  };
+  return { report, meta: { ...first.meta, title, startTime: start }, tags };
+}
+
+/**
+ * The format made of several captures (see FormatSpec.several). Throws a RangeError when the
+ * format cannot show processes apart.
+ */
+export async function makeSeveral(format: Format, inputs: readonly ProcessInput[], options: Omit<FormatInput, 'report' | 'meta' | 'base'>): Promise<string | Uint8Array> {
+  const spec: FormatSpec = FORMATS[format];
+  if (typeof spec.several === 'string') throw new RangeError(`${format} ${spec.several}: report each capture on its own`);
+  if (spec.several) return spec.several(inputs.map((p) => ({ ...options, report: p.report, meta: p.meta, file: p.file })));
+  const { report, meta } = combineProcesses(inputs);
+  return spec.make({ ...options, report, meta });
+}
+
+/** text: top functions per thread, the validation summary and how the samples were copied */
+async function makeText({ report, meta, top }: FormatInput): Promise<string> {
+  const { exportText } = await import('./text.js');
+  const { header, recording } = report;
+  const pct = (n: number): string => (recording.samples ? `${((100 * n) / recording.samples).toFixed(1)}%` : '0.0%');
+  return (
+    exportText(report.profile, { top, title: `${header.target}, recorded at ${header.rateHz} Hz by ${header.recorder}` }) +
+    `\nRecording: mode ${meta.mode}; copies ${meta.copy ?? 'unknown'}; copy window ${recording.copyMicros.mean} µs mean, ` +
+    `${recording.copyMicros.p50} µs median, ${recording.copyMicros.p99} µs p99, ${recording.copyMicros.max} µs max; ` +
+    `copied again after moving ${pct(recording.retried)}, copied with the target stopped ${pct(recording.stopped)}\n`
+  );
+}
+
+/** json: the summary and the aggregated profile (docs/json-format.md) */
+async function makeJson({ report, meta }: FormatInput): Promise<string> {
+  const { exportJson } = await import('./json.js');
+  const { header, recording } = report;
+  return exportJson(report.profile, {
+    metadata: {
+      target: header.target,
+      pythonVersion: header.pythonVersion,
+      rateHz: header.rateHz,
+      recorder: header.recorder,
+      startTime: header.startTime,
+      mode: meta.mode,
+      copy: meta.copy,
+      recording: { samples: recording.samples, copyMicros: { ...recording.copyMicros }, stopped: recording.stopped, retried: recording.retried },
+    },
+  });
 }
 
 export const FORMATS = {
   text: {
     help: ['text (default): top functions per thread and the validation summary'],
     extension: 'txt',
-    async make({ report, meta, top }) {
-      const { exportText } = await import('./text.js');
-      const { header, recording } = report;
-      const pct = (n: number): string => (recording.samples ? `${((100 * n) / recording.samples).toFixed(1)}%` : '0.0%');
+    make: makeText,
+    // one report per process, one after the other
+    async several(inputs) {
+      const parts = await Promise.all(inputs.map((i) => makeText(i)));
+      const head = `${inputs.length} processes: ${inputs.map((i) => processLabel(i.report.header)).join(', ')}\n`;
       return (
-        exportText(report.profile, { top, title: `${header.target}, recorded at ${header.rateHz} Hz by ${header.recorder}` }) +
-        `\nRecording: mode ${meta.mode}; copies ${meta.copy ?? 'unknown'}; copy window ${recording.copyMicros.mean} µs mean, ` +
-        `${recording.copyMicros.p50} µs median, ${recording.copyMicros.p99} µs p99, ${recording.copyMicros.max} µs max; ` +
-        `copied again after moving ${pct(recording.retried)}, copied with the target stopped ${pct(recording.stopped)}\n`
+        head +
+        parts
+          .map((p, k) => {
+            const i = inputs[k]!;
+            return `\n${'='.repeat(100)}\nProcess ${k + 1} of ${inputs.length}: ${processLabel(i.report.header)}${i.file ? ` — ${i.file}` : ''}\n\n${p}`;
+          })
+          .join('')
       );
     },
   },
   json: {
     help: ['json: the summary and the aggregated profile (docs/json-format.md)'],
     extension: 'json',
-    async make({ report, meta }) {
-      const { exportJson } = await import('./json.js');
-      const { header, recording } = report;
-      return exportJson(report.profile, {
-        metadata: {
-          target: header.target,
-          pythonVersion: header.pythonVersion,
-          rateHz: header.rateHz,
-          recorder: header.recorder,
-          startTime: header.startTime,
-          mode: meta.mode,
-          copy: meta.copy,
-          recording: { samples: recording.samples, copyMicros: { ...recording.copyMicros }, stopped: recording.stopped, retried: recording.retried },
-        },
+    make: makeJson,
+    // {format: "pyunwind-processes", processes: [{file, pid, parentPid, command, label, report}]}, each report the json of one capture
+    async several(inputs) {
+      const docs = await Promise.all(inputs.map((i) => makeJson(i)));
+      const processes = inputs.map((i, k) => {
+        const h = i.report.header;
+        return `{"file":${JSON.stringify(i.file ?? null)},"pid":${JSON.stringify(h.pid ?? null)},"parentPid":${JSON.stringify(h.parentPid ?? null)},"command":${JSON.stringify(h.command ?? null)},"label":${JSON.stringify(processLabel(h))},"report":${docs[k]!.trimEnd()}}`;
       });
+      return `{"format":"pyunwind-processes","version":1,"processes":[${processes.join(',')}]}\n`;
     },
   },
   collapsed: {
@@ -122,6 +214,7 @@ export const FORMATS = {
     help: ["pstats: Python's pstats.Stats(FILE), python -m pstats, snakeviz"],
     extension: 'pstats',
     binary: true,
+    several: 'has no place for processes (its functions would add up across them)',
     async make({ report, meta }) {
       const { exportPstats } = await import('./pstats.js');
       return exportPstats(report.profile, meta);
@@ -145,6 +238,7 @@ export const FORMATS = {
     help: ['heatmap: samples per source line, over the source text (one HTML file)'],
     extension: 'html',
     html: true,
+    several: 'shows source lines, not processes (their samples would add up across them)',
     async make({ report, meta, readSource }) {
       const { exportHeatmap } = await import('./heatmap.js');
       return exportHeatmap(report.profile, meta, readSource ?? (() => null));

@@ -17,7 +17,10 @@
 //
 // What the file holds:
 // - one thread per Python thread, named by threadLabel, pid from the title ("pid 1234 …") or
-//   "0", tid = the native thread id; MainThread is the process's main thread;
+//   "0", tid = the native thread id; MainThread is the process's main thread; in a profile of
+//   several processes (the captures of record --subprocesses), each thread has its process's
+//   pid and name (processLabel), so the profiler shows each process as a track of its own, on
+//   one clock (the timeline's times, from the earliest capture's start);
 // - one sample per trusted sample, at its time in ms since meta.startTime (the recording's
 //   wall-clock start); a Python frame is a frame (func + line) of the 'Python' category; an
 //   idle sample is a stack of one `<idle>` frame in the 'Idle' category (transparent in the
@@ -384,10 +387,10 @@ export function geckoDocument(profile: Profile, timeline: Timeline, meta: Export
       unregisterTime: null,
       pausedRanges: [],
       showMarkersInTimeline: true,
-      name: threadLabel(t),
+      name: threadLabel(t, false),
       isMainThread: t.name === 'MainThread' && t.interpreterId === 0n,
-      processName: meta.title,
-      pid,
+      processName: t.process?.label ?? meta.title,
+      pid: t.process?.pid != null ? String(t.process.pid) : pid,
       tid: tidOf(t.nativeThreadId),
       samples,
       markers: table,

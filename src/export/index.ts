@@ -19,7 +19,7 @@ export {
   type SpeedscopeFrame,
   type SpeedscopeSampledProfile,
 } from './speedscope.js';
-export { threadLabel, frameLabel, IDLE_FRAME } from './common.js';
+export { threadLabel, frameLabel, processLabel, IDLE_FRAME } from './common.js';
 export { exportGecko, geckoDocument, GECKO_PROCESSED_VERSION, GECKO_FORMAT_VERSION, type GeckoProfile, type GeckoThread } from './gecko.js';
 export { exportCpuprofile, cpuprofileDocument, type Cpuprofile, type CpuprofileNode, type CpuprofileCallFrame } from './cpuprofile.js';
 export { exportJsonl, mergeByTime, timelineStats, jsonId, JSONL_FORMAT, JSONL_VERSION, type TimelineSampleRef } from './jsonl.js';

@@ -103,7 +103,14 @@ export function exportJsonl(timeline: Timeline, meta: ExportMeta, profile?: Prof
     }),
   ];
   const threadJson = threads.map((t) =>
-    JSON.stringify({ native_id: jsonId(t.nativeThreadId), thread_id: jsonId(t.threadId), interpreter_id: jsonId(t.interpreterId), name: t.name ?? null }),
+    JSON.stringify({
+      native_id: jsonId(t.nativeThreadId),
+      thread_id: jsonId(t.threadId),
+      interpreter_id: jsonId(t.interpreterId),
+      name: t.name ?? null,
+      // in a profile of several processes: the thread's process
+      ...(t.process ? { pid: t.process.pid, process: t.process.label } : {}),
+    }),
   );
   // frames of each (thread, stack), made once; idle samples (stack −1) have none
   const frameCache = threads.map(() => new Map<number, string>());

@@ -17,7 +17,8 @@
 // - A Sample per distinct stack of each thread, leaf first as pprof wants, valued by the summed
 //   weight of the trusted samples that ended on it (counts rounded to integers; weights are 1
 //   unless a producer said otherwise), labelled `thread` = the thread's name in every export
-//   (threadLabel) and `thread_id` = its native thread id. Idle samples (no Python frame) are
+//   (threadLabel) and `thread_id` = its native thread id (and, in a profile of several
+//   processes, `pid` = its process's pid). Idle samples (no Python frame) are
 //   left out, as in the collapsed export; rejected samples are never in a profile's stacks.
 // - Comments: the title, Python version, recorder, mode and rate, then the validation numbers
 //   (validationLines), so `go tool pprof -comments` shows how far the samples can be trusted.
@@ -87,9 +88,12 @@ export function pprofProfile(profile: Profile, meta: ExportMeta): PprofProfile {
 
   const threadKey = str('thread');
   const threadIdKey = str('thread_id');
+  const pidKey = str('pid');
   const samples: Sample[] = [];
   docs.forEach((d, ti) => {
-    const labels = [new Label({ key: threadKey, str: str(threadLabel(threads[ti]!)) }), new Label({ key: threadIdKey, num: threads[ti]!.nativeThreadId })];
+    const t = threads[ti]!;
+    const labels = [new Label({ key: threadKey, str: str(threadLabel(t)) }), new Label({ key: threadIdKey, num: t.nativeThreadId })];
+    if (t.process?.pid != null) labels.push(new Label({ key: pidKey, num: t.process.pid }));
     const locOf = frameLoc[ti]!;
     d.stacks.forEach(([, , w], s) => {
       if (!(w > 0)) return;

@@ -11,7 +11,7 @@
 // The format is documented in docs/json-format.md (the export adds derived fields to it).
 
 import { STATUS_NAMES, TRUSTED, type Status } from '../walk/status.js';
-import { ThreadProfile, compareFrames, compareThreads, threadKey, type ThreadIds, type ThreadTransfer } from './thread.js';
+import { ThreadProfile, compareFrames, compareThreads, threadKey, type ProcessTag, type ThreadIds, type ThreadTransfer } from './thread.js';
 import { emptyStatusCounts, type CountedNode, type ProfileStats, type SourceFrame, type SampleInput, type SampleThread, type StatusCounts } from './types.js';
 
 export const PROFILE_FORMAT = 'pyunwind-profile';
@@ -28,6 +28,8 @@ export interface ThreadJSON {
   name: string | null;
   /** time of the sample that gave the name (null when there is no name) */
   nameTime: number | null;
+  /** in a profile of several processes only (Profile.addProcess): the thread's process */
+  process?: ProcessTag;
   firstTime: number;
   lastTime: number;
   statuses: StatusCounts;
@@ -158,6 +160,22 @@ export class Profile {
   merge(other: Profile): this {
     if (other === this) return this.merge(Profile.fromJSON(this.toJSON()));
     for (const t of other.byKey.values()) this.threadFor(t).mergeFrom(t);
+    this._missed += other._missed;
+    this._ticks += other._ticks;
+    return this;
+  }
+
+  /**
+   * Adds `other`, the profile of one process, as that process's threads (`tag`): the profile of
+   * several processes, each thread apart even where two processes' thread ids are equal. Its
+   * ticks and missed ticks add to this profile's.
+   */
+  addProcess(other: Profile, tag: ProcessTag): this {
+    if (!(Number.isSafeInteger(tag.index) && tag.index >= 0)) throw new RangeError(`process index must be a non-negative integer, got ${tag.index}`);
+    for (const t of other.byKey.values()) {
+      const tt = t.toTransfer();
+      this.threadFor({ ...tt.ids, process: tag }).mergeTransfer(tt);
+    }
     this._missed += other._missed;
     this._ticks += other._ticks;
     return this;
@@ -307,6 +325,7 @@ export function threadToJSON(t: ThreadProfile): ThreadJSON {
     nativeThreadId: t.nativeThreadId.toString(),
     name: t.name ?? null,
     nameTime: t.name === undefined ? null : t.nameTime,
+    ...(t.process ? { process: { ...t.process } } : {}),
     firstTime: t.firstTime,
     lastTime: t.lastTime,
     statuses: { ...t.statuses },
@@ -318,10 +337,18 @@ export function threadToJSON(t: ThreadProfile): ThreadJSON {
 
 function threadFromJSON(json: unknown, at: string): ThreadProfile {
   const o = obj(json, at);
+  let process: ProcessTag | undefined;
+  if (o.process !== undefined) {
+    const p = obj(o.process, `${at}.process`);
+    if (typeof p.label !== 'string') throw new ProfileFormatError(`${at}.process.label: expected a string, got ${show(p.label)}`);
+    if (p.pid !== null && !Number.isSafeInteger(p.pid)) throw new ProfileFormatError(`${at}.process.pid: expected an integer or null, got ${show(p.pid)}`);
+    process = { index: count(p.index, `${at}.process.index`), pid: p.pid as number | null, label: p.label };
+  }
   const t = new ThreadProfile({
     interpreterId: big(o.interpreterId, `${at}.interpreterId`),
     threadId: big(o.threadId, `${at}.threadId`),
     nativeThreadId: big(o.nativeThreadId, `${at}.nativeThreadId`),
+    ...(process ? { process } : {}),
   });
   const first = num(o.firstTime, `${at}.firstTime`);
   const last = num(o.lastTime, `${at}.lastTime`);

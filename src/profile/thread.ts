@@ -14,11 +14,23 @@ export interface FunctionId {
   filename: string;
 }
 
-/** The ids that tell threads apart. */
+/**
+ * The process a thread belongs to, in a profile of several processes (Profile.addProcess: the
+ * captures of record --subprocesses reported together): its place among them, its pid and how
+ * every export names it.
+ */
+export interface ProcessTag {
+  index: number;
+  pid: number | null;
+  label: string;
+}
+
+/** The ids that tell threads apart (and, in a profile of several processes, the process). */
 export interface ThreadIds {
   interpreterId: bigint;
   threadId: bigint;
   nativeThreadId: bigint;
+  process?: ProcessTag;
 }
 
 /** A thread's part of a profile as plain data and typed arrays (ThreadProfile.toTransfer). */
@@ -38,12 +50,13 @@ export interface ThreadTransfer {
 }
 
 export function threadKey(t: ThreadIds): string {
-  return `${t.interpreterId}:${t.nativeThreadId}:${t.threadId}`;
+  return `${t.process ? `p${t.process.index}/` : ''}${t.interpreterId}:${t.nativeThreadId}:${t.threadId}`;
 }
 
-/** Orders threads by interpreter, native thread id, then thread id. */
+/** Orders threads by process (in a profile of several), interpreter, native thread id, then thread id. */
 export function compareThreads(a: ThreadIds, b: ThreadIds): number {
   return (
+    (a.process?.index ?? -1) - (b.process?.index ?? -1) ||
     cmpBig(a.interpreterId, b.interpreterId) ||
     cmpBig(a.nativeThreadId, b.nativeThreadId) ||
     cmpBig(a.threadId, b.threadId)
@@ -79,6 +92,8 @@ export class ThreadProfile {
   readonly interpreterId: bigint;
   readonly threadId: bigint;
   readonly nativeThreadId: bigint;
+  /** the process it belongs to, in a profile of several (Profile.addProcess) */
+  readonly process: ProcessTag | undefined;
   readonly key: string;
 
   private _name: string | undefined;
@@ -112,6 +127,7 @@ export class ThreadProfile {
     this.interpreterId = ids.interpreterId;
     this.threadId = ids.threadId;
     this.nativeThreadId = ids.nativeThreadId;
+    this.process = ids.process;
     this.key = threadKey(ids);
   }
 
@@ -232,7 +248,7 @@ export class ThreadProfile {
   /** @internal This thread's part as plain data and typed arrays (to cross to another thread: see mergeTransfer). */
   toTransfer(): ThreadTransfer {
     return {
-      ids: { interpreterId: this.interpreterId, threadId: this.threadId, nativeThreadId: this.nativeThreadId },
+      ids: { interpreterId: this.interpreterId, threadId: this.threadId, nativeThreadId: this.nativeThreadId, ...(this.process ? { process: this.process } : {}) },
       ...(this._name !== undefined ? { name: this._name } : {}),
       nameTime: this._nameTime,
       firstTime: this._firstTime,

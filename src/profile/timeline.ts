@@ -7,7 +7,7 @@
 // stackFrame[k]), −1 for no parent — the shape of the Firefox Profiler's stack table and of a
 // call tree. Threads come in the Profile's order (compareThreads).
 
-import { compareThreads, threadKey, type ThreadIds } from './thread.js';
+import { compareThreads, threadKey, type ProcessTag, type ThreadIds } from './thread.js';
 import { TRUSTED } from '../walk/status.js';
 import type { SampleInput, SourceFrame, Status } from './types.js';
 import { sourceFrame } from '../symbols/types.js';
@@ -88,6 +88,30 @@ export class Timeline {
 
   threads(): TimelineThread[] {
     return [...this.byKey.values()].map((e) => e.thread).sort(compareThreads);
+  }
+
+  /**
+   * Adds `other`, the timeline of one process, as that process's threads (`tag`), its times
+   * moved by `offsetMicros` (so that the samples of processes recorded from different moments
+   * share one clock).
+   */
+  addProcess(other: Timeline, tag: ProcessTag, offsetMicros = 0): this {
+    for (const e of other.byKey.values()) {
+      const o = e.thread;
+      const t: TimelineThread = {
+        ...o,
+        process: tag,
+        frames: [...o.frames],
+        stackParent: [...o.stackParent],
+        stackFrame: [...o.stackFrame],
+        time: o.time.map((us) => us + offsetMicros),
+        stack: [...o.stack],
+        status: [...o.status],
+      };
+      this.byKey.set(threadKey(t), { thread: t, frameIndex: new Map(e.frameIndex), stackIndex: new Map(e.stackIndex) });
+      this.count += t.time.length;
+    }
+    return this;
   }
 
   /** The frames of `stack` in thread `t`, root first. */

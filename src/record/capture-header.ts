@@ -6,7 +6,7 @@ import { formatVersion } from '../layout/index.js';
 import type { MemorySource } from './source.js';
 
 /** What only the recorder knows: how and when it records. */
-export type RecordingFields = Pick<CaptureHeader, 'rateHz' | 'startTime' | 'recorder' | 'copy' | 'sampling' | 'facts' | 'command' | 'pid' | 'asyncio' | 'bytecode'>;
+export type RecordingFields = Pick<CaptureHeader, 'rateHz' | 'startTime' | 'recorder' | 'copy' | 'sampling' | 'facts' | 'command' | 'pid' | 'parentPid' | 'rootPid' | 'asyncio' | 'bytecode'>;
 
 export function captureHeader(source: MemorySource, recording: RecordingFields): CaptureHeader {
   const layout = source.layout;
@@ -26,6 +26,8 @@ export function captureHeader(source: MemorySource, recording: RecordingFields):
   // (optional fields only when given: the header encodes what is present)
   if (recording.command) header.command = recording.command;
   if (recording.pid !== undefined) header.pid = recording.pid;
+  if (recording.parentPid !== undefined) header.parentPid = recording.parentPid;
+  if (recording.rootPid !== undefined) header.rootPid = recording.rootPid;
   if (recording.copy !== undefined) header.copy = recording.copy;
   if (recording.sampling !== undefined) header.sampling = recording.sampling;
   if (recording.facts !== undefined) header.facts = recording.facts;

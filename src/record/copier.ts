@@ -79,6 +79,8 @@ export class MemoryCopier {
   private allStopped = false;
   /** this pass copies as blocking mode does (see copyAll) */
   private blocking = false;
+  /** this pass stops nothing (see copyAll) */
+  private look = false;
   /**
    * The copy being processed was read while its thread was stopped, and the thread runs again
    * now: it may read nothing more (a read throws FROZEN; see stoppedCopy).
@@ -167,17 +169,26 @@ export class MemoryCopier {
    * made exact — a thread that may be running Python is stopped for its copy; one that is not
    * (it released the GIL: waiting, or in a long C call) cannot change its frames, and its copy
    * is checked instead (and made stopped if it started to run meanwhile), which spares the
-   * program the stop: a stop interrupts the system call the thread waits in.
+   * program the stop: a stop interrupts the system call the thread waits in. `look`: nothing
+   * is stopped, whatever the stopper — a copy that moved stays moved (a recorder warming up
+   * beside other targets, which a stop that waits for a busy machine would hold up).
    */
-  copyAll(options: { stopped?: boolean; blocking?: boolean } = {}): ThreadSnapshot[] {
+  copyAll(options: { stopped?: boolean; blocking?: boolean; look?: boolean } = {}): ThreadSnapshot[] {
     this.allStopped = options.stopped ?? false;
-    this.blocking = (options.blocking ?? false) && this.stopper !== null;
+    this.look = options.look ?? false;
+    this.blocking = (options.blocking ?? false) && this.canStop;
     try {
       return this.copyInterpreters();
     } finally {
       this.allStopped = false;
       this.blocking = false;
+      this.look = false;
     }
+  }
+
+  /** Copies may stop the target now: there is a stopper, and the pass is not a look. */
+  private get canStop(): boolean {
+    return this.stopper !== null && !this.look;
   }
 
   private copyInterpreters(): ThreadSnapshot[] {
@@ -205,7 +216,7 @@ export class MemoryCopier {
       const planned: { tstate: bigint; at: number; plan: Range[] }[] = [];
       for (const [tstate, cache] of this.threads) {
         // (a thread to be stopped first is read after its stop)
-        if (!cache.live || (this.stopper && !this.allStopped && !this.blocking && cache.movedRate > STOP_FIRST_RATE)) continue;
+        if (!cache.live || (this.canStop && !this.allStopped && !this.blocking && cache.movedRate > STOP_FIRST_RATE)) continue;
         // (a thread with a steady copy reads on its own)
         if (this.inPass(cache)) continue;
         const p = planOf(this.ctx, tstate, cache.interp, cache, !this.allStopped);
@@ -270,7 +281,7 @@ export class MemoryCopier {
 
   /** Is the thread's next copy read with the pass (see passRead)? */
   private inPass(cache: ThreadCache): boolean {
-    return cache.live && cache.steady !== null && cache.steadySkip === 0 && !this.allStopped && !this.blocking && !(this.stopper && cache.movedRate > STOP_FIRST_RATE);
+    return cache.live && cache.steady !== null && cache.steadySkip === 0 && !this.allStopped && !this.blocking && !(this.canStop && cache.movedRate > STOP_FIRST_RATE);
   }
 
   /**
@@ -341,7 +352,7 @@ export class MemoryCopier {
    */
   private thread(interp: bigint, interpreterId: bigint, tstate: bigint, prefetched?: Prefetched, gilHolder: bigint | null = null): { snap: ThreadSnapshot; entry: ListEntry } {
     const cache = this.threads.get(tstate);
-    const stopFirst = cache && (this.blocking || (this.stopper !== null && !this.allStopped && stopsFirst(cache)));
+    const stopFirst = cache && (this.blocking || (this.canStop && !this.allStopped && stopsFirst(cache)));
     if (stopFirst && mayRunPython(this.layout, tstate, prefetched?.got[0], gilHolder)) {
       // Stopped first, the copy is of the sample's own moment. (Adaptive: a thread whose copies
       // moved lately runs call-heavy code; a copy that moved would be made again with it
@@ -363,7 +374,7 @@ export class MemoryCopier {
       attempt = this.steadyCopy(interp, interpreterId, tstate) ?? this.copyThread(interp, interpreterId, tstate, false);
       attempts++;
     }
-    if (attempt.snap.moved && this.stopper) {
+    if (attempt.snap.moved && this.canStop) {
       attempt = this.stoppedCopy(interp, interpreterId, tstate, attempt.snap.nativeThreadId);
       attempts++;
     }

@@ -1,6 +1,16 @@
 // `pyunwind/record`: recording a Linux process (and taking one-off snapshots of it).
 
-export { recordProcess, MAX_RATE_HZ, type RecordProcessOptions, type RecordProcessResult } from './record-process.js';
+export {
+  recordProcess,
+  subprocessOutput,
+  MAX_RATE_HZ,
+  SUBPROCESS_POLL_MS,
+  type RecordProcessOptions,
+  type RecordProcessResult,
+  type SubprocessOptions,
+  type SubprocessResult,
+  type NotFollowed,
+} from './record-process.js';
 export { openLinuxProcess, processIsRunning, TargetError, type LinuxProcessSource, type TargetErrorKind } from './linux-process.js';
 export { takeSnapshot, type Snapshot, type SnapshotOptions, type ThreadSnapshot } from './snapshot.js';
 export type { CodeRecord } from '../capture/types.js';

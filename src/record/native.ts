@@ -8,6 +8,7 @@
 // a sandbox that forbids ptrace), `loadNative()` says why and the callers fall back to
 // /proc/PID/mem and SIGSTOP.
 
+import fs from 'node:fs';
 import { createRequire } from 'node:module';
 
 export interface Range {
@@ -30,16 +31,27 @@ export interface NativeCalls {
    * Stop threads (ptrace-stop): attach to each, interrupt them all, then wait until each is
    * stopped — so that they stop in parallel. Per thread: `gone`: it does not exist (any more);
    * `denied`: ptrace is not allowed here (another tracer, permissions, a sandbox); `timeout`:
-   * it did not stop in time (left running).
+   * it did not stop in time, nor LINGER_MS after (it is let go when it does). A thread that
+   * stops after `timeoutMs` but within LINGER_MS is `stopped`: once interrupted, a thread must
+   * be seen stopped before it can be let go.
    */
   stopThreads(pid: number, tids: readonly number[], timeoutMs: number): StopResult[];
   /** Let a thread stopped by stopThreads run on (detach; a signal that arrived meanwhile is delivered). */
   resumeThread(pid: number, tid: number): void;
   /**
+   * Wait up to `waitMs` for the threads still attached that could not be let go yet to stop
+   * (stopThreads gave up on them LINGER_MS after their timeout: a tracee can only be detached
+   * once stopped) or to end (killed while stopped: their parent sees them end only once we have
+   * waited for them), and let them go. The sampling loop calls it every few ms.
+   */
+  releaseLingering(waitMs: number): void;
+  /**
    * A gathered read made ready once and repeated: its ranges land, one after the other, in
    * `bytes` (the same array every time), with no allocation per call.
    */
   prepare(pid: number, ranges: readonly Range[]): PreparedRead;
+  /** CPU time this thread has used, µs (null: cannot be told) — unlike process.cpuUsage(), without the process's other threads (the collector's, the pool's). */
+  threadCpuMicros(): number | null;
   /** Set this thread's timer slack (how late the kernel may wake it), ns; false if refused. */
   setTimerSlack(ns: number): boolean;
 }
@@ -69,14 +81,32 @@ const CLD_KILLED = 2;
 const CLD_DUMPED = 3;
 const ESRCH = 3;
 const PR_SET_TIMERSLACK = 29;
+const CLOCK_THREAD_CPUTIME_ID = 3;
 const IOVEC = 16;
 /** bytes per slab that reads are carved from */
 const SLAB = 256 << 10;
+/**
+ * How long past its timeout stopThreads waits for an interrupted thread to stop: it can only be
+ * let go once stopped, and a runnable thread on a busy machine may wait for a CPU well past
+ * the timeout (seen with record --subprocesses on 2 cores at a load of 15: a child left in a
+ * stop, with its parent waiting for it, hung the recording).
+ */
+const LINGER_MS = 2000;
 
 interface Koffi {
   load(name: string): { func(signature: string): (...args: unknown[]) => number | bigint };
   address(value: unknown): bigint;
   errno(): number;
+}
+
+/** Is process `pid` a child of this process (its parent in /proc/PID/stat, also for a zombie)? */
+function ownChild(pid: number): boolean {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');
+    return Number(stat.slice(stat.lastIndexOf(')') + 4).split(' ', 1)[0]) === process.pid;
+  } catch {
+    return false;
+  }
 }
 
 let cached: NativeCalls | string | null = null;
@@ -110,6 +140,9 @@ function load(): NativeCalls | string {
   const waitpid = libc.func('int waitpid(int pid, _Out_ int *status, int options)');
   const schedYield = libc.func('int sched_yield()');
   const prctl = libc.func('int prctl(int option, unsigned long arg2, unsigned long arg3, unsigned long arg4, unsigned long arg5)');
+  const clockGettime = libc.func('int clock_gettime(int clock, void *ts)');
+  const timespec = new DataView(new ArrayBuffer(16));
+  const timespecAddress = koffi.address(timespec);
   const waitid = libc.func('int waitid(int idtype, int id, void *info, int options)');
   const siginfo = new DataView(new ArrayBuffer(128));
   const siginfoAddress = koffi.address(siginfo);
@@ -166,7 +199,87 @@ function load(): NativeCalls | string {
     return Number(fn(pid, localAddress, ranges.length, remoteAddress, ranges.length, 0));
   };
 
+  /**
+   * threads attached that could not be let go yet (tid → pid): interrupted, but not stopped
+   * even after LINGER_MS — let go when they stop — or killed while stopped — reaped when they end
+   */
+  const lingering = new Map<number, number>();
+  /**
+   * Thread `tid` of process `pid` ended while attached: it is a zombie that waits for us, its
+   * tracer. A thread other than the process's first holds back the whole process's exit until
+   * we reap it. The first thread's exit goes to the process's parent only once we have waited
+   * for it — the parent's wait hangs until then (a program whose child the recorder had
+   * stopped when it exited waits for it for ever) — unless that parent is this process (Node,
+   * for a child it started), which reaps it itself: reaping it here would steal its exit.
+   */
+  const reapTraced = (pid: number, tid: number): void => {
+    if (tid !== pid || !ownChild(pid)) waitpid(tid, status, WALL | WNOHANG);
+  };
+  /**
+   * Has thread `tid` (attached and interrupted) stopped? 'stopped' (its stop taken), 'gone'
+   * (it exited, or was killed), or 'running' (not yet).
+   */
+  const pollStopped = (pid: number, tid: number): 'stopped' | 'gone' | 'running' => {
+    // look first, without reaping: an exit must stay for whoever waits for the process
+    // (Node waits for the children it started; reaping one here would hang it)
+    siginfo.setInt32(8, 0, true);
+    siginfo.setInt32(16, 0, true);
+    const peek = Number(waitid(P_PID, tid, siginfoAddress, WEXITED | WSTOPPED | WNOHANG | WNOWAIT | WALL));
+    const code = siginfo.getInt32(8, true);
+    if (peek < 0) return 'gone';
+    if (code === CLD_EXITED || code === CLD_KILLED || code === CLD_DUMPED) {
+      reapTraced(pid, tid);
+      return 'gone';
+    }
+    const r = siginfo.getInt32(16, true) === 0 ? 0 : Number(waitpid(tid, status, WALL | WNOHANG));
+    if (r === tid) {
+      const s = status[0]!;
+      if ((s & 0xff) !== 0x7f) return 'gone'; // exited or killed (and reaped just now: not the first thread)
+      // an interrupt (or group) stop, or a signal arriving first: stopped either way; a
+      // signal must be handed back on resume
+      if (s >> 16 !== PTRACE_EVENT_STOP) pendingSignal.set(tid, (s >> 8) & 0xff);
+      return 'stopped';
+    }
+    return r < 0 ? 'gone' : 'running';
+  };
+  /** Wait until thread `tid` stopped, or `until` (performance.now() ms). */
+  const waitStopped = (pid: number, tid: number, until: number): 'stopped' | 'gone' | 'running' => {
+    for (;;) {
+      const r = pollStopped(pid, tid);
+      if (r !== 'running') return r;
+      // let the thread run: on a busy machine it may wait for this very CPU, and cannot
+      // stop before it runs (spinning here cost ~3.5 ms per stop in one of ten stops)
+      schedYield();
+      if (performance.now() > until) return 'running';
+    }
+  };
+  /** Let a stopped thread run on (a signal that arrived meanwhile is delivered). */
+  const detach = (pid: number, tid: number): void => {
+    const sig = pendingSignal.get(tid) ?? 0;
+    pendingSignal.delete(tid);
+    // a thread killed while stopped (SIGKILL of the process) cannot be detached: it is reaped
+    // once it has ended (releaseLingering; it may still be on its way out now)
+    if (Number(ptraceSignal(PTRACE_DETACH, tid, null, sig)) !== 0) {
+      if (pollStopped(pid, tid) === 'running') lingering.set(tid, pid);
+    }
+  };
+  /** Let go the lingering threads that have stopped since, waiting up to `waitMs` for them. */
+  const releaseLingering = (waitMs: number): void => {
+    if (lingering.size === 0) return;
+    const until = performance.now() + waitMs;
+    for (const [tid, pid] of [...lingering]) {
+      const r = waitMs > 0 ? waitStopped(pid, tid, until) : pollStopped(pid, tid);
+      if (r === 'running') continue;
+      lingering.delete(tid);
+      if (r === 'stopped') detach(pid, tid);
+    }
+  };
+
   const calls: NativeCalls = {
+    threadCpuMicros() {
+      if (Number(clockGettime(CLOCK_THREAD_CPUTIME_ID, timespecAddress)) !== 0) return null;
+      return Number(timespec.getBigInt64(0, true)) * 1e6 + Number(timespec.getBigInt64(8, true)) / 1000;
+    },
     setTimerSlack(ns) {
       return Number(prctl(PR_SET_TIMERSLACK, ns, 0, 0, 0)) === 0;
     },
@@ -228,17 +341,12 @@ function load(): NativeCalls | string {
       return transfer(writev, pid, at.address, [at.offset], [{ address, length: bytes.length }]) === bytes.length;
     },
     stopThreads(pid, tids, timeoutMs) {
-      // A thread other than the process's first that exits while attached stays a zombie of
-      // ours until we reap it — and holds back the whole process's exit until then. The first
-      // thread's exit belongs to whoever waits for the process (Node, for a child it started).
-      const gone = (tid: number): StopResult => {
-        if (tid !== pid) waitpid(tid, status, WALL | WNOHANG);
-        return 'gone';
-      };
+      releaseLingering(0);
       const results: StopResult[] = tids.map((tid) => {
         if (Number(ptrace(PTRACE_SEIZE, tid, null, null)) !== 0) return koffi.errno() === ESRCH ? 'gone' : 'denied';
         if (Number(ptrace(PTRACE_INTERRUPT, tid, null, null)) !== 0) {
-          ptrace(PTRACE_DETACH, tid, null, null);
+          // (it ended since: a zombie, that cannot be detached, is reaped)
+          if (Number(ptrace(PTRACE_DETACH, tid, null, null)) !== 0) reapTraced(pid, tid);
           return 'gone';
         }
         return 'timeout'; // until seen stopped
@@ -246,50 +354,25 @@ function load(): NativeCalls | string {
       const until = performance.now() + timeoutMs;
       tids.forEach((tid, i) => {
         if (results[i] !== 'timeout') return;
-        for (;;) {
-          // look first, without reaping: an exit must stay for whoever waits for the process
-          // (Node waits for the children it started; reaping one here would hang it)
-          siginfo.setInt32(8, 0, true);
-          siginfo.setInt32(16, 0, true);
-          const peek = Number(waitid(P_PID, tid, siginfoAddress, WEXITED | WSTOPPED | WNOHANG | WNOWAIT | WALL));
-          const code = siginfo.getInt32(8, true);
-          if (peek < 0 || code === CLD_EXITED || code === CLD_KILLED || code === CLD_DUMPED) {
-            results[i] = peek < 0 ? 'gone' : gone(tid);
-            return;
-          }
-          const r = siginfo.getInt32(16, true) === 0 ? 0 : Number(waitpid(tid, status, WALL | WNOHANG));
-          if (r === tid) {
-            const s = status[0]!;
-            if ((s & 0xff) !== 0x7f) {
-              results[i] = 'gone'; // exited or killed (and reaped just now: not the first thread)
-              return;
-            }
-            // an interrupt (or group) stop, or a signal arriving first: stopped either way; a
-            // signal must be handed back on resume
-            if (s >> 16 !== PTRACE_EVENT_STOP) pendingSignal.set(tid, (s >> 8) & 0xff);
-            results[i] = 'stopped';
-            return;
-          }
-          if (r < 0) {
-            results[i] = 'gone';
-            return;
-          }
-          // let the thread run: on a busy machine it may wait for this very CPU, and cannot
-          // stop before it runs (spinning here cost ~3.5 ms per stop in one of ten stops)
-          schedYield();
-          if (performance.now() > until) {
-            ptrace(PTRACE_DETACH, tid, null, null);
-            return;
-          }
+        let r = waitStopped(pid, tid, until);
+        if (r === 'running') {
+          // Too late — but a tracee can only be detached once stopped: the interrupt stands,
+          // and the thread stops as soon as it runs (on a busy machine it waits for a CPU).
+          // Left alone it would stay stopped, and an exit status Node reads for a child in that
+          // state passes for its exit. So wait on, and take the stop when it comes.
+          r = waitStopped(pid, tid, performance.now() + LINGER_MS);
+          if (r === 'running') lingering.set(tid, pid);
         }
+        results[i] = r === 'running' ? 'timeout' : r;
       });
       return results;
     },
     resumeThread(pid, tid) {
-      const sig = pendingSignal.get(tid) ?? 0;
-      pendingSignal.delete(tid);
-      // a thread killed while stopped (SIGKILL of the process) cannot be detached: reap it
-      if (Number(ptraceSignal(PTRACE_DETACH, tid, null, sig)) !== 0 && tid !== pid) waitpid(tid, status, WALL | WNOHANG);
+      detach(pid, tid);
+      releaseLingering(0);
+    },
+    releaseLingering(waitMs) {
+      releaseLingering(waitMs);
     },
   };
   return calls;

@@ -2,19 +2,22 @@
 // record` does, without its options parsing and terminal output.
 
 import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
 import { CaptureWriter, type CaptureSink } from '../capture/writer.js';
 import { fileSink } from '../capture/file.js';
 import type { CodeRecord, SampleRecord, ThreadNameRecord } from '../capture/types.js';
 import type { Layout } from '../layout/index.js';
-import { captureHeader } from './capture-header.js';
+import { captureHeader, type RecordingFields } from './capture-header.js';
 import { locateAsyncioDebug, openLinuxProcess, processIsRunning, TargetError, type LinuxProcessSource } from './linux-process.js';
 import { ASYNCIO_OFFSETS_SIZE, parseAsyncioOffsets, type AsyncioOffsets } from '../layout/asyncio-offsets.js';
 import type { AsyncMode } from '../walk/task-graph.js';
 import type { CopyMode } from './modes.js';
 import { CpuStates } from './cpu-states.js';
 import type { SampleFact, SamplingMode } from '../capture/types.js';
-import { runSampler, type SamplerStats } from './sampler.js';
-import { openStopper } from './stopper.js';
+import { SamplerGroup, TargetSampler, type SamplerStats } from './sampler.js';
+import { openStopper, stopperLike, type AnyStopper } from './stopper.js';
+import { commandLine, DescendantWatcher } from './subprocesses.js';
 import { RECORDER } from '../version.js';
 
 export interface RecordProcessOptions {
@@ -45,8 +48,11 @@ export interface RecordProcessOptions {
   onRecord?: (record: CodeRecord | SampleRecord | ThreadNameRecord) => void;
   /** the target's layout and description (e.g. "pid 1234 (python3.15, 3.15.2)"), once it is attached and before the first record */
   onStart?: (layout: Layout, description: string) => void;
-  /** called every `progressEveryMs` (default 250) with the stats so far */
-  onProgress?: (stats: SamplerStats) => void;
+  /**
+   * called every `progressEveryMs` (default 250) with the stats so far: the main target's, and
+   * those of the subprocesses followed so far (recorded, or being recorded)
+   */
+  onProgress?: (stats: SamplerStats, subprocesses: readonly SamplerStats[]) => void;
   progressEveryMs?: number;
   /**
    * also copy each thread's asyncio tasks, for async-aware stacks (CPython 3.14+; RangeError
@@ -56,6 +62,60 @@ export interface RecordProcessOptions {
   asyncio?: AsyncMode;
   /** a started command's standard streams (default: inherited) */
   stdio?: 'inherit' | 'ignore';
+  /**
+   * also record every descendant of the target that runs a CPython this recorder can read
+   * (`true`: with the defaults of SubprocessOptions), each into a capture of its own, with the
+   * same rate, copy mode and sampling mode, by the same sampling loop
+   */
+  subprocesses?: boolean | SubprocessOptions;
+}
+
+/** How record --subprocesses follows the target's descendants (src/record/subprocesses.ts). */
+export interface SubprocessOptions {
+  /**
+   * where the capture of subprocess `pid` goes (`nth`: 2 and more for the same pid recorded
+   * again, after it ran a new program); default, for an output file: subprocessOutput beside it
+   */
+  output?: (pid: number, nth: number) => string | CaptureSink;
+  /** how often to look for new descendants, ms (default SUBPROCESS_POLL_MS) */
+  pollEveryMs?: number;
+  /** a subprocess is attached and its recording starts */
+  onStart?: (s: Pick<SubprocessResult, 'pid' | 'parentPid' | 'command' | 'target' | 'output'>) => void;
+  /**
+   * a subprocess's recording ended (its capture is closed) — but for one dropped: a process
+   * that ran a new program within PRE_EXEC_MS of being attached (a copy of its parent on its
+   * way to exec) loses its capture, and its new program's recording (onStart again) takes it
+   */
+  onEnd?: (r: SubprocessResult) => void;
+}
+
+/** A subprocess recorded by record --subprocesses. */
+export interface SubprocessResult {
+  pid: number;
+  /** the process that started it (when it was found) */
+  parentPid: number;
+  /** its command line, from /proc/PID/cmdline (a fork child shows its parent's) */
+  command: string[];
+  /** as its capture names it, e.g. "pid 1235 (python3.15, 3.15.2)" */
+  target: string;
+  /** its capture file (null: the output function gave a sink) */
+  output: string | null;
+  stats: SamplerStats;
+  stoppedMicros: number;
+  /**
+   * why its recording ended: it exited; it ran a new program (exec: a new recording of the pid
+   * follows once that is seen to be Python); the main recording ended; or a failure (`error`)
+   */
+  ended: 'exited' | 'exec' | 'recording-ended' | 'failed';
+  error?: string;
+}
+
+/** A descendant that was not recorded, and why (not Python, no permission, …). */
+export interface NotFollowed {
+  pid: number;
+  parentPid: number;
+  command: string[];
+  why: string;
 }
 
 export interface RecordProcessResult {
@@ -67,6 +127,12 @@ export interface RecordProcessResult {
   stoppedMicros: number;
   /** the recording ended because the target exited */
   targetExited: boolean;
+  /** with `subprocesses`: each descendant recorded, by pid */
+  subprocesses: SubprocessResult[];
+  /** with `subprocesses`: each descendant looked at and not recorded, in the order found */
+  notFollowed: NotFollowed[];
+  /** with `subprocesses`: what looking for descendants cost the recorder (polls made, time they took) */
+  watching?: { polls: number; micros: number; viaChildrenFiles: boolean };
 }
 
 /** What a recording of this target tells of each sample besides its memory. */
@@ -91,10 +157,82 @@ export const FACT_MISSING: Readonly<Record<SamplingMode, string>> = {
 export const MAX_RATE_HZ = 100_000;
 
 /**
+ * Where a followed subprocess's capture goes, beside the main capture `main`: its pid before
+ * the last extension (`out.pyuw` → `out.1234.pyuw`; a name without one gets it appended:
+ * `out` → `out.1234`), and `1234-2` for the second recording of the same pid (the process ran
+ * a new program, or the pid was reused).
+ */
+export function subprocessOutput(main: string, pid: number, nth = 1): string {
+  const tag = nth > 1 ? `${pid}-${nth}` : String(pid);
+  const base = path.basename(main);
+  const dir = main.slice(0, main.length - base.length);
+  const dot = base.lastIndexOf('.');
+  return dir + (dot > 0 ? `${base.slice(0, dot)}.${tag}${base.slice(dot)}` : `${base}.${tag}`);
+}
+
+/** What one process's recording holds open besides its memory source. */
+interface Recorder {
+  writer: CaptureWriter;
+  stopper: AnyStopper | null;
+  cpuStates: CpuStates | null;
+}
+
+/**
+ * The capture writer, stopper and thread-state reader of a recording of `source`; throws
+ * (having closed what it opened, but not the source) when the target cannot be recorded so.
+ */
+function openRecorder(
+  source: LinuxProcessSource,
+  output: string | CaptureSink,
+  fields: Omit<RecordingFields, 'facts' | 'startTime' | 'recorder' | 'copy' | 'sampling'>,
+  how: { copy: CopyMode; sampling: SamplingMode; readOnly: boolean; bytecode: boolean },
+  /** the main target's stopper, whose kind a subprocess's takes (without trying ptrace on it again) */
+  like?: AnyStopper | null,
+): Recorder {
+  const pid = source.pid;
+  let writer: CaptureWriter | undefined;
+  let cpuStates: CpuStates | null = null;
+  try {
+    const facts = recordableFacts(source.layout, pid);
+    if (how.sampling !== 'wall' && !facts.includes(how.sampling)) throw new RangeError(`--mode ${how.sampling}: ${FACT_MISSING[how.sampling]} (${source.description})`);
+    if (facts.includes('cpu')) cpuStates = new CpuStates(pid);
+    writer = new CaptureWriter(typeof output === 'string' ? fileSink(output) : output, captureHeader(source, {
+      ...fields,
+      startTime: Date.now(),
+      recorder: RECORDER,
+      copy: `${how.copy}${how.readOnly ? ', read-only' : ''}`,
+      sampling: how.sampling,
+      facts,
+      ...(how.bytecode ? {} : { bytecode: false }),
+    }));
+    const stopper = how.copy === 'optimistic' ? null : like ? stopperLike(like, pid) : openStopper(pid);
+    return { writer, stopper, cpuStates };
+  } catch (e) {
+    try {
+      writer?.close();
+    } catch {
+      // the first failure is the one reported
+    }
+    cpuStates?.close();
+    throw e;
+  }
+}
+
+/** Close what a recording held; the first failure (the file's last writes) is thrown. */
+function closeRecorder(r: Recorder, source: LinuxProcessSource): void {
+  r.stopper?.close();
+  r.cpuStates?.close();
+  source.close();
+  r.writer.close();
+}
+
+/**
  * Record a Python process into a capture file until `durationMs` has passed, `signal` aborts
  * or the target exits. A command started here is ended (SIGTERM) when the recording ends
- * before it does. Throws TargetError when the target cannot be recorded (not Python, gone, no
- * permission), RangeError on bad options.
+ * before it does. With `subprocesses`, every descendant that runs a CPython this recorder can
+ * read is recorded too, into a capture of its own (see SubprocessOptions), until it exits or
+ * the main recording ends. Throws TargetError when the target cannot be recorded (not Python,
+ * gone, no permission), RangeError on bad options.
  */
 export async function recordProcess(options: RecordProcessOptions): Promise<RecordProcessResult> {
   const rateHz = options.rateHz ?? 1000;
@@ -102,8 +240,14 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
   if ((options.pid === undefined) === (options.command === undefined || options.command.length === 0)) {
     throw new RangeError('recordProcess needs either a pid or a command');
   }
+  const follow = options.subprocesses === true ? {} : options.subprocesses || null;
+  if (follow && !follow.output && typeof options.output !== 'string') {
+    throw new RangeError('recordProcess: subprocesses need an output function when the output is not a file name');
+  }
   const copy = options.copy ?? 'adaptive';
   const sampling = options.sampling ?? 'wall';
+  const how = { copy, sampling, readOnly: options.readOnly === true, bytecode: options.bytecode !== false };
+  if (follow && options.asyncio) throw new RangeError('--async-aware with --subprocesses: not supported (record the process with tasks on its own)');
   const command = options.command ? [...options.command] : null;
 
   let child: ChildProcess | null = null;
@@ -119,39 +263,27 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
   const childEnded = (): boolean => started !== null && (started.exitCode !== null || started.signalCode !== null);
   const alive = (): boolean => !childEnded() && processIsRunning(pid);
 
-  let writer: CaptureWriter | undefined;
-  let stopper: ReturnType<typeof openStopper> | null = null;
-  let cpuStates: CpuStates | null = null;
+  let main: Recorder;
   let asyncio: { offsets: AsyncioOffsets; debugOffsets: Uint8Array } | null = null;
   try {
     if (options.asyncio) asyncio = await asyncioOffsets(source, options.signal, alive);
-    const facts = recordableFacts(source.layout, pid);
-    if (sampling !== 'wall' && !facts.includes(sampling)) throw new RangeError(`--mode ${sampling}: ${FACT_MISSING[sampling]} (${source.description})`);
-    if (facts.includes('cpu')) cpuStates = new CpuStates(pid);
-    writer = new CaptureWriter(typeof options.output === 'string' ? fileSink(options.output) : options.output, captureHeader(source, {
-      ...(command ? { command } : {}),
-      pid,
-      rateHz,
-      startTime: Date.now(),
-      recorder: RECORDER,
-      copy: `${copy}${options.readOnly ? ', read-only' : ''}`,
-      sampling,
-      facts,
-      ...(asyncio ? { asyncio: { mode: options.asyncio!, debugOffsets: Buffer.from(asyncio.debugOffsets).toString('hex') } } : {}),
-      ...(options.bytecode === false ? { bytecode: false } : {}),
-    }));
-    stopper = copy === 'optimistic' ? null : openStopper(pid);
+    main = openRecorder(
+      source,
+      options.output,
+      {
+        ...(command ? { command } : {}),
+        pid,
+        rateHz,
+        ...(asyncio ? { asyncio: { mode: options.asyncio!, debugOffsets: Buffer.from(asyncio.debugOffsets).toString('hex') } } : {}),
+      },
+      how,
+    );
   } catch (e) {
-    try {
-      writer?.close();
-    } catch {
-      // the first failure is the one reported
-    }
     source.close();
-    cpuStates?.close();
     if (child && alive()) child.kill('SIGTERM');
     throw e;
   }
+  const { writer, stopper, cpuStates } = main;
   const tap = options.onRecord;
   const sink = tap
     ? {
@@ -162,12 +294,16 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
         flush: () => writer.flush(),
       }
     : writer;
+  const followed: Followed[] = [];
+  const notFollowed: NotFollowed[] = [];
+  const onProgress = options.onProgress;
   let stats: SamplerStats;
+  let watcher: DescendantWatcher | null = null;
+  const results: SubprocessResult[] = [];
   // the first failure is the one reported (closing a file whose writes fail fails again)
   let failure: { error: unknown } | null = null;
   try {
-    options.onStart?.(source.layout, source.description);
-    stats = await runSampler(source, sink, {
+    const sampler = new TargetSampler(source, sink, {
       rateHz,
       copy,
       sampling,
@@ -180,27 +316,150 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
       // a target that exits makes the next read fail, and the sampler then asks isAlive
       shouldStop: () => options.signal?.aborted === true || childEnded(),
       isAlive: alive,
-      ...(options.onProgress ? { onProgress: (s: SamplerStats) => options.onProgress!(s) } : {}),
+      ...(onProgress ? { onProgress: (s: SamplerStats) => onProgress(s, followed.map((f) => f.sampler.stats)) } : {}),
       ...(options.progressEveryMs !== undefined ? { progressEveryMs: options.progressEveryMs } : {}),
     });
+    options.onStart?.(source.layout, source.description);
+    if (!follow) {
+      stats = await new SamplerGroup().run(sampler);
+    } else {
+      const group = new SamplerGroup({ poll: () => watcher!.poll(), pollEveryMs: follow.pollEveryMs ?? SUBPROCESS_POLL_MS });
+      const recordings = new Map<number, number>();
+      const settled = (cpid: number, parentPid: number): string | null => {
+        const cmd = commandLine(cpid);
+        const refuse = (e: unknown): string => {
+          const why = e instanceof Error ? e.message : String(e);
+          notFollowed.push({ pid: cpid, parentPid, command: cmd, why });
+          return why;
+        };
+        let src: LinuxProcessSource;
+        try {
+          src = openLinuxProcess(cpid);
+        } catch (e) {
+          return refuse(e);
+        }
+        const nth = (recordings.get(cpid) ?? 0) + 1;
+        let out: string | CaptureSink;
+        let rec: Recorder;
+        try {
+          out = follow.output ? follow.output(cpid, nth) : subprocessOutput(options.output as string, cpid, nth);
+          rec = openRecorder(src, out, { ...(cmd.length ? { command: cmd } : {}), pid: cpid, parentPid, rootPid: pid, rateHz }, how, stopper);
+        } catch (e) {
+          src.close();
+          return refuse(e);
+        }
+        recordings.set(cpid, nth);
+        const f: Followed = { pid: cpid, parentPid, command: cmd, target: src.description, output: typeof out === 'string' ? out : null, execed: false, sampler: null! };
+        try {
+          f.sampler = new TargetSampler(src, rec.writer, {
+            rateHz,
+            copy,
+            sampling,
+            ...(rec.cpuStates ? { cpuStates: rec.cpuStates } : {}),
+            ...(options.readOnly ? { consistency: 'reread' as const } : {}),
+            ...(rec.stopper ? { stopper: rec.stopper } : {}),
+            ...(options.bytecode === false ? { bytecode: false } : {}),
+            shouldStop: () => f.execed,
+            isAlive: () => processIsRunning(cpid),
+          });
+        } catch (e) {
+          try {
+            closeRecorder(rec, src);
+          } catch {
+            // the first failure is the one reported
+          }
+          return refuse(e);
+        }
+        followed.push(f);
+        follow.onStart?.({ pid: cpid, parentPid, command: cmd, target: f.target, output: f.output });
+        const attached = performance.now();
+        group.add(f.sampler, (s, error) => {
+          let why = error;
+          try {
+            closeRecorder(rec, src);
+          } catch (e) {
+            why ??= e;
+          }
+          const ended: SubprocessResult['ended'] = why ? 'failed' : s.ended === 'target-exited' ? 'exited' : f.execed ? 'exec' : 'recording-ended';
+          if (ended === 'exited') watcher!.forget(cpid);
+          if (ended === 'exec' && performance.now() - attached < PRE_EXEC_MS && f.output !== null) {
+            // a copy of its parent on its way to exec (a Popen child found before its exec, on a
+            // busy machine): no capture of its own — the program it runs now takes the name
+            followed.splice(followed.indexOf(f), 1);
+            recordings.set(cpid, nth - 1);
+            fs.rmSync(f.output, { force: true });
+            return;
+          }
+          const r: SubprocessResult = {
+            pid: cpid,
+            parentPid,
+            command: cmd,
+            target: f.target,
+            output: f.output,
+            stats: s,
+            stoppedMicros: rec.stopper?.stoppedMicros ?? 0,
+            ended,
+            ...(why ? { error: why instanceof Error ? why.message : String(why) } : {}),
+          };
+          results.push(r);
+          follow.onEnd?.(r);
+        });
+        return null;
+      };
+      watcher = new DescendantWatcher(pid, {
+        settled,
+        execed: (cpid) => {
+          for (const f of followed) if (f.pid === cpid) f.execed = true;
+        },
+      });
+      stats = await group.run(sampler);
+    }
     if (stats.ended === 'stopped' && !alive()) stats.ended = 'target-exited';
   } catch (e) {
     failure = { error: e };
     throw e;
   } finally {
-    stopper?.close();
-    cpuStates?.close();
-    source.close();
     // a command started here does not outlive a recording that failed
     if (failure && child && alive()) child.kill('SIGTERM');
     try {
-      writer.close();
+      closeRecorder(main, source);
     } catch (e) {
       if (!failure) throw e;
     }
   }
   if (child && alive()) child.kill('SIGTERM');
-  return { target: source.description, pid, stats, stoppedMicros: stopper?.stoppedMicros ?? 0, targetExited: stats.ended === 'target-exited' };
+  return {
+    target: source.description,
+    pid,
+    stats,
+    stoppedMicros: stopper?.stoppedMicros ?? 0,
+    targetExited: stats.ended === 'target-exited',
+    subprocesses: results.sort((a, b) => a.pid - b.pid),
+    notFollowed,
+    ...(watcher ? { watching: watcher.cost } : {}),
+  };
+}
+
+/** How often record --subprocesses looks for new descendants (ms). */
+export const SUBPROCESS_POLL_MS = 20;
+
+/**
+ * A subprocess that runs a new program within this long of being attached was a copy of its
+ * parent on its way to exec (a subprocess.Popen child seen twice before its exec, which a
+ * busy machine can delay): its capture is dropped, and the new program's takes its name.
+ */
+const PRE_EXEC_MS = 500;
+
+/** A subprocess being recorded. */
+interface Followed {
+  pid: number;
+  parentPid: number;
+  command: string[];
+  target: string;
+  output: string | null;
+  /** it ran a new program: its recording ends */
+  execed: boolean;
+  sampler: TargetSampler;
 }
 
 /**

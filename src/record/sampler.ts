@@ -125,17 +125,19 @@ const WARM_UP_PASSES = 200;
 
 /**
  * Copy the target before the schedule starts (see WARM_UP_MS); code records written: returned.
+ * `look`: stopping nothing (a target added to a running group: a stop that waits for a CPU on
+ * a busy machine would hold up the other targets' ticks, for copies that are no samples).
  * The thread names are read once then too (the first read runs cold code: measured 20 ms), at
  * time 0, so that the schedule's first ticks do not wait for it.
  */
-function warmUp(copier: MemoryCopier, copyOptions: CopyOptions, sink: SampleSink, namer: ThreadNamer | null): { codes: number; names: number } {
-  const until = performance.now() + WARM_UP_MS;
+function warmUp(copier: MemoryCopier, copyOptions: CopyOptions, sink: SampleSink, namer: ThreadNamer | null, budgetMs: number, look = false): { codes: number; names: number } {
+  const until = performance.now() + budgetMs;
   let codes = 0;
   let last: ThreadSnapshot[] = [];
   for (let i = 0; i < WARM_UP_PASSES && performance.now() < until; i++) {
     let threads: ThreadSnapshot[];
     try {
-      threads = copyThreads(copier, copyOptions);
+      threads = look ? copier.copyAll({ look: true }) : copyThreads(copier, copyOptions);
     } catch (e) {
       if (e instanceof ReadError) break; // the schedule's first tick meets it again, and says why
       throw e;
@@ -159,44 +161,19 @@ function warmUp(copier: MemoryCopier, copyOptions: CopyOptions, sink: SampleSink
 /** Let the event loop run (signals, I/O) between ticks. */
 const yieldNow = (): Promise<void> => new Promise((r) => setImmediate(r));
 
-export async function runSampler(source: MemorySource, sink: SampleSink, options: SamplerOptions): Promise<SamplerStats> {
-  if (!(options.rateHz > 0)) throw new RangeError(`rate ${options.rateHz} Hz`);
-  const copyOptions: CopyOptions = {
-    copy: options.copy ?? 'optimistic',
-    ...(options.stopper ? { stopper: options.stopper } : {}),
-    ...(options.consistency ? { consistency: options.consistency } : {}),
-  };
-  // (the code objects a pass used are the snapshot's business, not the sampler's)
-  const copier = copierFor(source, copyOptions, {
-    collectUsed: false,
-    // the running task in the same read as the stack (see task-copy.ts)
-    ...(options.asyncio ? { tstateMin: asyncioTstateEnd(options.asyncio.offsets, source.layout.pointerSize) } : {}),
-    ...(options.bytecode === false ? { bytecode: false } : {}),
-  });
-  // shorter sleeps wake closer to the tick (where the native calls are available)
+/** Shorter sleeps wake closer to the tick (where the native calls are available). */
+function lowerTimerSlack(): void {
   const native = loadNative();
   if (typeof native !== 'string') native.setTimerSlack(1);
-  try {
-    const tasks = options.asyncio ? new TaskCopier(source, source.layout, options.asyncio.offsets, options.asyncio.mode, copier) : null;
-    return await sampleLoop(source, sink, options, copier, copyOptions, tasks);
-  } finally {
-    // the anchor is the one thing written into the target: put it back, on every path
-    copier.clearAnchors();
-  }
 }
 
-async function sampleLoop(
-  source: MemorySource,
-  sink: SampleSink,
-  options: SamplerOptions,
-  copier: MemoryCopier,
-  copyOptions: CopyOptions,
-  tasks: TaskCopier | null,
-): Promise<SamplerStats> {
-  const interval = 1000 / options.rateHz;
-  const flushEvery = options.flushEveryMs ?? 1000;
-  const progressEvery = options.progressEveryMs ?? 250;
-  const stats: SamplerStats = {
+/**
+ * One target's sampling: its schedule, copier and statistics. A loop drives it — runSampler
+ * (one target), or SamplerGroup (several, one loop: the ticks of every target in time order)
+ * — by asking `due`, and taking the tick with `tick` once it is.
+ */
+export class TargetSampler {
+  readonly stats: SamplerStats = {
     scheduled: 0,
     ticks: 0,
     missed: 0,
@@ -213,36 +190,78 @@ async function sampleLoop(
     anchorWriteFailure: null,
     names: { reads: 0, micros: 0, records: 0 },
   };
-  const namer = options.threadNames !== false && sink.addThreadName ? new ThreadNamer(source) : null;
-  const warm = warmUp(copier, copyOptions, sink, namer);
-  stats.codeObjects += warm.codes;
-  stats.names.records += warm.names;
-  const cpuStates = options.cpuStates ?? null;
-  const mode = options.sampling ?? 'wall';
-  const keepFlag = mode === 'wall' ? 0 : FACT_FLAG[mode];
-  const start = performance.now();
-  const schedule = new TickSchedule(interval, start, CATCH_UP_MS);
-  let stoppedMicros = options.stopper?.stoppedMicros ?? 0;
-  let turn = 0;
-  let lastFlush = start;
-  let lastProgress = start;
-  let recent: SampleRecord[] = [];
-  let lastYield = start;
-  const sleeper = new Sleeper();
+  private readonly copyOptions: CopyOptions;
+  private readonly copier: MemoryCopier;
+  private readonly keepFlag: number;
+  private readonly cpuStates: SamplerOptions['cpuStates'] | null;
+  private schedule: TickSchedule | null = null;
+  private start = 0;
+  private stoppedMicros = 0;
+  private turn = 0;
+  private lastFlush = 0;
+  private lastProgress = 0;
+  private recent: SampleRecord[] = [];
+  private readonly tasks: TaskCopier | null;
+  private readonly namer: ThreadNamer | null;
 
-  for (;;) {
-    if (options.shouldStop?.()) {
-      stats.ended = 'stopped';
-      break;
-    }
-    if (options.durationMs !== undefined && schedule.elapsed >= options.durationMs) {
-      stats.ended = 'duration';
-      break;
-    }
-    // (no await when the tick is already due, as it is whenever the sampler runs behind: a
-    // turn through a promise costs a good part of a tick at the highest rates)
-    if (schedule.due > performance.now()) await sleeper.until(schedule.due);
-    let now = performance.now();
+  constructor(
+    readonly source: MemorySource,
+    private readonly sink: SampleSink,
+    private readonly options: SamplerOptions,
+  ) {
+    if (!(options.rateHz > 0)) throw new RangeError(`rate ${options.rateHz} Hz`);
+    this.copyOptions = {
+      copy: options.copy ?? 'optimistic',
+      ...(options.stopper ? { stopper: options.stopper } : {}),
+      ...(options.consistency ? { consistency: options.consistency } : {}),
+    };
+    // (the code objects a pass used are the snapshot's business, not the sampler's)
+    this.copier = copierFor(source, this.copyOptions, {
+      collectUsed: false,
+      // the running task in the same read as the stack (see task-copy.ts)
+      ...(options.asyncio ? { tstateMin: asyncioTstateEnd(options.asyncio.offsets, source.layout.pointerSize) } : {}),
+      ...(options.bytecode === false ? { bytecode: false } : {}),
+    });
+    this.tasks = options.asyncio ? new TaskCopier(source, source.layout, options.asyncio.offsets, options.asyncio.mode, this.copier) : null;
+    this.namer = options.threadNames !== false && sink.addThreadName ? new ThreadNamer(source) : null;
+    const mode = options.sampling ?? 'wall';
+    this.keepFlag = mode === 'wall' ? 0 : FACT_FLAG[mode];
+    this.cpuStates = options.cpuStates ?? null;
+  }
+
+  /** Copy the target for up to `warmUpMs` (see WARM_UP_MS; `look`: stopping nothing), then start the schedule now. */
+  begin(warmUpMs = WARM_UP_MS, look = false): void {
+    const warm = warmUp(this.copier, this.copyOptions, this.sink, this.namer, warmUpMs, look);
+    this.stats.codeObjects += warm.codes;
+    this.stats.names.records += warm.names;
+    this.start = performance.now();
+    this.schedule = new TickSchedule(1000 / this.options.rateHz, this.start, CATCH_UP_MS);
+    this.stoppedMicros = this.options.stopper?.stoppedMicros ?? 0;
+    this.lastFlush = this.start;
+    this.lastProgress = this.start;
+  }
+
+  /** When the next tick is due (performance.now() ms). */
+  get due(): number {
+    return this.schedule!.due;
+  }
+
+  /** Why the recording ends before its next tick (stopped, or its duration reached), else null. */
+  checkEnd(): SamplerEnd | null {
+    if (this.stats.ended) return this.stats.ended;
+    if (this.options.shouldStop?.()) this.stats.ended = 'stopped';
+    else if (this.options.durationMs !== undefined && this.schedule!.elapsed >= this.options.durationMs) this.stats.ended = 'duration';
+    return this.stats.ended;
+  }
+
+  /**
+   * Take the tick that is due (`now` at or after `due`). True when the loop should let the event
+   * loop run at once (the tick failed or found no thread). A target found gone ends the
+   * recording (`stats.ended` is then 'target-exited').
+   */
+  tick(now: number): boolean {
+    const { options, stats, sink } = this;
+    const schedule = this.schedule!;
     const { missed: late, time: tickTime } = schedule.take(now);
     if (late > 0) {
       stats.missed += late;
@@ -251,37 +270,36 @@ async function sampleLoop(
     }
     stats.scheduled++;
 
-    const tickMode = options.alternate && turn++ % 2 === 1 ? { ...copyOptions, copy: options.alternate } : copyOptions;
+    const tickMode = options.alternate && this.turn++ % 2 === 1 ? { ...this.copyOptions, copy: options.alternate } : this.copyOptions;
     let threads: ThreadSnapshot[];
     try {
-      threads = copyThreads(copier, tickMode);
+      threads = copyThreads(this.copier, tickMode);
     } catch (e) {
       if (!(e instanceof ReadError)) throw e;
       if (options.isAlive && !options.isAlive()) {
         stats.scheduled--; // not a tick of this target's life
         stats.ended = 'target-exited';
-        break;
+        return false;
       }
       stats.failedTicks++;
       stats.missed++;
       sink.addMissed(1);
-      await yieldNow();
-      continue;
+      return true;
     } finally {
       // the target's clock stood still while it was stopped: so does the schedule
       const stoppedNow = options.stopper?.stoppedMicros ?? 0;
-      schedule.stood((stoppedNow - stoppedMicros) / 1000);
-      stoppedMicros = stoppedNow;
+      schedule.stood((stoppedNow - this.stoppedMicros) / 1000);
+      this.stoppedMicros = stoppedNow;
     }
     if (threads.length === 0) {
       // no thread to sample (an interpreter starting or ending): a tick with no samples
       stats.missed++;
       sink.addMissed(1);
-      await yieldNow();
-      continue;
+      return true;
     }
     stats.ticks++;
     const samples: SampleRecord[] = [];
+    const { cpuStates, keepFlag, tasks, namer } = this;
     for (const t of threads) {
       if (cpuStates) t.onCpu = cpuStates.onCpu(t.nativeThreadId) === true;
       // (a copy that moved is not walked: its tasks would not be looked at)
@@ -314,29 +332,189 @@ async function sampleLoop(
       stats.names.micros = namer.micros;
     }
     options.onTick?.(samples, threads, tickMode.copy);
-    if (options.onProgress) recent.push(...samples);
+    if (options.onProgress) this.recent.push(...samples);
 
     now = performance.now();
-    stats.elapsedMs = now - start;
-    if (now - lastFlush >= flushEvery) {
+    stats.elapsedMs = now - this.start;
+    if (now - this.lastFlush >= (options.flushEveryMs ?? 1000)) {
       sink.flush();
-      lastFlush = now;
+      this.lastFlush = now;
     }
-    if (options.onProgress && now - lastProgress >= progressEvery) {
-      options.onProgress(stats, recent);
-      recent = [];
-      lastProgress = now;
+    if (options.onProgress && now - this.lastProgress >= (options.progressEveryMs ?? 250)) {
+      options.onProgress(stats, this.recent);
+      this.recent = [];
+      this.lastProgress = now;
     }
-    // let the event loop run (signals, I/O) every YIELD_MS, not every tick: a yield costs a
-    // turn of the loop, which at 10 kHz is a good part of the interval
-    if (now - lastYield >= YIELD_MS) {
-      await yieldNow();
-      lastYield = performance.now();
+    return false;
+  }
+
+  /** The recording is over: the last block is ended, and the final stats reported and returned. */
+  finish(): SamplerStats {
+    const { stats } = this;
+    if (this.schedule) stats.elapsedMs = performance.now() - this.start;
+    stats.anchorWriteFailure = this.copier.writeFailure;
+    this.sink.flush();
+    if (this.options.onProgress) this.options.onProgress(stats, this.recent);
+    this.recent = [];
+    return stats;
+  }
+
+  /** Put back what was written into the target (the profiler anchor): on every path, once sampling is over. */
+  clearAnchors(): void {
+    this.copier.clearAnchors();
+  }
+}
+
+/** Sample one target until its recording ends (see SamplerOptions); its stats. */
+export async function runSampler(source: MemorySource, sink: SampleSink, options: SamplerOptions): Promise<SamplerStats> {
+  return new SamplerGroup().run(new TargetSampler(source, sink, options));
+}
+
+/** How long a target added to a running group is copied before its schedule starts (see WARM_UP_MS): the recorder's code is warm by then, and the other targets wait meanwhile. */
+const ADDED_WARM_UP_MS = 5;
+
+interface Member {
+  target: TargetSampler;
+  /** the target's recording is over (stats; the error that ended it, if one did) */
+  onEnd: (stats: SamplerStats, error: unknown) => void;
+}
+
+export interface SamplerGroupOptions {
+  /** called between ticks about every `pollEveryMs` (it may add targets) */
+  poll?: () => void;
+  pollEveryMs?: number;
+}
+
+/**
+ * Several targets sampled by one loop (record --subprocesses): each keeps its own schedule
+ * (dithered, on its own clock: a stop of one target does not move another's ticks) and
+ * statistics, and the loop takes whichever tick is due first — one sleeper for all of them,
+ * so the recorder spins before the next tick of any target, not once per target. The group
+ * runs as long as its main target: when that one ends (stopped, duration, exited), so do the
+ * others ('stopped', or 'duration'). Another target that exits ends on its own, and one whose
+ * tick fails for another reason than its memory (a bug, a full disk) ends with that error,
+ * while the rest go on; the main target's failure ends them all and is thrown.
+ */
+export class SamplerGroup {
+  private readonly members: Member[] = [];
+
+  constructor(private readonly options: SamplerGroupOptions = {}) {}
+
+  /**
+   * Start sampling another target: warmed up briefly (stopping nothing), then on its own
+   * schedule. If even that fails, onEnd is called at once with the error.
+   */
+  add(target: TargetSampler, onEnd: Member['onEnd'], warmUpMs = ADDED_WARM_UP_MS): void {
+    try {
+      target.begin(warmUpMs, true);
+    } catch (e) {
+      this.close({ target, onEnd }, e);
+      return;
+    }
+    this.members.push({ target, onEnd });
+  }
+
+  /** Sample `main` and every target added, until `main`'s recording ends; its stats. */
+  async run(main: TargetSampler): Promise<SamplerStats> {
+    lowerTimerSlack();
+    const loaded = loadNative();
+    const native = typeof loaded === 'string' ? null : loaded;
+    const { poll } = this.options;
+    const pollEvery = this.options.pollEveryMs ?? 20;
+    try {
+      main.begin();
+      const sleeper = new Sleeper();
+      // (a wake-up to poll needs no spin: nothing is sampled at that moment)
+      const quiet = new Sleeper(false);
+      let lastYield = performance.now();
+      let nextPoll = lastYield;
+      for (;;) {
+        if (main.checkEnd()) break;
+        for (let i = this.members.length - 1; i >= 0; i--) {
+          const m = this.members[i]!;
+          if (m.target.checkEnd()) this.end(i, null);
+        }
+        let now = performance.now();
+        if (poll && now >= nextPoll) {
+          poll();
+          now = performance.now();
+          nextPoll = now + pollEvery;
+        }
+        let next = main;
+        let at = -1;
+        this.members.forEach((m, i) => {
+          if (m.target.due < next.due) {
+            next = m.target;
+            at = i;
+          }
+        });
+        // (no await when the tick is already due, as it is whenever the sampler runs behind: a
+        // turn through a promise costs a good part of a tick at the highest rates)
+        if (poll && nextPoll < next.due) {
+          if (nextPoll > now) await quiet.until(nextPoll);
+        } else if (next.due > now) await sleeper.until(next.due);
+        now = performance.now();
+        if (next.due > now) continue; // woken to look for new targets
+        let yieldAtOnce: boolean;
+        if (next === main) {
+          yieldAtOnce = main.tick(now);
+          if (main.stats.ended) break;
+        } else {
+          try {
+            yieldAtOnce = next.tick(now);
+          } catch (e) {
+            this.end(at, e);
+            continue;
+          }
+          if (next.stats.ended) {
+            this.end(at, null);
+            continue;
+          }
+        }
+        // let the event loop run (signals, I/O) every YIELD_MS, not every tick: a yield costs a
+        // turn of the loop, which at 10 kHz is a good part of the interval
+        if (yieldAtOnce || performance.now() - lastYield >= YIELD_MS) {
+          // a thread that stopped too late for its copy must not stay stopped until the next copy that stops one
+          if (native) native.releaseLingering(0);
+          await yieldNow();
+          lastYield = performance.now();
+        }
+      }
+      const rest: SamplerEnd = main.stats.ended === 'duration' ? 'duration' : 'stopped';
+      while (this.members.length > 0) {
+        const m = this.members[this.members.length - 1]!;
+        m.target.stats.ended ??= rest;
+        this.end(this.members.length - 1, null);
+      }
+      return main.finish();
+    } finally {
+      // the anchors are the one thing written into the targets: put them back, on every path
+      main.clearAnchors();
+      while (this.members.length > 0) {
+        this.members[this.members.length - 1]!.target.stats.ended ??= 'stopped';
+        this.end(this.members.length - 1, null);
+      }
     }
   }
-  stats.elapsedMs = performance.now() - start;
-  stats.anchorWriteFailure = copier.writeFailure;
-  sink.flush();
-  if (options.onProgress) options.onProgress(stats, recent);
-  return stats;
+
+  private end(i: number, error: unknown): void {
+    const [m] = this.members.splice(i, 1);
+    this.close(m!, error);
+  }
+
+  private close(m: Member, error: unknown): void {
+    let stats = m.target.stats;
+    let failure = error;
+    try {
+      stats = m.target.finish();
+    } catch (e) {
+      failure ??= e;
+    }
+    try {
+      m.target.clearAnchors();
+    } catch (e) {
+      failure ??= e;
+    }
+    m.onEnd(stats, failure);
+  }
 }

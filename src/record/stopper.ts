@@ -179,6 +179,8 @@ export class ThreadStopper implements Stopper {
 
   close(): void {
     this.resume();
+    // a thread that stopped too late for its copy is let go as soon as it stops
+    this.native.releaseLingering(1000);
   }
 
   private stop(tids: number[]): boolean {
@@ -201,16 +203,24 @@ export type AnyStopper = ProcessStopper | ThreadStopper;
 
 /**
  * The cheapest stopper that works on process `pid`: ptrace where it is allowed (tried once on
- * the process's main thread), else SIGSTOP.
+ * the process's main thread: allowed unless denied), else SIGSTOP.
  */
 export function openStopper(pid: number): AnyStopper {
   const native = loadNative();
   if (typeof native !== 'string') {
     const [r] = native.stopThreads(pid, [pid], STOP_TIMEOUT_MS);
-    if (r === 'stopped') {
-      native.resumeThread(pid, pid);
-      return new ThreadStopper(pid, native);
-    }
+    if (r === 'stopped') native.resumeThread(pid, pid);
+    if (r === 'stopped' || r === 'timeout') return new ThreadStopper(pid, native);
   }
   return new ProcessStopper(pid);
+}
+
+/**
+ * A stopper for process `pid` of the kind `other` is (record --subprocesses: a subprocess is
+ * stopped as its parent is), without openStopper's trial stop — which, on a process just
+ * started on a busy machine, can take as long as the process waits for a CPU.
+ */
+export function stopperLike(other: AnyStopper, pid: number): AnyStopper {
+  const native = loadNative();
+  return other.kind === 'ptrace' && typeof native !== 'string' ? new ThreadStopper(pid, native) : new ProcessStopper(pid);
 }

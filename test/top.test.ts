@@ -30,7 +30,7 @@ async function target(): Promise<ChildProcess> {
   return child;
 }
 
-const FRAME = /^pyunwind top — pid \d+ \(python3\.\d+, [\d.]+\), [\d.]+ s, 1000 Hz, mode wall, by (self|total)$/gm;
+const FRAME = /^pyunwind top — pid \d+ \((?:lib)?python3\.\d+(?:\.so[\d.]*)?, [\d.]+\), [\d.]+ s, 1000 Hz, mode wall, by (self|total)$/gm;
 
 describe('pyunwind top', () => {
   if (!py) {

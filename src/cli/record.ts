@@ -133,6 +133,7 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
   const target = values.pid !== undefined ? { pid: parsePid(values.pid) } : { command };
   const subprocesses = values.subprocesses === true;
   if (subprocesses && values.live) throw new UsageError('--live shows one process: record --subprocesses without it');
+  if (subprocesses && asyncio) throw new UsageError('--async-aware records the tasks of one process: record it without --subprocesses');
   // what is recorded, and how: the same with or without the live view
   const recording = {
     output: values.output,

@@ -54,12 +54,12 @@ export interface Seen {
  * and owner — and, below the innermost one, the same instruction (a frame popped and called
  * again comes back at its first instruction, not at the call it was in).
  */
-export function unchanged(layout: Layout, consistency: Consistency, seen: Seen, now: (address: bigint, length: number) => Uint8Array | null): boolean {
+export function unchanged(layout: Layout, consistency: Consistency, seen: Seen, now: (address: bigint, length: number) => Uint8Array | null, tstateCheck: readonly number[] = []): boolean {
   const L = layout;
   const P = L.pointerSize;
   const { tstate, ts, cframe, outerCframe, enteredFrom, frame, chain, mem, anchor, generation, generationAt } = seen;
   // the thread state: the same current frame (or _PyCFrame), top, chunk and anchor
-  const fields = [L.tstate.currentFrame, L.tstate.datastackTop, L.tstate.datastackChunk];
+  const fields = [L.tstate.currentFrame, L.tstate.datastackTop, L.tstate.datastackChunk, ...tstateCheck];
   if (consistency === 'anchor') fields.push(L.tstate.lastProfiledFrame!);
   for (const off of fields) {
     const b = now(tstate + BigInt(off), P);

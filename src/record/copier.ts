@@ -52,6 +52,12 @@ export interface CopierOptions {
    * of the stack copied.
    */
   tstateMin?: number;
+  /**
+   * pointer-sized fields of the thread state (offsets, within tstateMin) that a copy's second
+   * reading must show unchanged too, besides the stack's (async-aware: the running loop and
+   * task, which a stack read a moment after them could otherwise outdate unseen)
+   */
+  tstateCheck?: readonly number[];
   /** false: do not collect `used` (a recorder that never asks for it saves a set insert per frame) */
   collectUsed?: boolean;
   /** false: code objects are copied without their bytecode, which is never refreshed (code-cache.ts; for measuring what it costs) */
@@ -151,6 +157,7 @@ export class MemoryCopier {
       codes: this.codes,
       maxFrames: options.maxFrames ?? 8192,
       tstateMin: Math.max(options.tstateMin ?? 0, this.layout.tstate.size),
+      tstateCheck: options.tstateCheck ?? [],
       get consistency() {
         return self.consistency;
       },
@@ -451,7 +458,7 @@ export class MemoryCopier {
     if (!steady || !steady.matches(cache, interp, this.consistency === 'anchor')) {
       const plan = { tstateLength: cache.tstateLength, chunks: cache.chunks, outside: cache.outside };
       const source = this.source as MemorySource & { prepareRead(r: readonly Range[]): PreparedRead };
-      steady = cache.steady = new SteadyCopy(source, this.layout, tstate, interp, interp + BigInt(this.layout.interp.codeObjectGeneration!), plan, this.consistency === 'anchor', this.ctx.maxFrames, this.ctx.tstateMin);
+      steady = cache.steady = new SteadyCopy(source, this.layout, tstate, interp, interp + BigInt(this.layout.interp.codeObjectGeneration!), plan, this.consistency === 'anchor', this.ctx.maxFrames, this.ctx.tstateMin, this.ctx.tstateCheck);
       preread = null; // read for the steady copy it replaces
     }
     cache.steadyHooks ??= this.steadyHooks(tstate);

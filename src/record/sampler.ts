@@ -23,7 +23,7 @@ import { Sleeper } from './sleeper.js';
 import { TickSchedule } from './schedule.js';
 import { ReadError, type MemorySource } from './source.js';
 import { ThreadNamer } from './thread-names.js';
-import { asyncioTstateEnd, TaskCopier } from './task-copy.js';
+import { asyncioTstateCheck, asyncioTstateEnd, TaskCopier } from './task-copy.js';
 import type { AsyncioOffsets } from '../layout/asyncio-offsets.js';
 import type { AsyncMode } from '../walk/task-graph.js';
 
@@ -219,7 +219,7 @@ export class TargetSampler {
     this.copier = copierFor(source, this.copyOptions, {
       collectUsed: false,
       // the running task in the same read as the stack (see task-copy.ts)
-      ...(options.asyncio ? { tstateMin: asyncioTstateEnd(options.asyncio.offsets, source.layout.pointerSize) } : {}),
+      ...(options.asyncio ? { tstateMin: asyncioTstateEnd(options.asyncio.offsets, source.layout.pointerSize), tstateCheck: asyncioTstateCheck(options.asyncio.offsets) } : {}),
       ...(options.bytecode === false ? { bytecode: false } : {}),
     });
     this.tasks = options.asyncio ? new TaskCopier(source, source.layout, options.asyncio.offsets, options.asyncio.mode, this.copier) : null;

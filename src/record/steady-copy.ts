@@ -182,6 +182,8 @@ export class SteadyCopy {
     private readonly maxFrames: number,
     /** the thread state is copied through at least this many bytes (CopierOptions.tstateMin) */
     private readonly tstateMin: number = layout.tstate.size,
+    /** thread-state fields the check compares too (CopierOptions.tstateCheck) */
+    private readonly tstateCheck: readonly number[] = [],
   ) {
     const ranges: { address: bigint; length: number }[] = [{ address: tstate, length: plan.tstateLength }];
     let o = plan.tstateLength;
@@ -447,6 +449,7 @@ export class SteadyCopy {
     }
     // the check (as copier.ts's `unchanged`): the second reading shows the same stack
     let moved = !(this.same8(T.currentFrame) && this.same8(T.datastackTop) && this.same8(T.datastackChunk));
+    for (const o of this.tstateCheck) if (!this.same8(o)) moved = true;
     let anchorAt = -1;
     if (this.anchored) {
       if (!this.same8(T.lastProfiledFrame!)) moved = true;

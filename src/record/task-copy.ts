@@ -82,6 +82,17 @@ export function asyncioTstateEnd(offsets: AsyncioOffsets, pointerSize: 4 | 8): n
   return Math.max(t.runningLoop, t.runningTask, t.tasksHead) + 2 * pointerSize;
 }
 
+/**
+ * The thread-state fields a copy must find unchanged at its second reading (CopierOptions.
+ * tstateCheck): the running loop and task are read with the thread state, a moment before the
+ * stack; a task's step that began in that moment at the same frame address (the next callback's
+ * frame where the last one's was) leaves the stack check nothing to see, and would pair the new
+ * task's stack with no running task.
+ */
+export function asyncioTstateCheck(offsets: AsyncioOffsets): number[] {
+  return [offsets.tstate.runningLoop, offsets.tstate.runningTask];
+}
+
 export class TaskCopier {
   /**
    * The reads each thread's last copy made (thread state address → ranges). A task view is

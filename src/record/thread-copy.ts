@@ -40,6 +40,8 @@ export interface CopyContext {
   readonly maxFrames: number;
   /** bytes of every thread state to copy at least (CopierOptions.tstateMin; ≥ thread_state.size) */
   readonly tstateMin: number;
+  /** thread-state fields a copy's second reading must show unchanged too (CopierOptions.tstateCheck) */
+  readonly tstateCheck: readonly number[];
   /** how copies are checked now */
   readonly consistency: Consistency;
   /** the copy's thread runs again after a stopped read: the copy may read nothing more */
@@ -236,14 +238,14 @@ export function copyThread(
     const enteredFrom = outerCframe !== 0n ? (mem.ptr(outerCframe + BigInt(L.tstate.cframeCurrentFrame!)) ?? 0n) : 0n;
     const seen: Seen = { tstate, ts, cframe, outerCframe: enteredFrom !== 0n ? outerCframe : 0n, enteredFrom, frame, chain: chain.frames, mem, anchor, generation, generationAt: genAt };
     if (extra === 0) {
-      snap.moved = !unchanged(L, ctx.consistency, seen, (a, n) => pick(plan, again!, a, n));
+      snap.moved = !unchanged(L, ctx.consistency, seen, (a, n) => pick(plan, again!, a, n), ctx.tstateCheck);
     } else {
       // read again what the copy ended up using, and compare
       const used: Range[] = [{ address: tstate, length: ts.length }];
       if (genAt) used.push(genAt);
       for (const r of mem.all()) if (r.address !== tstate) used.push({ address: r.address, length: r.bytes.length });
       const second = readMany(ctx.source, used);
-      snap.moved = !unchanged(L, ctx.consistency, seen, (a, n) => pick(used, second, a, n));
+      snap.moved = !unchanged(L, ctx.consistency, seen, (a, n) => pick(used, second, a, n), ctx.tstateCheck);
     }
     // Without the death counter (3.11–3.13), a code object read in the window may still be
     // of a function dropped and compiled again at the same address within it (the compare

@@ -34,8 +34,11 @@ const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pyunwind-subprocesses-'));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 function pyunwind(args: string[]): { status: number | null; stdout: string; stderr: string } {
+  const started = performance.now();
   const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', timeout: 120_000, env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' } });
-  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+  // (a run that did not end says how it was stopped, after how long, and what it had printed)
+  const why = r.status === null ? `pyunwind ${args.join(' ')}: ${r.error?.message ?? `signal ${r.signal}`} after ${Math.round(performance.now() - started)} ms; stdout ${r.stdout.length} bytes\n` : '';
+  return { status: r.status, stdout: r.stdout, stderr: why + r.stderr };
 }
 
 /**

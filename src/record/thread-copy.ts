@@ -1,7 +1,8 @@
 // The general copy of one thread: what every copy can fall back to, on every version.
 //
 // Everything the previous copy of the thread needed — the thread state, the data-stack chunks,
-// the frames outside them, the _PyCFrame on 3.11/3.12, the count of code-object deaths — is
+// the frames outside them, the _PyCFrame on 3.11/3.12 (and on 3.11 the calling eval loop's),
+// the count of code-object deaths — is
 // read in one gathered read, and (unless the target is stopped) read again at once in the same
 // call, to be compared (consistency.ts). What the previous copy did not foresee (a deeper
 // stack, a new chunk, a code object to check) is read after, and then all of it is read again

@@ -122,8 +122,12 @@ export function copyThread(
   const codeData = got.slice(codeAt);
   const genAt = generationRange(L, interp);
   const cframeAt = genAt ? 2 : 1;
-  const outerAt = cframeAt + (cache.cframe !== 0n && L.tstate.cframeCurrentFrame !== null ? 1 : 0);
-  const chunksAt = outerAt + (cache.outerCframe !== 0n && readsOuterCframe(L) ? 1 : 0);
+  const chunksAt = cframeAt + cframeRanges(L, cache).length;
+  /** what the first read got of a _PyCFrame it planned, at `address` (null: not planned there) */
+  const plannedCframe = (address: bigint): Uint8Array | null => {
+    for (let i = cframeAt; i < chunksAt; i++) if (plan[i]!.address === address) return got[i] ?? null;
+    return null;
+  };
   const outsideAt = chunksAt + cache.chunks.length;
 
   let ts = got[0] ?? null;
@@ -163,39 +167,37 @@ export function copyThread(
 
   const cframe = L.tstate.cframeCurrentFrame !== null ? readPointer(ts, L.tstate.currentFrame, P) : 0n;
   let frame = readPointer(ts, L.tstate.currentFrame, P);
+  // 3.11: the calling eval loop's _PyCFrame and its current frame, as copied (0n: none)
+  let outerCframe = 0n;
+  let enteredFrom = 0n;
+  /** the _PyCFrame at `address` into the copy, `length` bytes (planned, or read now); false: not readable */
+  const copyCframe = (address: bigint, length: number): boolean => {
+    if (mem.contains(address, length)) return true;
+    let bytes = plannedCframe(address);
+    if (!bytes || bytes.length < length) {
+      extra++;
+      bytes = tryRead(address, length);
+    }
+    if (bytes) mem.add({ address, bytes });
+    return bytes !== null;
+  };
   if (L.tstate.cframeCurrentFrame !== null) {
     // 3.11/3.12: tstate->cframe->current_frame; root_cframe is inside the thread state, a
     // running eval loop's _PyCFrame is on the C stack
     frame = 0n;
     cache.cframe = cframe;
+    cache.outerCframe = 0n;
     if (cframe !== 0n) {
-      const field = cframe + BigInt(L.tstate.cframeCurrentFrame);
-      const length = cframeLength(L);
-      if (!mem.contains(cframe, length)) {
-        let bytes = outerAt > cframeAt && plan[cframeAt]!.address === cframe ? got[cframeAt]! : null;
-        if (!bytes) {
-          extra++;
-          bytes = tryRead(cframe, length);
-        }
-        if (bytes) mem.add({ address: cframe, bytes });
-        else errors.push(`cframe ${hex(cframe)}: not readable`);
-      }
-      frame = mem.ptr(field) ?? 0n;
+      if (!copyCframe(cframe, cframeLength(L))) errors.push(`cframe ${hex(cframe)}: not readable`);
+      frame = mem.ptr(cframe + BigInt(L.tstate.cframeCurrentFrame)) ?? 0n;
       // 3.11: the calling eval loop's _PyCFrame too, whose current frame tells the walk which
-      // frame the running eval loop was entered with (reference-walker.ts)
-      cache.outerCframe = 0n;
-      if (readsOuterCframe(L)) {
-        const outer = mem.ptr(cframe + BigInt(L.tstate.cframePrevious!)) ?? 0n;
-        cache.outerCframe = outer;
-        if (outer !== 0n && !mem.contains(outer, L.tstate.cframeCurrentFrame + P)) {
-          let bytes = chunksAt > outerAt && plan[outerAt]!.address === outer ? got[outerAt]! : null;
-          if (!bytes) {
-            extra++;
-            bytes = tryRead(outer, L.tstate.cframeCurrentFrame + P);
-          }
-          // (not readable: the walk goes without it, as before 3.11's cframes were copied)
-          if (bytes) mem.add({ address: outer, bytes });
-        }
+      // frame the running eval loop was entered with (reference-walker.ts); not readable: the
+      // walk goes without it, as before 3.11's cframes were copied
+      const outer = readsOuterCframe(L) ? (mem.ptr(cframe + BigInt(L.tstate.cframePrevious!)) ?? 0n) : 0n;
+      cache.outerCframe = outer;
+      if (outer !== 0n && copyCframe(outer, L.tstate.cframeCurrentFrame + P)) {
+        enteredFrom = mem.ptr(outer + BigInt(L.tstate.cframeCurrentFrame)) ?? 0n;
+        if (enteredFrom !== 0n) outerCframe = outer;
       }
     }
   }
@@ -235,9 +237,7 @@ export function copyThread(
     // once, copy again with the plan this copy learned, for a window of one call again
     if (extra > 0 && !replanned) return copyThread(ctx, cache, interp, interpreterId, tstate, stopped, undefined, true);
     const anchor = ctx.consistency === 'anchor' ? readPointer(ts, L.tstate.lastProfiledFrame!, P) : 0n;
-    const outerCframe = readsOuterCframe(L) && cframe !== 0n ? cache.outerCframe : 0n;
-    const enteredFrom = outerCframe !== 0n ? (mem.ptr(outerCframe + BigInt(L.tstate.cframeCurrentFrame!)) ?? 0n) : 0n;
-    const seen: Seen = { tstate, ts, cframe, outerCframe: enteredFrom !== 0n ? outerCframe : 0n, enteredFrom, frame, chain: chain.frames, mem, anchor, generation, generationAt: genAt };
+    const seen: Seen = { tstate, ts, cframe, outerCframe, enteredFrom, frame, chain: chain.frames, mem, anchor, generation, generationAt: genAt };
     if (extra === 0) {
       snap.moved = !unchanged(L, ctx.consistency, seen, (a, n) => pick(plan, again!, a, n), ctx.tstateCheck);
     } else {
@@ -400,8 +400,7 @@ export function planOf(ctx: CopyContext, tstate: bigint, interp: bigint, cache: 
   const plan: Range[] = [{ address: tstate, length: cache.tstateLength }];
   const genAt = generationRange(L, interp);
   if (genAt) plan.push(genAt);
-  if (cache.cframe !== 0n && L.tstate.cframeCurrentFrame !== null) plan.push({ address: cache.cframe, length: cframeLength(L) });
-  if (cache.outerCframe !== 0n && readsOuterCframe(L)) plan.push({ address: cache.outerCframe, length: L.tstate.cframeCurrentFrame! + L.pointerSize });
+  plan.push(...cframeRanges(L, cache));
   for (const c of cache.chunks) plan.push({ address: c.address, length: c.used });
   for (const f of cache.outside) plan.push({ address: f, length: L.frame.size });
   return [...plan, ...(checking ? plan : []), ...codeRanges(ctx, cache)];
@@ -417,7 +416,16 @@ function codeRanges(ctx: CopyContext, cache: ThreadCache): Range[] {
 }
 
 function planLength(L: Layout, cache: ThreadCache): number {
-  return 1 + (L.interp.codeObjectGeneration !== null ? 1 : 0) + (cache.cframe !== 0n && L.tstate.cframeCurrentFrame !== null ? 1 : 0) + (cache.outerCframe !== 0n && readsOuterCframe(L) ? 1 : 0) + cache.chunks.length + cache.outside.length;
+  return 1 + (L.interp.codeObjectGeneration !== null ? 1 : 0) + cframeRanges(L, cache).length + cache.chunks.length + cache.outside.length;
+}
+
+/** The _PyCFrames the previous copy found (3.11/3.12: the running eval loop's; 3.11: the calling one's too), to read with the first read. */
+function cframeRanges(L: Layout, cache: ThreadCache): Range[] {
+  if (L.tstate.cframeCurrentFrame === null) return [];
+  const out: Range[] = [];
+  if (cache.cframe !== 0n) out.push({ address: cache.cframe, length: cframeLength(L) });
+  if (cache.outerCframe !== 0n && readsOuterCframe(L)) out.push({ address: cache.outerCframe, length: L.tstate.cframeCurrentFrame + L.pointerSize });
+  return out;
 }
 
 /** 3.11 (frames with is_entry): the copy takes the calling eval loop's _PyCFrame too. */

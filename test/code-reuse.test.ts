@@ -5,6 +5,9 @@
 // the recorder is wrapped to note, on the same clock, when each tick's copies were made. Every
 // sample whose innermost frame is f_<n> must have been taken while generation n ran, no sample
 // may be rejected for a code object, and the recording must really have reused addresses.
+// The recording lasts until enough ticks fell wholly inside the program's own f_<n> windows and
+// enough generations ran (on a loaded machine the recorder gets fewer ticks, and the program's
+// calibrated f_<n> may be short or long), not for a fixed time; then SIGTERM ends the program after its current generation.
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -22,7 +25,12 @@ import { nativeInterpreters } from '../harness/interpreters.js';
 import { checkedWalker } from './helpers/walkers.js';
 
 const WORKLOAD = path.resolve('workloads/reuse.py');
-const SECONDS = 2.5;
+/** the program's own limit: a recording that gets too few ticks ends here and fails, saying so */
+const SECONDS = 60;
+/** ticks wholly inside some generation's run that the recording waits for */
+const INSIDE_WANTED = 1000;
+/** and generations: each one is a chance for CPython to reuse an address */
+const GENERATIONS_WANTED = 100;
 /** slack around a tick's copy window, ns: the program's clock reads sit just outside its call */
 const SLACK_NS = 20_000n;
 
@@ -60,6 +68,19 @@ describe.each(nativeInterpreters())('code objects reused at one address, $label'
     it(`is skipped: ${py.missing}`, () => recordCoverage('code-reuse', py.label, false, py.missing!));
     return;
   }
+/** How many tick windows lie wholly inside some generation's run (both sorted by time). */
+function ticksInside(windows: Iterable<[bigint, bigint]>, generations: Iterable<[bigint, bigint]>): number {
+  const runs = [...generations].sort((a, b) => (a[0] < b[0] ? -1 : 1));
+  const ticks = [...windows].filter(([from]) => from !== 0n).sort((a, b) => (a[0] < b[0] ? -1 : 1));
+  let inside = 0;
+  let r = 0;
+  for (const [from, to] of ticks) {
+    while (r < runs.length && runs[r]![1] < from) r++;
+    if (r < runs.length && runs[r]![0] <= from && to <= runs[r]![1]) inside++;
+  }
+  return inside;
+}
+
   it('names every sample with the function it was really in', async () => {
     const child = spawn(py.command, [WORKLOAD, String(SECONDS), '2'], { stdio: ['ignore', 'pipe', 'inherit'] });
     children.push(child);
@@ -95,13 +116,20 @@ describe.each(nativeInterpreters())('code objects reused at one address, $label'
       recorder: 'pyunwind test',
     });
     const windows = new Map<number, [bigint, bigint]>();
+    let ticks = 0;
+    let inside = 0;
+    const enough = (): boolean => {
+      // counted again every 200 ticks: the generations' lines arrive after they ran
+      if (++ticks % 200 === 0) inside = ticksInside(windows.values(), generations.values());
+      return inside >= INSIDE_WANTED && generations.size >= GENERATIONS_WANTED;
+    };
     const stopper = openStopper(child.pid!);
     try {
       await runSampler(source, writer, {
         rateHz: 2000,
         copy: 'adaptive',
         stopper,
-        shouldStop: () => child.exitCode !== null || child.signalCode !== null,
+        shouldStop: () => child.exitCode !== null || child.signalCode !== null || enough(),
         isAlive: () => child.exitCode === null && child.signalCode === null,
         onTick: (samples) => {
           windows.set(samples[0]!.time, source.window());
@@ -113,7 +141,9 @@ describe.each(nativeInterpreters())('code objects reused at one address, $label'
       writer.close();
       source.close();
     }
+    child.kill('SIGTERM');
     await done;
+    inside = ticksInside(windows.values(), generations.values());
 
     const reader = readCaptureBytes(sink.bytes());
     const processor = new SampleProcessor(layoutFromSource(reader.header.layoutSource), await checkedWalker());
@@ -148,14 +178,18 @@ describe.each(nativeInterpreters())('code objects reused at one address, $label'
     }
     console.log(
       `${py.label}: ${generations.size} generations, ${seenAt.size} code addresses, ${reused} records replaced one at the same address; ` +
-        `${named} samples in an f_<n>, ${wrong.length} named wrong; statuses ${JSON.stringify(Object.fromEntries(statuses))}`,
+        `${windows.size} ticks, ${inside} wholly inside an f_<n>'s run, ${named} samples in an f_<n>, ${wrong.length} named wrong; statuses ${JSON.stringify(Object.fromEntries(statuses))}`,
     );
     recordCoverage('code-reuse', py.label, true);
     // the program did make CPython reuse addresses, and the recording saw it
     expect(reused).toBeGreaterThan(20);
-    // enough samples in an f_<n> to judge (100-3,600 on a quiet machine; 91 in a loaded run,
-    // where the program spent most of the recording compiling and the recorder got few ticks)
-    expect(named).toBeGreaterThan(50);
+    // the recording got the ticks and generations it waited for before the program's own limit
+    const got = `${windows.size} ticks and ${generations.size} generations in ${SECONDS} s, ${inside} ticks inside an f_<n>'s run`;
+    expect(inside, got).toBeGreaterThanOrEqual(INSIDE_WANTED);
+    expect(generations.size, got).toBeGreaterThanOrEqual(GENERATIONS_WANTED);
+    // a tick wholly inside generation n's run finds f_<n> running, but for the instants at its
+    // edges (the call being made or returning, the clock being read)
+    expect(named).toBeGreaterThanOrEqual(INSIDE_WANTED / 2);
     expect(wrong.slice(0, 5)).toEqual([]);
     // adaptive: nothing is rejected (a code object that did not decode would show as corrupt)
     expect(rejected).toBe(0);

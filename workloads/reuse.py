@@ -13,7 +13,8 @@ same line table. Between generations, interlude() runs for about half a millisec
 It prints one JSON line per generation — {"n": N, "start": NS, "end": NS}, the
 time.monotonic_ns() just before and just after f_<n> ran (the same clock as a recorder's
 CLOCK_MONOTONIC) — and at the end {"generations": N, "rounds": N}. A sample whose innermost
-frame is f_<n> must have been taken while generation n ran.
+frame is f_<n> must have been taken while generation n ran. SIGTERM ends it after the
+generation running then (its line is printed), so a recorder can stop it on an event of its own.
 
 Every stack it can have, as qualnames from the outermost frame:
 
@@ -21,8 +22,11 @@ Every stack it can have, as qualnames from the outermost frame:
     <module> → main
     <module> → main → interlude
     <module> → main → f_<n>
+
+and, once SIGTERM came, its handler (a <lambda>) on top of any of them.
 """
 
+import signal
 import sys
 import time
 
@@ -62,8 +66,10 @@ def main(seconds, life_ms):
     out = sys.stdout
     clock = time.monotonic_ns
     end = time.perf_counter() + seconds
+    stopping = []
+    signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
     n = 0
-    while time.perf_counter() < end:
+    while not stopping and time.perf_counter() < end:
         ns = {}
         exec(compile(TEMPLATE.format(n=n), "<generated>", "exec"), ns)
         # only this name refers to the function now (its globals do not: popped)

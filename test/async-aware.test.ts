@@ -131,6 +131,29 @@ async function tamperedSamples(file: string): Promise<Record<string, string>> {
 
 const same = (a: string[], b: string[]): boolean => a.length === b.length && a.every((x, i) => x === b[i]);
 
+/** A running-mode report against what asyncio said: samples in spin, those equal to a running task's graph, the others, the graphs seen. */
+function againstGraphs(json: JsonReport, truth: Told): { inSpin: number; matched: number; impossible: string[]; seen: Set<string> } {
+  const graphs = [...truth.running.values()];
+  let inSpin = 0;
+  let matched = 0;
+  const impossible: string[] = [];
+  const seen = new Set<string>();
+  for (const s of stacksOf(json)) {
+    const at = s.names.indexOf('spin');
+    if (at < 0) continue;
+    inSpin += s.count;
+    const own = s.names.slice(0, at + 1);
+    const graph = graphs.find((g) => same(g, own));
+    if (graph) {
+      matched += s.count;
+      seen.add(graph.join(' > '));
+      // task pseudo-frames name no file
+      s.names.forEach((n, i) => n.startsWith('<task ') && expect(s.filenames[i]).toBe(''));
+    } else impossible.push(`${s.names.join(' > ')} (${s.count})`);
+  }
+  return { inSpin, matched, impossible, seen };
+}
+
 describe.each(nativeInterpreters())('async-aware stacks, $label', (py) => {
   if (py.missing) {
     it(`is skipped: ${py.missing}`, () => recordCoverage('async-aware', py.label, false, py.missing!));
@@ -163,24 +186,7 @@ describe.each(nativeInterpreters())('async-aware stacks, $label', (py) => {
     const r = pyunwind(['report', '-q', file, '--async-aware', '--format', 'json']);
     expect(r.status, r.stderr).toBe(0);
     const json = JSON.parse(r.stdout) as JsonReport;
-    const graphs = [...truth.running.values()];
-    let inSpin = 0;
-    let matched = 0;
-    const impossible: string[] = [];
-    const seen = new Set<string>();
-    for (const s of stacksOf(json)) {
-      const at = s.names.indexOf('spin');
-      if (at < 0) continue;
-      inSpin += s.count;
-      const own = s.names.slice(0, at + 1);
-      const graph = graphs.find((g) => same(g, own));
-      if (graph) {
-        matched += s.count;
-        seen.add(graph.join(' > '));
-        // task pseudo-frames name no file
-        s.names.forEach((n, i) => n.startsWith('<task ') && expect(s.filenames[i]).toBe(''));
-      } else impossible.push(`${s.names.join(' > ')} (${s.count})`);
-    }
+    const { inSpin, matched, impossible, seen } = againstGraphs(json, truth);
     const { attempted, rejected, statuses } = json.summary;
     console.log(
       `[async-aware] ${py.label} running: ${attempted} samples, ${inSpin} in spin, ${matched} equal to asyncio's graph, ` +
@@ -250,6 +256,49 @@ describe.each(nativeInterpreters())('async-aware stacks, $label', (py) => {
     expect(wrong.map((s) => s.names.join(' > '))).toEqual([]);
     expect(json.summary.rejected).toBeLessThan(0.1 * json.summary.attempted);
     recordCoverage('async-aware', `${py.label} all`, true);
+  }, 120_000);
+
+  it('with --subprocesses: a Python child running tasks is recorded with them once it imports asyncio; one that never does, as the interpreter allows', () => {
+    const file = path.join(dir, `${py.label}-family.pyuw`);
+    const childOut = path.join(dir, `${py.label}-family-child.jsonl`);
+    const rec = pyunwind(['record', '-r', '1000', '--async-aware', '--subprocesses', '-o', file, '--', py.command, path.resolve('workloads/asyncfamily.py'), '4', childOut, py.command]);
+    expect(rec.status, rec.stderr).toBe(0);
+    const pids = (JSON.parse(rec.stdout.split('\n')[0]!) as { children: { asyncio: number; plain: number } }).children;
+    // a 3.15 built with _asyncio in the interpreter publishes the offsets before any import: the
+    // plain child is recorded too (with no task to show); with _asyncio a module of its own
+    // (Debian's 3.14), it never loads it and is not followed
+    const builtIn = spawnSync(py.command, ['-c', "import sys; print('_asyncio' in sys.builtin_module_names)"], { encoding: 'utf8' }).stdout.trim() === 'True';
+    const capture = (pid: number): string => file.replace(/\.pyuw$/, `.${pid}.pyuw`);
+    const notFollowed = rec.stderr.split('\n').filter((l) => l.includes(`not followed: pid ${pids.plain} `));
+    if (builtIn) {
+      expect(fs.existsSync(capture(pids.plain)), rec.stderr).toBe(true);
+      expect(notFollowed).toEqual([]);
+    } else {
+      expect(fs.existsSync(capture(pids.plain))).toBe(false);
+      expect(notFollowed, rec.stderr).toHaveLength(1);
+      // (it exits just before the parent does: the recording may end first)
+      expect(notFollowed[0]).toMatch(/--async-aware: it (exited before it imported asyncio|had not imported asyncio when the recording ended)/);
+    }
+    const results: string[] = [];
+    for (const [who, f, truth] of [
+      ['parent', file, told(rec.stdout)],
+      ['asyncio child', capture(pids.asyncio), told(fs.readFileSync(childOut, 'utf8'))],
+    ] as const) {
+      expect([...truth.running.keys()].sort(), who).toEqual(['sub-0', 'sub-1', 'sub-2']);
+      const header = readCaptureBytes(fs.readFileSync(f)).header;
+      expect(header.asyncio?.mode, who).toBe('running');
+      const r = pyunwind(['report', '-q', f, '--async-aware', '--format', 'json']);
+      expect(r.status, r.stderr).toBe(0);
+      const json = JSON.parse(r.stdout) as JsonReport;
+      const { inSpin, matched, impossible, seen } = againstGraphs(json, truth);
+      results.push(`${who} ${json.summary.attempted} samples, ${inSpin} in spin, ${matched} equal to asyncio's graph, rejected ${json.summary.rejected}`);
+      expect(impossible, who).toEqual([]);
+      expect(seen.size, who).toBe(3);
+      expect(inSpin, who).toBeGreaterThan(0.5 * (json.summary.trusted - (json.summary.statuses.idle ?? 0)));
+      expect(json.summary.rejected, who).toBeLessThan(0.1 * json.summary.attempted);
+    }
+    console.log(`[async-aware] ${py.label} --subprocesses: ${results.join('; ')}; plain child ${builtIn ? 'recorded (_asyncio built in)' : 'not followed'}`);
+    recordCoverage('async-aware', `${py.label} subprocesses`, true);
   }, 120_000);
 });
 

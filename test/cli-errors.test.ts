@@ -48,7 +48,6 @@ describe('the pyunwind command on bad input', () => {
     expectOneLineError(run(['dump', '--pid', 'abc']), /^pyunwind dump: "abc" is not a process id/, 2);
     // options that do not go together, refused before anything runs
     expectOneLineError(run(['record', '-o', 'x.pyuw', '--subprocesses', '--live', '--', 'python3', '-c', 'pass']), /^pyunwind record: --live shows one process/, 2);
-    expectOneLineError(run(['record', '-o', 'x.pyuw', '--subprocesses', '--async-aware', '--', 'python3', '-c', 'pass']), /^pyunwind record: --async-aware records the tasks of one process/, 2);
     expectOneLineError(run(['record', '-o', 'x.pyuw', '--native', '--', 'python3', '-c', 'pass']), /^pyunwind record: --native is a view of the samples/, 2);
   });
 

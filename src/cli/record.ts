@@ -73,7 +73,10 @@ Options:
                          capture then; the recording ends with the main target. The summary
                          lists each process: pid, samples, capture, command line.
                          \`pyunwind report --subprocesses out.pyuw\` reports them all, each
-                         process apart (or name them: out.pyuw out.*.pyuw).
+                         process apart (or name them: out.pyuw out.*.pyuw). With
+                         --async-aware, a subprocess is recorded (with its tasks) once it
+                         has imported asyncio; one that exits first is listed as not
+                         followed.
       --live             show pyunwind top's live view while recording (q quits)
       --native, --no-gc  with --live: <native> frames, no <GC> frames in the view (every
                          capture keeps what both need: pyunwind report --native / --no-gc)
@@ -133,7 +136,6 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
   const target = values.pid !== undefined ? { pid: parsePid(values.pid) } : { command };
   const subprocesses = values.subprocesses === true;
   if (subprocesses && values.live) throw new UsageError('--live shows one process: record --subprocesses without it');
-  if (subprocesses && asyncio) throw new UsageError('--async-aware records the tasks of one process: record it without --subprocesses');
   // what is recorded, and how: the same with or without the live view
   const recording = {
     output: values.output,

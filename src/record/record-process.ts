@@ -247,7 +247,6 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
   const copy = options.copy ?? 'adaptive';
   const sampling = options.sampling ?? 'wall';
   const how = { copy, sampling, readOnly: options.readOnly === true, bytecode: options.bytecode !== false };
-  if (follow && options.asyncio) throw new RangeError('--async-aware with --subprocesses: not supported (record the process with tasks on its own)');
   const command = options.command ? [...options.command] : null;
 
   let child: ChildProcess | null = null;
@@ -264,7 +263,7 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
   const alive = (): boolean => !childEnded() && processIsRunning(pid);
 
   let main: Recorder;
-  let asyncio: { offsets: AsyncioOffsets; debugOffsets: Uint8Array } | null = null;
+  let asyncio: AsyncioFound | null = null;
   try {
     if (options.asyncio) asyncio = await asyncioOffsets(source, options.signal, alive);
     main = openRecorder(
@@ -274,7 +273,7 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
         ...(command ? { command } : {}),
         pid,
         rateHz,
-        ...(asyncio ? { asyncio: { mode: options.asyncio!, debugOffsets: Buffer.from(asyncio.debugOffsets).toString('hex') } } : {}),
+        ...(asyncio ? { asyncio: asyncioField(asyncio, options.asyncio!) } : {}),
       },
       how,
     );
@@ -323,30 +322,83 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
     if (!follow) {
       stats = await new SamplerGroup().run(sampler);
     } else {
-      const group = new SamplerGroup({ poll: () => watcher!.poll(), pollEveryMs: follow.pollEveryMs ?? SUBPROCESS_POLL_MS });
+      // with --async-aware, a subprocess that has not imported asyncio yet: looked at again
+      // (its memory source kept open) until it has, runs a new program, or exits
+      const waiting = new Map<number, AsyncioWait>();
+      const lookAtWaiting = (): void => {
+        const now = performance.now();
+        for (const [cpid, w] of waiting) {
+          if (now < w.next) continue;
+          let found: AsyncioFound | string | Error;
+          try {
+            found = processIsRunning(cpid) ? asyncioOffsetsNow(w.source) : new Error('--async-aware: it exited before it imported asyncio');
+          } catch (e) {
+            // (gone between the two looks, most likely)
+            found = e instanceof Error ? e : new Error(String(e));
+          }
+          if (typeof found === 'string') {
+            w.every = Math.min(2 * w.every, ASYNCIO_LOOK_MAX_MS);
+            w.next = now + w.every;
+            continue;
+          }
+          waiting.delete(cpid);
+          if (found instanceof Error) {
+            w.source.close();
+            refuse(cpid, w.parentPid, w.command, found);
+            watcher!.notRecorded(cpid);
+          } else if (startFollowing(w.source, cpid, w.parentPid, w.command, found) !== null) watcher!.notRecorded(cpid);
+        }
+      };
+      const group = new SamplerGroup({
+        poll: () => {
+          watcher!.poll();
+          if (waiting.size) lookAtWaiting();
+        },
+        pollEveryMs: follow.pollEveryMs ?? SUBPROCESS_POLL_MS,
+      });
       const recordings = new Map<number, number>();
       const settled = (cpid: number, parentPid: number): string | null => {
         const cmd = commandLine(cpid);
-        const refuse = (e: unknown): string => {
-          const why = e instanceof Error ? e.message : String(e);
-          notFollowed.push({ pid: cpid, parentPid, command: cmd, why });
-          return why;
-        };
         let src: LinuxProcessSource;
         try {
           src = openLinuxProcess(cpid);
         } catch (e) {
-          return refuse(e);
+          return refuse(cpid, parentPid, cmd, e);
         }
+        if (!options.asyncio) return startFollowing(src, cpid, parentPid, cmd, null);
+        let found: AsyncioFound | string;
+        try {
+          found = asyncioOffsetsNow(src);
+        } catch (e) {
+          src.close();
+          return refuse(cpid, parentPid, cmd, e);
+        }
+        if (typeof found !== 'string') return startFollowing(src, cpid, parentPid, cmd, found);
+        waiting.set(cpid, { source: src, parentPid, command: cmd, every: SUBPROCESS_POLL_MS, next: performance.now() + SUBPROCESS_POLL_MS });
+        return null;
+      };
+      const refuse = (cpid: number, parentPid: number, cmd: string[], e: unknown): string => {
+        const why = e instanceof Error ? e.message : String(e);
+        notFollowed.push({ pid: cpid, parentPid, command: cmd, why });
+        return why;
+      };
+      /** Record subprocess `cpid` (its source open; with its asyncio offsets when --async-aware): null, or why it is not followed. */
+      const startFollowing = (src: LinuxProcessSource, cpid: number, parentPid: number, cmd: string[], tasks: AsyncioFound | null): string | null => {
         const nth = (recordings.get(cpid) ?? 0) + 1;
         let out: string | CaptureSink;
         let rec: Recorder;
         try {
           out = follow.output ? follow.output(cpid, nth) : subprocessOutput(options.output as string, cpid, nth);
-          rec = openRecorder(src, out, { ...(cmd.length ? { command: cmd } : {}), pid: cpid, parentPid, rootPid: pid, rateHz }, how, stopper);
+          rec = openRecorder(
+            src,
+            out,
+            { ...(cmd.length ? { command: cmd } : {}), pid: cpid, parentPid, rootPid: pid, rateHz, ...(tasks ? { asyncio: asyncioField(tasks, options.asyncio!) } : {}) },
+            how,
+            stopper,
+          );
         } catch (e) {
           src.close();
-          return refuse(e);
+          return refuse(cpid, parentPid, cmd, e);
         }
         recordings.set(cpid, nth);
         const f: Followed = { pid: cpid, parentPid, command: cmd, target: src.description, output: typeof out === 'string' ? out : null, execed: false, sampler: null! };
@@ -359,6 +411,7 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
             ...(options.readOnly ? { consistency: 'reread' as const } : {}),
             ...(rec.stopper ? { stopper: rec.stopper } : {}),
             ...(options.bytecode === false ? { bytecode: false } : {}),
+            ...(tasks ? { asyncio: { offsets: tasks.offsets, mode: options.asyncio! } } : {}),
             shouldStop: () => f.execed,
             isAlive: () => processIsRunning(cpid),
           });
@@ -368,7 +421,7 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
           } catch {
             // the first failure is the one reported
           }
-          return refuse(e);
+          return refuse(cpid, parentPid, cmd, e);
         }
         followed.push(f);
         follow.onStart?.({ pid: cpid, parentPid, command: cmd, target: f.target, output: f.output });
@@ -410,9 +463,23 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
         settled,
         execed: (cpid) => {
           for (const f of followed) if (f.pid === cpid) f.execed = true;
+          // (one still waiting for asyncio is looked at again as the program it runs now)
+          const w = waiting.get(cpid);
+          if (w) {
+            waiting.delete(cpid);
+            w.source.close();
+          }
         },
       });
-      stats = await group.run(sampler);
+      try {
+        stats = await group.run(sampler);
+      } finally {
+        for (const [cpid, w] of waiting) {
+          w.source.close();
+          notFollowed.push({ pid: cpid, parentPid: w.parentPid, command: w.command, why: '--async-aware: it had not imported asyncio when the recording ended' });
+        }
+        waiting.clear();
+      }
     }
     if (stats.ended === 'stopped' && !alive()) stats.ended = 'target-exited';
   } catch (e) {
@@ -462,20 +529,56 @@ interface Followed {
   sampler: TargetSampler;
 }
 
+/** A subprocess waiting to import asyncio (record --subprocesses --async-aware). */
+interface AsyncioWait {
+  source: LinuxProcessSource;
+  parentPid: number;
+  command: string[];
+  /** looked at again at `next` (performance.now()), then `every` ms later, doubling up to ASYNCIO_LOOK_MAX_MS */
+  every: number;
+  next: number;
+}
+
+/**
+ * A subprocess that has not imported asyncio is looked at at doubling intervals up to this
+ * (ms): one that never does costs a /proc/PID/maps read this often, one that does is recorded
+ * at most this late.
+ */
+const ASYNCIO_LOOK_MAX_MS = 160;
+
+/** A target's asyncio debug offsets: parsed, and as read (the capture header keeps them). */
+interface AsyncioFound {
+  offsets: AsyncioOffsets;
+  debugOffsets: Uint8Array;
+}
+
+/** The capture header's asyncio field. */
+function asyncioField(found: AsyncioFound, mode: AsyncMode): { mode: AsyncMode; debugOffsets: string } {
+  return { mode, debugOffsets: Buffer.from(found.debugOffsets).toString('hex') };
+}
+
+/**
+ * The asyncio module's debug offsets of a target (3.14+) if it has imported asyncio, else why
+ * not yet (a string); TargetError before 3.14.
+ */
+function asyncioOffsetsNow(source: LinuxProcessSource): AsyncioFound | string {
+  if (!source.layout.objects) {
+    throw new TargetError('unsupported', `--async-aware: CPython publishes asyncio tasks to profilers from 3.14 on (${source.description})`);
+  }
+  const found = locateAsyncioDebug(source.pid);
+  if (typeof found === 'string') return found;
+  const bytes = source.read(found.address, ASYNCIO_OFFSETS_SIZE);
+  return { offsets: parseAsyncioOffsets(bytes), debugOffsets: bytes };
+}
+
 /**
  * The asyncio module's debug offsets of a target (3.14+), once it has imported asyncio: polled
  * until then (or until the recording is stopped or the target exits).
  */
-async function asyncioOffsets(source: LinuxProcessSource, signal: AbortSignal | undefined, alive: () => boolean): Promise<{ offsets: AsyncioOffsets; debugOffsets: Uint8Array }> {
-  if (!source.layout.objects) {
-    throw new TargetError('unsupported', `--async-aware: CPython publishes asyncio tasks to profilers from 3.14 on (${source.description})`);
-  }
+async function asyncioOffsets(source: LinuxProcessSource, signal: AbortSignal | undefined, alive: () => boolean): Promise<AsyncioFound> {
   for (;;) {
-    const found = locateAsyncioDebug(source.pid);
-    if (typeof found !== 'string') {
-      const bytes = source.read(found.address, ASYNCIO_OFFSETS_SIZE);
-      return { offsets: parseAsyncioOffsets(bytes), debugOffsets: bytes };
-    }
+    const found = asyncioOffsetsNow(source);
+    if (typeof found !== 'string') return found;
     if (signal?.aborted) throw new TargetError('no-process', `--async-aware: stopped before ${source.description} imported asyncio (${found})`);
     if (!alive()) throw new TargetError('no-process', `--async-aware: ${source.description} exited before it imported asyncio`);
     await new Promise((r) => setTimeout(r, 10));

@@ -274,6 +274,15 @@ export class DescendantWatcher {
     this.tasks.delete(pid);
   }
 
+  /**
+   * A descendant `settled` took (null) is not recorded after all (it waited for something and
+   * then failed): watched as one not followed, looked at again only if it runs a new program.
+   */
+  notRecorded(pid: number): void {
+    const e = this.known.get(pid);
+    if (e) e.state = 'other';
+  }
+
   poll(): void {
     const t0 = cpuMicros();
     const poll = ++this.polls;

@@ -3,8 +3,8 @@
 // the block engine walks thread stacks only.
 //
 // A task's stack, outermost first: the root task (a `<task NAME>` pseudo-frame, filename "")
-// and its coroutine chain, then each task awaited in turn — first awaiter after first awaiter —
-// down to the task itself. The running task's own part is the thread's frames from its
+// and its coroutine chain, then each task awaited in turn — first awaiter after first awaiter,
+// a task awaited by several named `<task NAME (awaited by N)>` — down to the task itself. The running task's own part is the thread's frames from its
 // coroutine's frame up (what it calls, synchronous or not); a waiting task's part is the chain
 // of coroutines it is suspended in. In `all` mode every task on the thread's list gives a stack
 // at each sample; in `running` mode only the running one. A thread running no task, or running
@@ -28,9 +28,12 @@ import { RegionMemory } from './walk/region-memory.js';
 import { TRUSTED } from './walk/status.js';
 import { TaskFault, TaskGraph, type AsyncMode, type TaskNode } from './walk/task-graph.js';
 
-/** The pseudo-frame naming a task on a stack. */
-export function taskFrame(name: string | null): SourceFrame {
-  return { qualname: `<task ${name ?? '(no name)'}>`, filename: '', line: null };
+/**
+ * The pseudo-frame naming a task on a stack; a task awaited by several says how many (the
+ * stack goes on with the first of them only), as CPython's profiler marks it ("(N parents)").
+ */
+export function taskFrame(name: string | null, awaiters = 0): SourceFrame {
+  return { qualname: `<task ${name ?? '(no name)'}${awaiters > 1 ? ` (awaited by ${awaiters})` : ''}>`, filename: '', line: null };
 }
 
 export class TaskStacks {
@@ -94,7 +97,7 @@ export class TaskStacks {
         const coros = graph.coroFrames(node.coro);
         for (let k = coros.length - 1; k >= 0; k--) frames.push(this.frame(mem, coros[k]!));
       }
-      frames.push(taskFrame(node.name));
+      frames.push(taskFrame(node.name, node.awaiters));
     });
     return frames;
   }

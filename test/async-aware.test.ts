@@ -5,7 +5,10 @@
 // report's stack of every sample in a spinning coroutine must be exactly one of those graphs
 // (plus what spin calls): task names and coroutine names, outermost first; none may be anything
 // else. With --async-mode all, every waiting task's graph is a stack too. Samples rejected are
-// counted, and must stay few. 3.14 and 3.15 only: before 3.14 CPython publishes no tasks, and
+// counted, and must stay few. workloads/asyncshared.py has one task awaited by two: its frame
+// says how many await it, and its stack follows the awaiter asyncio lists first. With
+// --subprocesses, a child running the same tasks is recorded with them (workloads/asyncfamily.py).
+// 3.14 and 3.15 only: before 3.14 CPython publishes no tasks, and
 // the recorder must refuse in one clear line.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -256,6 +259,28 @@ describe.each(nativeInterpreters())('async-aware stacks, $label', (py) => {
     expect(wrong.map((s) => s.names.join(' > '))).toEqual([]);
     expect(json.summary.rejected).toBeLessThan(0.1 * json.summary.attempted);
     recordCoverage('async-aware', `${py.label} all`, true);
+  }, 120_000);
+
+  it('a task awaited by two: its frame says so, and the stack goes on with the awaiter asyncio lists first', () => {
+    const file = path.join(dir, `${py.label}-shared.pyuw`);
+    const rec = pyunwind(['record', '-q', '-r', '1000', '--async-aware', '-o', file, '--', py.command, path.resolve('workloads/asyncshared.py'), '2']);
+    expect(rec.status, rec.stderr).toBe(0);
+    const said = JSON.parse(rec.stdout.trim().split('\n')[0]!) as { graph: string[]; awaiters: Record<string, number> };
+    expect(said.awaiters.shared).toBe(2);
+    // the program's own graph, each task awaited by several marked with how many
+    const expected = said.graph.map((n) => {
+      const task = /^<task (.*)>$/.exec(n)?.[1];
+      return task !== undefined && (said.awaiters[task] ?? 0) > 1 ? `<task ${task} (awaited by ${said.awaiters[task]})>` : n;
+    });
+    const r = pyunwind(['report', '-q', file, '--async-aware', '--format', 'json']);
+    expect(r.status, r.stderr).toBe(0);
+    const json = JSON.parse(r.stdout) as JsonReport;
+    const { inSpin, matched, impossible } = againstGraphs(json, { running: new Map([['shared', expected]]), waiting: new Map() });
+    console.log(`[async-aware] ${py.label} shared: ${inSpin} samples in spin, ${matched} equal to ${expected.join(' > ')}; rejected ${json.summary.rejected} of ${json.summary.attempted}`);
+    expect(impossible).toEqual([]);
+    expect(inSpin).toBeGreaterThan(0.5 * (json.summary.trusted - (json.summary.statuses.idle ?? 0)));
+    expect(json.summary.rejected).toBeLessThan(0.1 * json.summary.attempted);
+    recordCoverage('async-aware', `${py.label} shared`, true);
   }, 120_000);
 
   it('with --subprocesses: a Python child running tasks is recorded with them once it imports asyncio; one that never does, as the interpreter allows', () => {

@@ -54,6 +54,8 @@ export interface TaskNode {
   coro: bigint;
   /** the first task awaiting it, as its awaited_by holds them (0: none) */
   awaiter: bigint;
+  /** how many tasks await it (0, 1, or the size of its awaited_by set): a stack follows the first */
+  awaiters: number;
 }
 
 /** Bytes past a str header read with it: most task names fit. */
@@ -132,12 +134,16 @@ export class TaskGraph {
     const coro = isTask ? this.word(obj, k.coro) & ~TAG : 0n;
     const awaitedBy = this.word(obj, k.awaitedBy) & ~TAG;
     let awaiter = 0n;
-    if (awaitedBy !== 0n) awaiter = obj[k.awaitedByIsSet] !== 0 ? this.firstOfSet(awaitedBy) : awaitedBy;
-    return { address, isTask, name: isTask ? this.name(this.word(obj, k.name) & ~TAG) : null, coro, awaiter };
+    let awaiters = 0;
+    if (awaitedBy !== 0n) {
+      if (obj[k.awaitedByIsSet] !== 0) ({ first: awaiter, count: awaiters } = this.setKeys(awaitedBy));
+      else [awaiter, awaiters] = [awaitedBy, 1];
+    }
+    return { address, isTask, name: isTask ? this.name(this.word(obj, k.name) & ~TAG) : null, coro, awaiter, awaiters };
   }
 
-  /** The first key of a set, in table order (0: empty). */
-  private firstOfSet(set: bigint): bigint {
+  /** A set's first key, in table order (0: empty), and how many keys it holds. */
+  private setKeys(set: bigint): { first: bigint; count: number } {
     const s = this.o.set;
     const hdr = this.read(set, Math.max(s.used, s.table, s.mask) + this.P, 'awaiters set');
     const mask = this.word(hdr, s.mask);
@@ -146,11 +152,14 @@ export class TaskGraph {
     const slots = Number(mask) + 1;
     const entries = this.read(table, slots * 2 * this.P, 'awaiters set table');
     const dummy = this.P === 8 ? 0xffffffffffffffffn : 0xffffffffn; // hash -1 marks a deleted entry
+    let first = 0n;
+    let count = 0;
     for (let i = 0; i < slots; i++) {
       const key = this.word(entries, i * 2 * this.P);
-      if (key !== 0n && this.word(entries, (i * 2 + 1) * this.P) !== dummy) return key & ~TAG;
+      if (key === 0n || this.word(entries, (i * 2 + 1) * this.P) === dummy) continue;
+      if (count++ === 0) first = key & ~TAG;
     }
-    return 0n;
+    return { first, count };
   }
 
   /** A task's name: a str, or an int n (a task not named yet) shown as Task-n; null if unreadable. */

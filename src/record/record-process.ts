@@ -57,7 +57,8 @@ export interface RecordProcessOptions {
   /**
    * also copy each thread's asyncio tasks, for async-aware stacks (CPython 3.14+; RangeError
    * before): the running task of each thread, or every task. The recording starts once the
-   * program has imported asyncio.
+   * program has imported asyncio; with `subprocesses`, each subprocess's recording likewise (one
+   * that exits, or runs another program, before it has is listed in `notFollowed`).
    */
   asyncio?: AsyncMode;
   /** a started command's standard streams (default: inherited) */

@@ -8,6 +8,8 @@
 // counted, and must stay few. workloads/asyncshared.py has one task awaited by two: its frame
 // says how many await it, and its stack follows the awaiter asyncio lists first. With
 // --subprocesses, a child running the same tasks is recorded with them (workloads/asyncfamily.py).
+// top --async-aware and record --live --async-aware show task stacks live, the last frame
+// counting what the report of the capture finds.
 // 3.14 and 3.15 only: before 3.14 CPython publishes no tasks, and
 // the recorder must refuse in one clear line.
 import { spawnSync } from 'node:child_process';
@@ -281,6 +283,37 @@ describe.each(nativeInterpreters())('async-aware stacks, $label', (py) => {
     expect(inSpin).toBeGreaterThan(0.5 * (json.summary.trusted - (json.summary.statuses.idle ?? 0)));
     expect(json.summary.rejected).toBeLessThan(0.1 * json.summary.attempted);
     recordCoverage('async-aware', `${py.label} shared`, true);
+  }, 120_000);
+
+  it('top and record --live: the live view shows task stacks; its last frame counts what report --async-aware finds in the capture', () => {
+    // top: its title says so, and the tasks are rows (pseudo-frames, no file) by total
+    const t = pyunwind(['top', '--async-aware', '-s', 'total', '--iterations', '1', '-i', '1', '-n', '40', '--', py.command, WORKLOAD, '3']);
+    expect(t.status, t.stderr).toBe(0);
+    expect(t.stdout).toMatch(/^pyunwind top — pid \d+ .*, mode wall, async-aware running, by total$/m);
+    const rowsOf = (frame: string): Map<string, number> =>
+      new Map([...frame.matchAll(/^ +(?:[\d.]+|–) +(?:[\d.]+|–) +\d+ +(\d+) {2}(.+)$/gm)].map((m) => [m[2]!, Number(m[1])]));
+    for (const task of ['<task main>', '<task worker-0>', '<task sub-0>']) expect(rowsOf(t.stdout).has(task), `${task} in\n${t.stdout}`).toBe(true);
+
+    // record --live: the view while the capture is written; the last frame is drawn once the
+    // recording has ended, from every sample of the file
+    const file = path.join(dir, `${py.label}-live.pyuw`);
+    const r = pyunwind(['record', '--live', '--async-aware', '-o', file, '--', py.command, WORKLOAD, '3']);
+    expect(r.status, r.stderr).toBe(0);
+    const last = r.stdout.split(/\n\n(?=pyunwind top)/).pop()!;
+    const shown = rowsOf(last);
+    const rep = pyunwind(['report', '-q', file, '--async-aware', '--format', 'json']);
+    expect(rep.status, rep.stderr).toBe(0);
+    const stacks = stacksOf(JSON.parse(rep.stdout) as JsonReport);
+    const total = (name: string): number => stacks.filter((s) => s.names.includes(name)).reduce((n, s) => n + s.count, 0);
+    // (a function's row names its file too; a task's names none)
+    const row = (name: string): number | undefined => shown.get(name.startsWith('<') ? name : `${name} (${WORKLOAD})`);
+    const compared = ['<task main>', '<task worker-0>', '<task sub-1>', 'spin', 'crunch'].map((n) => [n, row(n), total(n)] as const);
+    console.log(`[async-aware] ${py.label} live: last frame against the report (name, shown, reported): ${JSON.stringify(compared)}`);
+    for (const [name, s, rep] of compared) {
+      expect(rep, name).toBeGreaterThan(0);
+      expect(s, name).toBe(rep);
+    }
+    recordCoverage('async-aware', `${py.label} live`, true);
   }, 120_000);
 
   it('with --subprocesses: a Python child running tasks is recorded with them once it imports asyncio; one that never does, as the interpreter allows', () => {

@@ -9,8 +9,12 @@ import { sampleInput, type PseudoFrames } from '../block-processor.js';
 import { Profile } from '../profile/profile.js';
 import { ThreadNameTable } from '../profile/thread-names.js';
 import { SampleProcessor } from '../sample-processor.js';
+import { CodeTable } from '../symbols/code-table.js';
+import { TaskStacks } from '../task-stacks.js';
+import type { AsyncioOffsets } from '../layout/asyncio-offsets.js';
 import type { KernelWalker } from '../walk/kernel-walker.js';
 import { TRUSTED } from '../walk/status.js';
+import type { AsyncMode } from '../walk/task-graph.js';
 
 export class LiveProfile {
   readonly profile = new Profile();
@@ -18,6 +22,8 @@ export class LiveProfile {
   walked = 0;
   rejected = 0;
   private processor: SampleProcessor | null = null;
+  /** with tasks recorded (--async-aware): each sample's task stacks instead of its thread stack */
+  private tasks: TaskStacks | null = null;
   private queued: (CodeRecord | SampleRecord)[] = [];
   private readonly names = new ThreadNameTable();
 
@@ -28,9 +34,11 @@ export class LiveProfile {
     private readonly opcodes = false,
   ) {}
 
-  /** The target's layout, once attached (recordProcess's onStart). */
-  start(layout: Layout): void {
-    this.processor = new SampleProcessor(layout, this.walker, undefined, undefined, this.opcodes);
+  /** The target's layout, once attached, and the asyncio offsets its tasks are recorded with (recordProcess's onStart). */
+  start(layout: Layout, tasks: { offsets: AsyncioOffsets; mode: AsyncMode } | null = null): void {
+    const table = new CodeTable(layout);
+    this.processor = new SampleProcessor(layout, this.walker, undefined, table, this.opcodes);
+    this.tasks = tasks ? new TaskStacks(layout, tasks.offsets, tasks.mode, table) : null;
   }
 
   /** A record as it is written (recordProcess's onRecord). */
@@ -47,8 +55,11 @@ export class LiveProfile {
     const walk = (): void => {
       for (const p of processor.process(samples)) {
         this.walked++;
-        if (!TRUSTED.has(p.status)) this.rejected++;
-        this.profile.add(sampleInput(p, this.pseudo));
+        const input = sampleInput(p, this.pseudo);
+        // (a sample whose tasks fail comes back from TaskStacks rejected, with that status)
+        const inputs = this.tasks ? this.tasks.inputs(p, input) : [input];
+        if (inputs.some((i) => !TRUSTED.has(i.status))) this.rejected++;
+        for (const i of inputs) this.profile.add(i);
       }
       samples = [];
     };

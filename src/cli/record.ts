@@ -149,7 +149,6 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
   const views = values.native ? '--native' : values['no-gc'] ? '--no-gc' : null;
   if (views && !values.live) throw new UsageError(`${views} is a view of the samples, which every capture can give: pyunwind report ${views} FILE (or record --live ${views})`);
   if (values.live) {
-    if (asyncio) throw new UsageError('--live shows thread stacks: record --async-aware without it, then report --async-aware');
     const { liveView } = await import('./top.js');
     return liveView({
       target,
@@ -184,7 +183,7 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
       ...(live
         ? {
             onRecord: (r: CodeRecord | SampleRecord | ThreadNameRecord) => live.add(r),
-            onStart: (layout: Layout) => live.start(layout),
+            onStart: (layout: Layout, _: string, tasks) => live.start(layout, tasks),
             onProgress: (s: SamplerStats, others: readonly SamplerStats[]) => {
               live.drain();
               err(`\r${progressLine(s, live.walked, live.rejected, subprocesses ? others : null)}\x1b[K`);

@@ -2,6 +2,7 @@
 // --opcodes: the instructions, by self samples), with the recording's validation counts above
 // them — as lines of text, one screen (or one frame of the plain output) at a time.
 
+import type { AsyncMode } from '../walk/task-graph.js';
 import type { FunctionStat } from '../profile/types.js';
 import type { Profile } from '../profile/profile.js';
 import type { SamplingMode } from '../capture/types.js';
@@ -28,6 +29,8 @@ export interface TopFrame {
   note?: string;
   /** rows are instructions — (function, line, instruction) by self samples — not functions */
   opcodes?: boolean;
+  /** the stacks are asyncio task stacks, in this mode (the title says so) */
+  asyncio?: AsyncMode;
 }
 
 /** Functions of all threads, a function being (qualname, filename): self and total samples summed over threads. */
@@ -55,7 +58,7 @@ export function renderTop(f: TopFrame): string[] {
     .filter(([k, n]) => n > 0 && k !== 'complete' && k !== 'complete-unverifiable' && k !== 'idle')
     .map(([k, n]) => `${k} ${n}`);
   const lines = [
-    `pyunwind top — ${f.target}, ${(f.elapsedMs / 1000).toFixed(1)} s, ${f.rateHz} Hz, mode ${f.mode}, ${f.opcodes ? 'instructions by self' : `by ${f.sort}`}`,
+    `pyunwind top — ${f.target}, ${(f.elapsedMs / 1000).toFixed(1)} s, ${f.rateHz} Hz, mode ${f.mode}${f.asyncio ? `, async-aware ${f.asyncio}` : ''}, ${f.opcodes ? 'instructions by self' : `by ${f.sort}`}`,
     `samples ${s.attempted}: trusted ${s.trusted} (idle ${s.statuses.idle}), rejected ${s.rejected}${rejected.length ? ` (${rejected.join(', ')})` : ''}; ` +
       `ticks ${f.scheduled - f.missed} of ${f.scheduled} (missed ${percent(f.missed, f.scheduled, '–')}); threads ${f.profile.threads().length}`,
   ];
@@ -68,10 +71,11 @@ export function renderTop(f: TopFrame): string[] {
     return lines.map((l) => (l.length > f.width ? l.slice(0, Math.max(1, f.width - 1)) + '…' : l));
   }
   lines.push(`${pad('self%', 7)} ${pad('total%', 7)} ${pad('self', 8)} ${pad('total', 8)}  function`);
+  // (a pseudo-frame — <GC>, <native>, <task NAME> — has no file)
   const rows = allFunctions(f.profile).sort((a, b) => (f.sort === 'self' ? b.self - a.self || b.total - a.total : b.total - a.total || b.self - a.self) || (a.qualname < b.qualname ? -1 : 1));
   for (const fn of rows.slice(0, Math.max(0, f.limit))) {
     const pct = (n: number): string => pad(stacked > 0 ? `${((100 * n) / stacked).toFixed(1)}` : '–', 7);
-    lines.push(`${pct(fn.self)} ${pct(fn.total)} ${pad(String(fn.self), 8)} ${pad(String(fn.total), 8)}  ${fn.qualname} (${fn.filename})`);
+    lines.push(`${pct(fn.self)} ${pct(fn.total)} ${pad(String(fn.self), 8)} ${pad(String(fn.total), 8)}  ${fn.qualname}${fn.filename ? ` (${fn.filename})` : ''}`);
   }
   if (rows.length === 0) lines.push('(no Python stack sampled yet)');
   return lines.map((l) => (l.length > f.width ? l.slice(0, Math.max(1, f.width - 1)) + '…' : l));

@@ -21,7 +21,8 @@ import { UsageError } from './errors.js';
 import { LiveProfile } from './live-profile.js';
 import { pseudoFrames } from '../report-core.js';
 import type { PseudoFrames } from '../block-processor.js';
-import { copyOption, parsePid, parsePositive, samplingModeOption } from './options.js';
+import { asyncModeOption, copyOption, parsePid, parsePositive, samplingModeOption } from './options.js';
+import type { AsyncMode } from '../walk/task-graph.js';
 import { renderTop, type TopSort } from './top-view.js';
 
 export const TOP_HELP = `Usage: pyunwind top [OPTIONS] (--pid PID | -- COMMAND [ARGS...])
@@ -47,6 +48,11 @@ Options:
       --opcodes          show instructions instead of functions: function, line and the
                          bytecode instruction there (as dis names it in adaptive code,
                          specialized forms included), by the samples that ended in them
+      --async-aware      asyncio stacks (CPython 3.14+): tasks (<task NAME>) and the
+                         coroutines they are suspended in, as report --async-aware shows
+                         them; the view starts once the program has imported asyncio
+      --async-mode MODE  running (default: each thread's running task) or all (also every
+                         waiting task: the counts are then task stacks, not samples)
   -h, --help             this help
 
 Keys (on a terminal): q or Ctrl-C quit, s switches the sort, p pauses the redraws.
@@ -70,6 +76,8 @@ export interface LiveViewOptions {
   iterations: number;
   /** rows are instructions (function, line, instruction), not functions */
   opcodes?: boolean;
+  /** asyncio task stacks (record --async-aware's tasks, shown as report --async-aware shows them) */
+  asyncio?: AsyncMode;
   /** full-screen and keys: stdout and stdin are terminals and no iteration count is asked for */
   interactive: boolean;
   out: (s: string) => void;
@@ -98,6 +106,8 @@ export async function top(argv: string[], out: (s: string | Uint8Array) => void,
       iterations: { type: 'string' },
       output: { type: 'string', short: 'o' },
       opcodes: { type: 'boolean' },
+      'async-aware': { type: 'boolean' },
+      'async-mode': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -121,6 +131,7 @@ export async function top(argv: string[], out: (s: string | Uint8Array) => void,
   const limit = count('--limit', values.limit);
   const iterations = count('--iterations', values.iterations) ?? 0;
   const interactive = values.iterations === undefined && process.stdout.isTTY === true && process.stdin.isTTY === true;
+  const asyncio = asyncModeOption(values['async-aware'], values['async-mode']);
   return liveView({
     target: values.pid !== undefined ? { pid: parsePid(values.pid) } : { command },
     output: values.output ?? DISCARD,
@@ -134,6 +145,7 @@ export async function top(argv: string[], out: (s: string | Uint8Array) => void,
     iterations,
     interactive,
     ...(values.opcodes ? { opcodes: true } : {}),
+    ...(asyncio ? { asyncio } : {}),
     out: (s) => out(s),
     err,
   });
@@ -173,6 +185,7 @@ export async function liveView(o: LiveViewOptions): Promise<number> {
       limit: o.limit ?? (screen ? Math.max(1, rows - 6) : 20),
       width: screen ? (process.stdout.columns || 100) : 200,
       ...(o.opcodes ? { opcodes: true } : {}),
+      ...(o.asyncio ? { asyncio: o.asyncio } : {}),
       ...(screen ? { note: paused ? 'paused — p resumes, q quits' : 'q quit · s sort by self/total · p pause' } : {}),
     });
     if (screen) o.out(`${ESC}H${ESC}2J${frame.join('\n')}`);
@@ -213,11 +226,12 @@ export async function liveView(o: LiveViewOptions): Promise<number> {
       sampling: o.sampling,
       ...(o.readOnly ? { readOnly: true } : {}),
       ...(o.durationMs !== undefined ? { durationMs: o.durationMs } : {}),
+      ...(o.asyncio ? { asyncio: o.asyncio } : {}),
       signal: abort.signal,
       stdio: 'ignore',
-      onStart: (layout: Layout, description: string) => {
+      onStart: (layout, description, tasks) => {
         target = description;
-        live.start(layout);
+        live.start(layout, tasks);
       },
       onRecord: (r: CodeRecord | SampleRecord | ThreadNameRecord) => live.add(r),
       onProgress: (s: SamplerStats) => {

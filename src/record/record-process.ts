@@ -46,8 +46,12 @@ export interface RecordProcessOptions {
   signal?: AbortSignal;
   /** every record as it is written (code records come before the samples that need them; thread names when read) */
   onRecord?: (record: CodeRecord | SampleRecord | ThreadNameRecord) => void;
-  /** the target's layout and description (e.g. "pid 1234 (python3.15, 3.15.2)"), once it is attached and before the first record */
-  onStart?: (layout: Layout, description: string) => void;
+  /**
+   * the target's layout and description (e.g. "pid 1234 (python3.15, 3.15.2)"), once it is
+   * attached and before the first record; with `asyncio`, the asyncio offsets its tasks are
+   * read with (else null)
+   */
+  onStart?: (layout: Layout, description: string, tasks: { offsets: AsyncioOffsets; mode: AsyncMode } | null) => void;
   /**
    * called every `progressEveryMs` (default 250) with the stats so far: the main target's, and
    * those of the subprocesses followed so far (recorded, or being recorded)
@@ -319,7 +323,7 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
       ...(onProgress ? { onProgress: (s: SamplerStats) => onProgress(s, followed.map((f) => f.sampler.stats)) } : {}),
       ...(options.progressEveryMs !== undefined ? { progressEveryMs: options.progressEveryMs } : {}),
     });
-    options.onStart?.(source.layout, source.description);
+    options.onStart?.(source.layout, source.description, asyncio ? { offsets: asyncio.offsets, mode: options.asyncio! } : null);
     if (!follow) {
       stats = await new SamplerGroup().run(sampler);
     } else {

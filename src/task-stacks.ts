@@ -14,8 +14,11 @@
 //
 // Validated like the thread walk: every pointer in the sample's regions, every loop bounded,
 // a chain coming back on itself a `cycle`; each coroutine frame's code object must be a
-// recorded one and its instruction pointer inside it (else `corrupt`). A sample whose tasks fail
-// is rejected with that status, once, and counted as any rejected sample.
+// recorded one and its instruction pointer inside it (else `corrupt`); a waiting task's
+// coroutines must be suspended — one found running was read after its step had begun, at
+// another moment than the sample's (`torn`). A sample whose running task's view fails is
+// rejected with that status, once, and counted as any rejected sample; in `all` mode a waiting
+// task's stack that fails is rejected on its own (the counting unit is then the task stack).
 
 import type { AsyncioOffsets } from './layout/asyncio-offsets.js';
 import type { Layout } from './layout/layout.js';
@@ -36,6 +39,15 @@ export function taskFrame(name: string | null, awaiters = 0): SourceFrame {
   return { qualname: `<task ${name ?? '(no name)'}${awaiters > 1 ? ` (awaited by ${awaiters})` : ''}>`, filename: '', line: null };
 }
 
+/** One stack of a sample's task view, and whose it is. */
+export interface TaskView {
+  input: SampleInput;
+  /** the task (its name; null where it could not be read), or null: the thread's own stack */
+  task: { name: string | null } | null;
+  /** the task the thread runs */
+  running: boolean;
+}
+
 export class TaskStacks {
   constructor(
     readonly layout: Layout,
@@ -49,12 +61,20 @@ export class TaskStacks {
    * thread stack gives it, <GC> frame included; returned as is where there is no task to show).
    */
   inputs(p: ProcessedSample, base: SampleInput): SampleInput[] {
-    if (!TRUSTED.has(p.status) || !p.walk) return [base];
+    return this.views(p, base).map((v) => v.input);
+  }
+
+  /**
+   * The same, each stack with the task it is of (its name, null where it could not be read;
+   * `task` null: the thread's own stack) and whether the thread is running it (dump).
+   */
+  views(p: ProcessedSample, base: SampleInput): TaskView[] {
+    if (!TRUSTED.has(p.status) || !p.walk) return [{ input: base, task: null, running: false }];
     const mem = new RegionMemory(p.sample.regions, this.layout.pointerSize);
     const graph = new TaskGraph(this.layout, this.offsets, mem);
     const tstate = p.sample.threadStateAddress;
     try {
-      const out: SampleInput[] = [];
+      const out: TaskView[] = [];
       const running = graph.running(tstate);
       let shown = false;
       if (running !== 0n) {
@@ -62,7 +82,7 @@ export class TaskStacks {
         const own = chain[0]?.coro ? chain[0].coro + BigInt(this.layout.gen!.iframe) : null;
         const at = own === null ? -1 : p.walk.frames.findIndex((f) => f.frame === own);
         if (at >= 0) {
-          out.push({ ...base, frames: [...threadPart(base.frames, at), ...this.awaiters(graph, mem, chain, true)] });
+          out.push({ input: { ...base, frames: [...threadPart(base.frames, at), ...this.awaiters(graph, mem, chain, true)] }, task: { name: chain[0]!.name }, running: true });
           shown = true;
         } else if (p.walk.frames.some((f) => mem.u8(f.frame + BigInt(this.layout.frame.owner)) === this.layout.owners.generator)) {
           // a coroutine runs, and it is not the running task's: the task was read at another
@@ -71,17 +91,26 @@ export class TaskStacks {
           throw new TaskFault('corrupt', own ?? running, "the running task's coroutine is not on the thread's stack, another one is");
         }
       }
-      if (!shown) out.push(base);
+      if (!shown) out.push({ input: base, task: null, running: false });
       if (this.mode === 'all') {
         for (const task of graph.tasks(tstate)) {
           if (task === running) continue;
-          const chain = graph.awaitChain(task);
-          if (chain.length > 0) out.push({ ...base, frames: this.awaiters(graph, mem, chain, false) });
+          // each waiting task's stack is counted on its own, and rejected on its own: a task
+          // read while it ran (its step began after the thread's copy) is `torn`
+          let name: string | null = null;
+          try {
+            const chain = graph.awaitChain(task);
+            name = chain[0]?.name ?? null;
+            if (chain.length > 0) out.push({ input: { ...base, frames: this.awaiters(graph, mem, chain, false) }, task: { name }, running: false });
+          } catch (e) {
+            if (!(e instanceof TaskFault)) throw e;
+            out.push({ input: { ...base, status: e.status, frames: [] }, task: { name }, running: false });
+          }
         }
       }
       return out;
     } catch (e) {
-      if (e instanceof TaskFault) return [{ ...base, status: e.status, frames: [] }];
+      if (e instanceof TaskFault) return [{ input: { ...base, status: e.status, frames: [] }, task: null, running: false }];
       throw e;
     }
   }

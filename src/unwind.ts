@@ -9,6 +9,14 @@ import type { SymbolizedFrame } from './symbols/types.js';
 import { walkParams, type Walker } from './walk/index.js';
 import type { Status } from './walk/status.js';
 import type { WalkResult } from './walk/types.js';
+import type { AsyncioOffsets } from './layout/asyncio-offsets.js';
+import { sampleInput } from './block-processor.js';
+import type { SourceFrame } from './profile/types.js';
+import { sampleRecord } from './record/sink.js';
+import { SampleProcessor } from './sample-processor.js';
+import { TaskStacks } from './task-stacks.js';
+import { TRUSTED } from './walk/status.js';
+import type { AsyncMode } from './walk/task-graph.js';
 
 export { CodeTable } from './symbols/code-table.js';
 export type { SymbolizedFrame } from './symbols/types.js';
@@ -53,4 +61,51 @@ export function unwindSnapshot(snapshot: Snapshot, walker: Walker, maxDepth?: nu
       copyErrors: t.errors,
     };
   });
+}
+
+/** One stack of a thread's asyncio view (dump --async-aware). */
+export interface TaskStack {
+  /** the task whose stack it is (its name; null: the thread's own stack, no task running) */
+  task: string | null;
+  /** the task the thread is running (its stack starts with the thread's frames) */
+  running: boolean;
+  status: Status;
+  /** innermost first, `<task NAME>` pseudo-frames (filename "") among them */
+  frames: SourceFrame[];
+}
+
+/**
+ * Each thread's task stacks (the snapshot copied with its tasks: SnapshotOptions.tasks), as
+ * report --async-aware makes them — the running task's first, then (mode `all`) each waiting
+ * task's. A thread with no task to show, or whose stack is not trusted, gets none (its thread
+ * stack stands); one whose tasks could not be read gets one entry, rejected with that status.
+ */
+export function unwindSnapshotTasks(
+  snapshot: Snapshot,
+  stacks: readonly ThreadStack[],
+  walker: Walker,
+  offsets: AsyncioOffsets,
+  mode: AsyncMode,
+  opcodes = false,
+): Map<ThreadStack, TaskStack[]> {
+  const table = new CodeTable(snapshot.layout, snapshot.codeObjects);
+  const processor = new SampleProcessor(snapshot.layout, walker, undefined, table, opcodes);
+  const tasks = new TaskStacks(snapshot.layout, offsets, mode, table);
+  const processed = processor.process(snapshot.threads.map((t) => sampleRecord(t, 0)));
+  const out = new Map<ThreadStack, TaskStack[]>();
+  processed.forEach((p, i) => {
+    const stack = stacks[i]!;
+    if (!TRUSTED.has(stack.status) || !TRUSTED.has(p.status)) return;
+    const views = tasks.views(p, sampleInput(p));
+    // only the thread's own stack: no task to show
+    if (views.length === 1 && views[0]!.task === null && TRUSTED.has(views[0]!.input.status)) return;
+    const list: TaskStack[] = views.map((v) => ({
+      task: v.task === null ? null : (v.task.name ?? '(no name)'),
+      running: v.running,
+      status: v.input.status,
+      frames: v.input.frames,
+    }));
+    out.set(stack, list);
+  });
+  return out;
 }

@@ -8,11 +8,19 @@ import { openLinuxProcess } from '../record/linux-process.js';
 import { takeSnapshot } from '../record/snapshot.js';
 import { readThreadNames } from '../record/thread-names.js';
 import { openStopper } from '../record/stopper.js';
-import { unwindSnapshot, type ThreadStack } from '../unwind.js';
+import { unwindSnapshot, unwindSnapshotTasks, type TaskStack, type ThreadStack } from '../unwind.js';
 import { KernelWalker } from '../walk/kernel-walker.js';
 import { UsageError } from './errors.js';
-import { copyOption, parsePid } from './options.js';
+import { asyncModeOption, copyOption, parsePid } from './options.js';
 import { sourceFrame } from '../symbols/types.js';
+import type { SourceFrame } from '../profile/types.js';
+import { asyncioOffsetsNow, type AsyncioFound } from '../record/record-process.js';
+import { TargetError } from '../record/linux-process.js';
+import { copierFor } from '../record/modes.js';
+import type { AnyStopper } from '../record/stopper.js';
+import { asyncioTstateCheck, asyncioTstateEnd, TaskCopier } from '../record/task-copy.js';
+import type { AsyncMode } from '../walk/task-graph.js';
+import { TRUSTED } from '../walk/status.js';
 
 export const DUMP_HELP = `Usage: pyunwind dump --pid PID [--format text|json] [--copy COPY] [--opcodes]
 
@@ -33,6 +41,12 @@ Options:
       --read-only      never write into the program (no profiler anchor on 3.15+)
       --opcodes        each frame's bytecode instruction too, as dis names it in adaptive
                        code (specialized forms included)
+      --async-aware    asyncio tasks too (CPython 3.14+, once the program has imported
+                       asyncio): under each thread, the stack of each of its tasks, the
+                       root task outermost, as report --async-aware makes them
+      --async-mode MODE
+                       all (default here: every task of the thread, the running one
+                       first) or running (only the task each thread is running)
   -h, --help           this help
 `;
 
@@ -48,6 +62,8 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
       blocking: { type: 'boolean' },
       'read-only': { type: 'boolean' },
       opcodes: { type: 'boolean' },
+      'async-aware': { type: 'boolean' },
+      'async-mode': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -62,20 +78,45 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
   if (values.format !== 'text' && values.format !== 'json') throw new UsageError(`unknown format "${values.format}" (text or json)`);
   if (values.mode !== undefined && copyOption(undefined, false, values.mode)) throw new UsageError('dump has no --mode: it shows every thread (--copy says how copies are made)');
   const copy = copyOption(values.copy, values.blocking);
+  // a dump wants every task: `all` unless asked otherwise (as CPython's profiler's dump)
+  const asyncMode = asyncModeOption(values['async-aware'], values['async-mode'] ?? (values['async-aware'] ? 'all' : undefined));
 
   const source = openLinuxProcess(pid);
-  const stopper = copy === 'optimistic' ? null : openStopper(pid);
+  let stopper: AnyStopper | null = null;
   let stacks: ThreadStack[];
+  let taskStacks: Map<ThreadStack, TaskStack[]> | null = null;
   // the names threading gives the threads (read after the copies; unknown: null)
   let names = new Map<string, string>();
   try {
-    const snapshot = takeSnapshot(source, {
-      copy,
-      ...(stopper ? { stopper } : {}),
-      ...(values['read-only'] ? { consistency: 'reread' as const } : {}),
-    });
+    let tasks: { found: AsyncioFound; mode: AsyncMode } | null = null;
+    if (asyncMode) {
+      const found = asyncioOffsetsNow(source);
+      if (typeof found === 'string') throw new TargetError('unsupported', `--async-aware: ${source.description}: ${found}`);
+      tasks = { found, mode: asyncMode };
+    }
+    stopper = copy === 'optimistic' ? null : openStopper(pid);
+    const copyOptions = { copy, ...(stopper ? { stopper } : {}), ...(values['read-only'] ? { consistency: 'reread' as const } : {}) };
+    const offsets = tasks?.found.offsets;
+    const copier = offsets
+      ? copierFor(source, copyOptions, { tstateMin: asyncioTstateEnd(offsets, source.layout.pointerSize), tstateCheck: asyncioTstateCheck(offsets) })
+      : undefined;
+    // with tasks, the program stopped for the whole copy where it can be: the tasks are other
+    // objects than the threads' frames, read after them (see the sampler's tick)
+    const held = copier !== undefined && stopper !== null && stopper.stopAll();
+    let snapshot;
+    try {
+      snapshot = takeSnapshot(source, {
+        ...copyOptions,
+        ...(copier ? { copier, tasks: new TaskCopier(source, source.layout, offsets!, tasks!.mode, copier) } : {}),
+        ...(held ? { stopped: true } : {}),
+      });
+    } finally {
+      if (held) stopper!.resume();
+    }
     names = new Map(readThreadNames(source).map((n) => [`${n.interpreterId}:${n.threadId}`, n.name]));
-    stacks = unwindSnapshot(snapshot, await KernelWalker.load(), undefined, values.opcodes === true);
+    const walker = await KernelWalker.load();
+    stacks = unwindSnapshot(snapshot, walker, undefined, values.opcodes === true);
+    if (tasks) taskStacks = unwindSnapshotTasks(snapshot, stacks, walker, tasks.found.offsets, tasks.mode, values.opcodes === true);
   } finally {
     stopper?.close();
     source.close();
@@ -97,6 +138,7 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
             failAddress: t.walk.failAddress === 0n ? undefined : `0x${t.walk.failAddress.toString(16)}`,
             copyErrors: t.copyErrors.length ? t.copyErrors : undefined,
             frames: t.frames.map(sourceFrame),
+            ...(taskStacks ? { tasks: taskStacks.get(t) ?? [] } : {}),
           })),
         },
         null,
@@ -111,7 +153,19 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
     const name = nameOf(t);
     lines.push('', `Thread ${t.nativeThreadId}${name === null ? '' : ` ${/^[^\s"\\\p{C}]+$/u.test(name) ? name : JSON.stringify(name)}`} (interpreter ${t.interpreterId}, thread_id 0x${t.threadId.toString(16)}): ${t.status}${why}`);
     for (const e of t.copyErrors) lines.push(`  ! ${e}`);
-    for (const f of t.frames) lines.push(`  ${f.qualname} (${f.filename}:${f.line ?? '?'})${f.opcode === undefined ? '' : ` ${f.opcode}`}`);
+    const frameLine = (f: SourceFrame, indent: string): string =>
+      f.filename === '' && f.line === null ? `${indent}${f.qualname}` : `${indent}${f.qualname} (${f.filename}:${f.line ?? '?'})${f.opcode === undefined ? '' : ` ${f.opcode}`}`;
+    const own = taskStacks?.get(t);
+    if (!own?.length) {
+      for (const f of t.frames) lines.push(frameLine(f, '  '));
+      continue;
+    }
+    // the thread's tasks: each task's stack, innermost first (the root task last)
+    for (const k of own) {
+      if (k.task !== null) lines.push(`  task ${JSON.stringify(k.task)} (${k.running ? 'running' : 'waiting'}): ${k.status}`);
+      else lines.push(TRUSTED.has(k.status) ? '  no task running: the thread\'s own stack' : `  its tasks: ${k.status} (not shown)`);
+      for (const f of k.frames) lines.push(frameLine(f, '    '));
+    }
   }
   out(lines.join('\n') + '\n');
   return 0;

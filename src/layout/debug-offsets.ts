@@ -511,7 +511,7 @@ function buildLayout(t: Table, version: PythonVersion): Layout {
             // stackpointer[-2] from 3.15 on, where SEND keeps the value sent above the awaitable
             awaitedSlot: minor >= 15 ? 2 : 1,
             // PyFrameState was renumbered in 3.15 (pycore_frame.h)
-            frameStates: minor >= 15 ? { suspendedYieldFrom: 2, cleared: 5 } : { suspendedYieldFrom: -1, cleared: 4 },
+            frameStates: minor >= 15 ? { suspendedYieldFrom: 2, suspendedYieldFromLocked: 3, executing: 4, cleared: 5 } : { suspendedYieldFrom: -1, suspendedYieldFromLocked: null, executing: 0, cleared: 4 },
             set: { used: r.pointer('set_object', 'used'), table: r.pointer('set_object', 'table'), mask: r.pointer('set_object', 'mask') },
             long: { lvTag: r.pointer('long_object', 'lv_tag'), obDigit: r.field('long_object', 'ob_digit', 4) },
           },

@@ -180,8 +180,12 @@ export interface AsyncObjects {
   stackpointer: number;
   /** a coroutine suspended in `await` keeps the awaited object this many words below its stackpointer */
   awaitedSlot: number;
-  /** gi_frame_state (a signed byte) of a coroutine suspended in `await`, and of one whose frame is gone */
-  frameStates: { suspendedYieldFrom: number; cleared: number };
+  /**
+   * gi_frame_state (a signed byte) of a coroutine suspended in `await`; of one suspended so
+   * and being resumed or closed by someone (3.15: FRAME_SUSPENDED_YIELD_FROM_LOCKED; null before);
+   * of one running; of one whose frame is gone
+   */
+  frameStates: { suspendedYieldFrom: number; suspendedYieldFromLocked: number | null; executing: number; cleared: number };
   /** PySetObject: used, table, mask; a table entry is (key, hash), two words */
   set: { used: number; table: number; mask: number };
   /** PyLongObject: lv_tag (digit count << 3 | sign) and the 30-bit digits */

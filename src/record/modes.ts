@@ -27,7 +27,7 @@ export interface CopyOptions {
 }
 
 /** A copier that makes copies as `copy` says. */
-export function copierFor(source: MemorySource, options: CopyOptions, more: Pick<CopierOptions, 'collectUsed' | 'tstateMin' | 'bytecode'> = {}): MemoryCopier {
+export function copierFor(source: MemorySource, options: CopyOptions, more: Pick<CopierOptions, 'collectUsed' | 'tstateMin' | 'tstateCheck' | 'bytecode'> = {}): MemoryCopier {
   if (options.copy !== 'optimistic' && !options.stopper) throw new Error(`copy mode ${options.copy} needs a way to stop the target`);
   return new MemoryCopier(source, {
     ...more,

@@ -552,7 +552,7 @@ interface AsyncioWait {
 const ASYNCIO_LOOK_MAX_MS = 160;
 
 /** A target's asyncio debug offsets: parsed, and as read (the capture header keeps them). */
-interface AsyncioFound {
+export interface AsyncioFound {
   offsets: AsyncioOffsets;
   debugOffsets: Uint8Array;
 }
@@ -566,7 +566,7 @@ function asyncioField(found: AsyncioFound, mode: AsyncMode): { mode: AsyncMode; 
  * The asyncio module's debug offsets of a target (3.14+) if it has imported asyncio, else why
  * not yet (a string); TargetError before 3.14.
  */
-function asyncioOffsetsNow(source: LinuxProcessSource): AsyncioFound | string {
+export function asyncioOffsetsNow(source: LinuxProcessSource): AsyncioFound | string {
   if (!source.layout.objects) {
     throw new TargetError('unsupported', `--async-aware: CPython publishes asyncio tasks to profilers from 3.14 on (${source.description})`);
   }

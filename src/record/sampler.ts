@@ -271,9 +271,20 @@ export class TargetSampler {
     stats.scheduled++;
 
     const tickMode = options.alternate && this.turn++ % 2 === 1 ? { ...this.copyOptions, copy: options.alternate } : this.copyOptions;
+    const { cpuStates, keepFlag, tasks, namer } = this;
     let threads: ThreadSnapshot[];
+    // With tasks: the target stopped for the whole copy — threads and tasks — where it can be.
+    // The tasks are other objects than the thread's frames, read after them: a task that
+    // resumed, or one that finished, in between would give a waiting task's stack that never
+    // was (a coroutine running, an awaited one gone: see task-graph.ts, which rejects those it
+    // can tell as torn). Without a stopper (optimistic, read-only) they are read live.
+    const holdAll = tasks !== null && options.stopper !== undefined && tickMode.copy !== 'optimistic';
+    let held = false;
     try {
-      threads = copyThreads(this.copier, tickMode);
+      if (holdAll) held = options.stopper!.stopAll();
+      threads = held ? this.copier.copyAll({ stopped: true }) : copyThreads(this.copier, tickMode);
+      // (a copy that moved is not walked: its tasks would not be looked at)
+      if (tasks) for (const t of threads) if (!t.moved) tasks.copy(t);
     } catch (e) {
       if (!(e instanceof ReadError)) throw e;
       if (options.isAlive && !options.isAlive()) {
@@ -286,6 +297,7 @@ export class TargetSampler {
       sink.addMissed(1);
       return true;
     } finally {
+      if (held) options.stopper!.resume();
       // the target's clock stood still while it was stopped: so does the schedule
       const stoppedNow = options.stopper?.stoppedMicros ?? 0;
       schedule.stood((stoppedNow - this.stoppedMicros) / 1000);
@@ -299,11 +311,8 @@ export class TargetSampler {
     }
     stats.ticks++;
     const samples: SampleRecord[] = [];
-    const { cpuStates, keepFlag, tasks, namer } = this;
     for (const t of threads) {
       if (cpuStates) t.onCpu = cpuStates.onCpu(t.nativeThreadId) === true;
-      // (a copy that moved is not walked: its tasks would not be looked at)
-      if (tasks && !t.moved) tasks.copy(t);
       const s = sampleRecord(t, tickTime);
       // (the code objects go to the file whatever the mode keeps: the copier sends each once)
       if (t.codes.length > 0 || t.codeReplaced) emitCodes(sink, t);

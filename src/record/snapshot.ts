@@ -12,6 +12,7 @@ import type { CodeRecord } from '../capture/types.js';
 import type { ThreadSnapshot } from './thread-snapshot.js';
 import { copierFor, copyThreads, type CopyMode } from './modes.js';
 import type { MemorySource } from './source.js';
+import type { TaskCopier } from './task-copy.js';
 
 export type { ThreadSnapshot } from './thread-snapshot.js';
 
@@ -35,6 +36,10 @@ export interface SnapshotOptions extends CopierOptions {
    */
   copy?: CopyMode;
   stopper?: Stopper;
+  /** also copy each thread's asyncio tasks (dump --async-aware; the copier made with asyncio's tstate options) */
+  tasks?: TaskCopier;
+  /** the caller has stopped the whole target for this snapshot (every copy is of one moment) */
+  stopped?: boolean;
 }
 
 export function takeSnapshot(source: MemorySource, options: SnapshotOptions = {}): Snapshot {
@@ -42,7 +47,11 @@ export function takeSnapshot(source: MemorySource, options: SnapshotOptions = {}
   const copyOptions = { copy, ...(options.stopper ? { stopper: options.stopper } : {}), ...(options.consistency ? { consistency: options.consistency } : {}) };
   const copier = options.copier ?? (options.stopper || options.copy ? copierFor(source, copyOptions) : new MemoryCopier(source, options));
   const time = Date.now();
-  const threads = copyThreads(copier, copyOptions);
+  const threads = options.stopped ? copier.copyAll({ stopped: true }) : copyThreads(copier, copyOptions);
+  // (a copy that moved is not walked: its tasks would not be looked at)
+  if (options.tasks) for (const t of threads) if (!t.moved) options.tasks.copy(t);
   const codeObjects = [...copier.used].map((a) => copier.codeObject(a)).filter((c): c is CodeRecord => c !== null);
+  // the suspended coroutines' code objects the task copies recorded
+  for (const t of threads) for (const c of t.codes) if (!codeObjects.some((d) => d.address === c.address)) codeObjects.push(c);
   return { layout: source.layout, description: source.description, runtimeAddress: source.runtimeAddress, time, threads, codeObjects };
 }

@@ -123,11 +123,17 @@ export class TaskCopier {
       const tasks = this.mode === 'all' ? graph.tasks(t.threadStateAddress) : [];
       if (running !== 0n && !tasks.includes(running)) tasks.unshift(running);
       for (const task of tasks) {
-        const chain = graph.awaitChain(task);
-        chain.forEach((node, i) => {
-          // the running task's coroutine runs in the thread: its frames are the thread's own
-          if (node.coro !== 0n && !(i === 0 && task === running)) frames.push(...graph.coroFrames(node.coro));
-        });
+        try {
+          const chain = graph.awaitChain(task);
+          chain.forEach((node, i) => {
+            // the running task's coroutine runs in the thread: its frames are the thread's own
+            if (node.coro !== 0n && !(i === 0 && task === running)) frames.push(...graph.coroFrames(node.coro));
+          });
+        } catch (e) {
+          // one task that cannot be read (a waiting one caught running: torn) leaves the
+          // others to read: each waiting task's stack is judged on its own (task-stacks.ts)
+          if (!(e instanceof TaskFault) || task === running) throw e;
+        }
       }
     } catch (e) {
       // what could not be read is the report's to reject; the regions read so far stay

@@ -36,7 +36,7 @@ export interface ByteSource {
 export class TaskFault extends Error {
   override name = 'TaskFault';
   constructor(
-    readonly status: 'dangling' | 'cycle' | 'too-deep' | 'corrupt',
+    readonly status: 'dangling' | 'cycle' | 'too-deep' | 'corrupt' | 'torn',
     readonly address: bigint,
     what: string,
   ) {
@@ -223,7 +223,17 @@ export class TaskGraph {
       if (type !== null && ownType !== type) break; // awaiting something else than a coroutine: the chain ends
       type = ownType;
       const state = (obj[gen.frameState]! << 24) >> 24;
-      if (state === o.frameStates.cleared) break;
+      if (state === o.frameStates.cleared) {
+        // a coroutine suspended in `await` on one that has finished: the two were read at two
+        // moments (the awaiter's step began, and the awaited one returned, in between)
+        if (frames.length > 0) throw new TaskFault('torn', at, 'an awaited coroutine had finished when it was read');
+        break;
+      }
+      // a waiting task's coroutines are suspended: one running (or being resumed) was read at
+      // another moment than the sample's — after the task's step had begun
+      if (state === o.frameStates.executing || state === o.frameStates.suspendedYieldFromLocked) {
+        throw new TaskFault('torn', at, "a waiting task's coroutine was running when it was read");
+      }
       const frame = at + BigInt(gen.iframe);
       if (obj[gen.iframe + L.frame.owner] !== L.owners.generator) throw new TaskFault('corrupt', frame, 'coroutine frame not owned by its coroutine');
       frames.push(frame);

@@ -136,6 +136,8 @@ async function tamperedSamples(file: string): Promise<Record<string, string>> {
     'awaiters set that is no set': statusWith(poke(poke(regions, at(worker, k.awaitedBy), worker!), at(worker, k.awaitedByIsSet), 1n, 1)),
     'coroutine awaiting itself': statusWith(poke(regions, sp - BigInt(8 * layout.objects!.awaitedSlot), coro)),
     'running task outside the copy': statusWith(poke(regions, p.sample.threadStateAddress + BigInt(offsets.tstate.runningTask), 0x7000n)),
+    // as a copy read live would find an awaiter that resumed after the thread's copy
+    "awaiter's coroutine running": statusWith(poke(regions, coro + BigInt(layout.gen!.frameState), BigInt(layout.objects!.frameStates.executing & 0xff), 1)),
   };
 }
 
@@ -231,6 +233,7 @@ describe.each(nativeInterpreters())('async-aware stacks, $label', (py) => {
       'awaiters set that is no set': expect.stringMatching(/^(corrupt|dangling)$/),
       'coroutine awaiting itself': 'cycle',
       'running task outside the copy': 'dangling',
+      "awaiter's coroutine running": 'torn',
     });
     recordCoverage('async-aware', `${py.label} running`, true);
   }, 120_000);

@@ -102,16 +102,18 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
       : undefined;
     // with tasks, the program stopped for the whole copy where it can be: the tasks are other
     // objects than the threads' frames, read after them (see the sampler's tick)
-    const held = copier !== undefined && stopper !== null && stopper.stopAll();
+    const hold = copier !== undefined && stopper !== null;
     let snapshot;
     try {
+      // (held: every thread was seen stopped; a stop that timed out is resumed all the same)
+      const held = hold && stopper!.stopAll();
       snapshot = takeSnapshot(source, {
         ...copyOptions,
         ...(copier ? { copier, tasks: new TaskCopier(source, source.layout, offsets!, tasks!.mode, copier) } : {}),
         ...(held ? { stopped: true } : {}),
       });
     } finally {
-      if (held) stopper!.resume();
+      if (hold) stopper!.resume();
     }
     names = new Map(readThreadNames(source).map((n) => [`${n.interpreterId}:${n.threadId}`, n.name]));
     const walker = await KernelWalker.load();

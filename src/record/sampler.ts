@@ -279,6 +279,7 @@ export class TargetSampler {
     // was (a coroutine running, an awaited one gone: see task-graph.ts, which rejects those it
     // can tell as torn). Without a stopper (optimistic, read-only) they are read live.
     const holdAll = tasks !== null && options.stopper !== undefined && tickMode.copy !== 'optimistic';
+    // (held: every thread was seen stopped; a stop that timed out is resumed all the same)
     let held = false;
     try {
       if (holdAll) held = options.stopper!.stopAll();
@@ -297,7 +298,7 @@ export class TargetSampler {
       sink.addMissed(1);
       return true;
     } finally {
-      if (held) options.stopper!.resume();
+      if (holdAll) options.stopper!.resume();
       // the target's clock stood still while it was stopped: so does the schedule
       const stoppedNow = options.stopper?.stoppedMicros ?? 0;
       schedule.stood((stoppedNow - this.stoppedMicros) / 1000);

@@ -277,7 +277,7 @@ export class TargetSampler {
     // The tasks are other objects than the thread's frames, read after them: a task that
     // resumed, or one that finished, in between would give a waiting task's stack that never
     // was (a coroutine running, an awaited one gone: see task-graph.ts, which rejects those it
-    // can tell as torn). Without a stopper (optimistic, read-only) they are read live.
+    // can tell as torn). With copies that stop nothing (optimistic) they are read live.
     const holdAll = tasks !== null && options.stopper !== undefined && tickMode.copy !== 'optimistic';
     // (held: every thread was seen stopped; a stop that timed out is resumed all the same)
     let held = false;

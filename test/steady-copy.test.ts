@@ -142,10 +142,13 @@ describe.each(nativeInterpreters())('the steady copy\'s later readings, $label',
       await freeze(pid);
       const [thread] = general.copyAll();
       const snap = thread!;
-      const tsBytes = snap.regions[0]!.bytes;
+      // (the thread state's region by its address: the regions need not start with it)
+      const tsRegion = snap.regions.find((r) => r.address === snap.threadStateAddress)!;
+      expect(tsRegion, `regions ${snap.regions.map((r) => r.address.toString(16)).join(' ')}`).toBeDefined();
+      const tsBytes = tsRegion.bytes;
       const tsView = new DataView(tsBytes.buffer, tsBytes.byteOffset);
       const interp = tsView.getBigUint64(L.tstate.interp, true);
-      const others = snap.regions.slice(1);
+      const others = snap.regions.filter((r) => r !== tsRegion);
       const plan = {
         tstateLength: tsBytes.length,
         chunks: others.filter((r) => r.bytes.length !== L.frame.size).map((r) => ({ address: r.address, used: r.bytes.length })),
@@ -154,7 +157,8 @@ describe.each(nativeInterpreters())('the steady copy\'s later readings, $label',
       // the instruction pointer of the frame below the innermost
       const frameAt = (address: bigint): { region: number; offset: number } => {
         const region = others.findIndex((r) => address >= r.address && address < r.address + BigInt(r.bytes.length));
-        expect(region).toBeGreaterThanOrEqual(0);
+        const what = `frame 0x${address.toString(16)} in none of ${others.map((r) => `${r.address.toString(16)}+${r.bytes.length}`).join(' ')} (copy: moved ${snap.moved}, errors ${JSON.stringify(snap.errors)})`;
+        expect(region, what).toBeGreaterThanOrEqual(0);
         return { region, offset: Number(address - others[region]!.address) };
       };
       const inner = frameAt(tsView.getBigUint64(L.tstate.currentFrame, true));

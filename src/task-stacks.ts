@@ -4,8 +4,9 @@
 //
 // A task's stack, outermost first: the root task (a `<task NAME>` pseudo-frame, filename "")
 // and its coroutine chain, then each task awaited in turn — first awaiter after first awaiter,
-// a task awaited by several named `<task NAME (awaited by N)>` — down to the task itself. The running task's own part is the thread's frames from its
-// coroutine's frame up (what it calls, synchronous or not); a waiting task's part is the chain
+// a task awaited by several named `<task NAME (awaited by N)>` — down to the task itself. The
+// running task's own part is the thread's frames from its coroutine's frame up (what it calls,
+// synchronous or not); a waiting task's part is the chain
 // of coroutines it is suspended in. In `all` mode every task on the thread's list gives a stack
 // at each sample; in `running` mode only the running one. A thread running no task, or running
 // the event loop's own code for its task (the task is set, no coroutine is on the thread's

@@ -17,6 +17,7 @@ import { ElfError, parseElf, SHT_NOBITS, type ElfInfo } from './elf.js';
 import { loadNative, type NativeCalls, type PreparedRead } from './native.js';
 import { ProcMapsError, readProcMaps, type MapEntry } from './proc-maps.js';
 import { ReadError, type MemorySource } from './source.js';
+import { ASYNCIO_OFFSETS_SIZE, parseAsyncioOffsets, type AsyncioOffsets } from '../layout/asyncio-offsets.js';
 
 export type TargetErrorKind =
   | 'invalid-pid'
@@ -618,4 +619,24 @@ export function locateAsyncioDebug(pid: number): { address: bigint; file: string
     checked.push(`${file}: its AsyncioDebug section is outside every mapping of the file`);
   }
   return `no AsyncioDebug section in any mapped file (the program has not imported asyncio yet${checked.length ? `; ${checked.join('; ')}` : ''})`;
+}
+
+/** A target's asyncio debug offsets: parsed, and as read (the capture header keeps them). */
+export interface AsyncioFound {
+  offsets: AsyncioOffsets;
+  debugOffsets: Uint8Array;
+}
+
+/**
+ * The asyncio module's debug offsets of a target (3.14+) if it has imported asyncio, else why
+ * not yet (a string); TargetError before 3.14.
+ */
+export function asyncioOffsetsNow(source: LinuxProcessSource): AsyncioFound | string {
+  if (!source.layout.objects) {
+    throw new TargetError('unsupported', `--async-aware: CPython publishes asyncio tasks to profilers from 3.14 on (${source.description})`);
+  }
+  const found = locateAsyncioDebug(source.pid);
+  if (typeof found === 'string') return found;
+  const bytes = source.read(found.address, ASYNCIO_OFFSETS_SIZE);
+  return { offsets: parseAsyncioOffsets(bytes), debugOffsets: bytes };
 }

@@ -9,8 +9,8 @@ import { fileSink } from '../capture/file.js';
 import type { CodeRecord, SampleRecord, ThreadNameRecord } from '../capture/types.js';
 import type { Layout } from '../layout/index.js';
 import { captureHeader, type RecordingFields } from './capture-header.js';
-import { locateAsyncioDebug, openLinuxProcess, processIsRunning, TargetError, type LinuxProcessSource } from './linux-process.js';
-import { ASYNCIO_OFFSETS_SIZE, parseAsyncioOffsets, type AsyncioOffsets } from '../layout/asyncio-offsets.js';
+import { asyncioOffsetsNow, openLinuxProcess, processIsRunning, TargetError, type AsyncioFound, type LinuxProcessSource } from './linux-process.js';
+import type { AsyncioOffsets } from '../layout/asyncio-offsets.js';
 import type { AsyncMode } from '../walk/task-graph.js';
 import type { CopyMode } from './modes.js';
 import { CpuStates } from './cpu-states.js';
@@ -551,29 +551,9 @@ interface AsyncioWait {
  */
 const ASYNCIO_LOOK_MAX_MS = 160;
 
-/** A target's asyncio debug offsets: parsed, and as read (the capture header keeps them). */
-export interface AsyncioFound {
-  offsets: AsyncioOffsets;
-  debugOffsets: Uint8Array;
-}
-
 /** The capture header's asyncio field. */
 function asyncioField(found: AsyncioFound, mode: AsyncMode): { mode: AsyncMode; debugOffsets: string } {
   return { mode, debugOffsets: Buffer.from(found.debugOffsets).toString('hex') };
-}
-
-/**
- * The asyncio module's debug offsets of a target (3.14+) if it has imported asyncio, else why
- * not yet (a string); TargetError before 3.14.
- */
-export function asyncioOffsetsNow(source: LinuxProcessSource): AsyncioFound | string {
-  if (!source.layout.objects) {
-    throw new TargetError('unsupported', `--async-aware: CPython publishes asyncio tasks to profilers from 3.14 on (${source.description})`);
-  }
-  const found = locateAsyncioDebug(source.pid);
-  if (typeof found === 'string') return found;
-  const bytes = source.read(found.address, ASYNCIO_OFFSETS_SIZE);
-  return { offsets: parseAsyncioOffsets(bytes), debugOffsets: bytes };
 }
 
 /**

@@ -18,7 +18,9 @@ import { SampleProcessor } from '../src/sample-processor.js';
 import { openLinuxProcess } from '../src/record/linux-process.js';
 import { runSampler } from '../src/record/sampler.js';
 import { openStopper } from '../src/record/stopper.js';
-import type { MemorySource } from '../src/record/source.js';
+import type { MemorySource, PreparedRead } from '../src/record/source.js';
+
+type Range = { address: bigint; length: number };
 import { TRUSTED } from '../src/walk/status.js';
 import { recordCoverage } from './helpers/coverage.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
@@ -37,7 +39,10 @@ const SLACK_NS = 20_000n;
 const children: ChildProcess[] = [];
 afterAll(() => children.forEach((c) => c.kill('SIGKILL')));
 
-/** A memory source that notes, on CLOCK_MONOTONIC, the first and last read since `mark()`. */
+/**
+ * A memory source that notes, on CLOCK_MONOTONIC, the first and last read since `mark()` —
+ * every way the recorder reads (gathered and prepared reads too, so that it copies as `record` does).
+ */
 function timedSource(inner: MemorySource): MemorySource & { mark(): void; window(): [bigint, bigint] } {
   let first = 0n;
   let last = 0n;
@@ -53,6 +58,19 @@ function timedSource(inner: MemorySource): MemorySource & { mark(): void; window
     ...(inner.nativeThreadIds !== undefined ? { nativeThreadIds: inner.nativeThreadIds } : {}),
     read: (a, n) => (note(), inner.read(a, n)),
     tryRead: (a, n) => (note(), inner.tryRead(a, n)),
+    ...(inner.readv ? { readv: (ranges: readonly Range[]) => (note(), inner.readv!(ranges)) } : {}),
+    ...(inner.prepareRead
+      ? {
+          prepareRead: (ranges: readonly Range[]): PreparedRead => {
+            const prepared = inner.prepareRead!(ranges);
+            return {
+              bytes: prepared.bytes,
+              length: prepared.length,
+              read: () => (note(), prepared.read()),
+            };
+          },
+        }
+      : {}),
     ...(inner.write ? { write: (a: bigint, b: Uint8Array) => (note(), inner.write!(a, b)) } : {}),
     close: () => inner.close(),
     mark: () => {

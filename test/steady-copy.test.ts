@@ -188,7 +188,7 @@ describe.each(nativeInterpreters())('the steady copy\'s later readings, $label',
       expect(readings).toBeGreaterThanOrEqual(3);
       spoilAt = Array.from({ length: readings }, (_, k) => steady.at(k, below + BigInt(L.frame.instrPtr)));
       expect(spoilAt.every((o) => o >= 0)).toBe(true);
-      const hooks = { confirmed: () => true, refreshRound: () => 0, placeAnchor: () => {} };
+      const hooks = { confirmed: () => true, bytecodeRange: () => null, refreshRound: () => 0, placeAnchor: () => {} };
       const same = (r: ReturnType<typeof steady.copy>): void => {
         expect(r).not.toBeNull();
         expect(r!.regions.map((x) => `${x.address.toString(16)}:${Buffer.from(x.bytes).toString('base64')}`)).toEqual(snap.regions.map((x) => `${x.address.toString(16)}:${Buffer.from(x.bytes).toString('base64')}`));

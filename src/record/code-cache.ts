@@ -202,6 +202,18 @@ export class CodeCache {
   }
 
   /**
+   * The bytecode [start, end) of the code object at `address` as last checked — in `pending`
+   * (this window's checks) or as confirmed before; null when it is not known as a code object.
+   */
+  bytecodeRange(address: bigint, pending?: PendingCodes): [bigint, bigint] | null {
+    const identity = (pending?.get(address) ?? this.entries.get(address))?.identity;
+    if (!identity) return null;
+    const start = address + BigInt(this.layout.code.codeAdaptive);
+    // (the identity's second field is ob_size: code units of bytecode)
+    return [start, start + readPointer(identity, this.P, this.P) * 2n];
+  }
+
+  /**
    * What checking these code objects again will read, for a caller that can read it together
    * with other things (inside the same window). `all` (no count of code-object deaths): each
    * one's header and its qualname's start; else only the bytecode due for a refresh. A header

@@ -486,6 +486,7 @@ export class MemoryCopier {
   private steadyHooks(tstate: bigint): SteadyHooks {
     return {
       confirmed: (a, interp, g) => this.codes.confirmed(a, interp, g),
+      bytecodeRange: (a) => this.codes.bytecodeRange(a),
       refreshRound: () => this.codes.refreshRound,
       placeAnchor: (target) => this.writeAnchor(tstate, target),
     };

@@ -24,6 +24,7 @@ import { ANCHOR_DEPTH } from './consistency.js';
 import type { PreparedRead } from './native.js';
 import type { MemorySource } from './source.js';
 import { handlingException, holdsGilField } from './thread-facts.js';
+import { instrPtrFitsNumber } from '../walk/instr-ptr.js';
 
 /** What the copy reads, as the previous copy of the thread found it. */
 export interface SteadyPlan {
@@ -47,6 +48,8 @@ export interface SteadyResult {
 export interface SteadyHooks {
   /** is the code object at this address confirmed for this interpreter at this generation (and its bytecode not due for a refresh) */
   confirmed(address: bigint, interp: bigint, generation: bigint): boolean;
+  /** the bytecode [start, end) of a confirmed code object (null: not known) */
+  bytecodeRange(address: bigint): [bigint, bigint] | null;
   /** the code cache's refresh round: the confirmations a copy remembers hold within one (code-cache.ts) */
   refreshRound(): number;
   /** leave the profiler anchor on this frame */
@@ -159,6 +162,10 @@ export class SteadyCopy {
   /** the confirmed code object last seen at each depth of the chain (-1: none), and its bigint */
   private readonly codeAt = new Float64Array(64).fill(-1);
   private readonly codeBigAt: bigint[] = new Array<bigint>(64).fill(0n);
+  /** the innermost frame's code object last judged, and its bytecode [start, end) (-1: not known) */
+  private innerCode = -1;
+  private innerStart = -1;
+  private innerEnd = -1;
   private genLo = -1;
   private genHi = -1;
   private generation = 0n;
@@ -419,6 +426,7 @@ export class SteadyCopy {
       this.generation = (BigInt(genHi) << 32n) | BigInt(genLo);
       this.confirmed.clear();
       this.codeAt.fill(-1);
+      this.innerCode = -1;
     }
     const tagMask = L.executableTagMask;
     const codes = this.codes;
@@ -459,6 +467,9 @@ export class SteadyCopy {
         break;
       }
     }
+    // the innermost frame's instruction pointer, not compared (it runs), must fit its code:
+    // else the copy caught the frame being set up (instr-ptr.ts)
+    if (!moved && n > 0 && codes.length > 0 && !this.innermostFits(hooks)) moved = true;
     const upTo = anchorAt >= 0 && this.isPython(this.chainOff[anchorAt]!) ? anchorAt : n;
     const h = this.half;
     const bytes = this.bytes;
@@ -469,6 +480,25 @@ export class SteadyCopy {
     this.n = n;
     this.anchorAt = anchorAt;
     return moved;
+  }
+
+  /** Does the innermost frame's instruction pointer fit its code object (true: not a Python frame, or nothing to judge by)? */
+  private innermostFits(hooks: SteadyHooks): boolean {
+    const off = this.chainOff[0]!;
+    if (!this.isPython(off)) return true;
+    const F = this.layout.frame;
+    const code = this.ptr(off + F.executable);
+    if (code <= 0) return true;
+    const address = code - (code % (this.layout.executableTagMask + 1)); // (the tag bits cleared: the mask is 2^k - 1)
+    if (address !== this.innerCode) {
+      const range = hooks.bytecodeRange(BigInt(address));
+      this.innerCode = address;
+      this.innerStart = range ? Number(range[0]) : -1;
+      this.innerEnd = range ? Number(range[1]) : -1;
+    }
+    if (this.innerStart < 0) return true;
+    const ip = this.ptr(off + F.instrPtr);
+    return ip >= 0 && instrPtrFitsNumber(ip, this.innerStart, this.innerEnd, F.instrPtrIsPrevious);
   }
 
   /** The copy of the first reading (as look() left it), the anchor left where it vouches next. */

@@ -16,6 +16,7 @@ import { anchorTarget, unchanged, type Consistency, type Seen } from './consiste
 import { GrowingMemory, hex, maskChunks, pick, u64 } from './copy-memory.js';
 import type { Range } from './native.js';
 import { readMany, type MemorySource } from './source.js';
+import { instrPtrFits } from '../walk/instr-ptr.js';
 import type { ChunkGuess, ThreadCache } from './thread-cache.js';
 import type { ListEntry } from './thread-list.js';
 import { emptySnapshot, type ThreadSnapshot } from './thread-snapshot.js';
@@ -253,6 +254,9 @@ export function copyThread(
     // cannot see a frame popped and pushed again there): a copy that found a code object
     // new or changed is made again with the target stopped, where it can be.
     if (!snap.moved && generation === null && codeReads > 0 && ctx.canStop && ctx.codes.changes(attempt.codes)) snap.moved = true;
+    // the innermost frame's instruction pointer, not compared (it runs), must fit its code:
+    // else the copy caught the frame being set up (instr-ptr.ts)
+    if (!snap.moved && !innermostFits(L, chain.frames[0], mem, (code) => ctx.codes.bytecodeRange(code, attempt.codes))) snap.moved = true;
     if (!snap.moved && ctx.consistency === 'anchor') {
       const target = anchorTarget(L, anchor, chain.frames, mem);
       if (target !== null) ctx.writeAnchor(tstate, target);
@@ -261,6 +265,18 @@ export function copyThread(
   maskChunks(mem, chain.frames, L.frame.size, L.chunk.data);
   snap.copyMicros = Math.round((performance.now() - started) * 1000);
   return attempt;
+}
+
+/**
+ * Does the innermost frame's instruction pointer fit its code object's bytecode (true when it
+ * is not a Python frame, or its code object is not known: nothing to judge by)?
+ */
+function innermostFits(L: Layout, frame: bigint | undefined, mem: GrowingMemory, bytecode: (code: bigint) => [bigint, bigint] | null): boolean {
+  const bytes = frame === undefined ? null : mem.bytes(frame, L.frame.size);
+  if (!bytes || (bytes[L.frame.owner] !== L.owners.thread && bytes[L.frame.owner] !== L.owners.generator)) return true;
+  const code = readPointer(bytes, L.frame.executable, L.pointerSize) & ~BigInt(L.executableTagMask);
+  const range = code === 0n ? null : bytecode(code);
+  return range === null || instrPtrFits(readPointer(bytes, L.frame.instrPtr, L.pointerSize), range[0], range[1], L.frame.instrPtrIsPrevious);
 }
 
 /** The code objects of the chain's Python frames. */

@@ -3,6 +3,7 @@
 // and require identical output; it is also the walker for places without WebAssembly.
 
 import { BOTTOM_CODE, checkParams, type WalkParams } from '../layout/walk-params.js';
+import { instrPtrFits } from './instr-ptr.js';
 import { lastAtOrBelow } from './region-index.js';
 import { normalizeCodeRanges, sortRegions, U64_MASK } from './normalize.js';
 import { statusName } from './status.js';
@@ -136,9 +137,7 @@ function walkOne(p: WalkParams, codes: Map<bigint, CodeRange>, sample: WalkSampl
         const ip = mem.field(at, p.frameInstrPtr);
         const range = codes.get(code);
         if (range === undefined) return done(CORRUPT, code);
-        const start = range.bytecodeStart;
-        const low = p.instrPtrIsPrevious && start >= 2n ? start - 2n : start;
-        if (ip < low || ip >= range.bytecodeEnd || ((ip ^ start) & 1n) !== 0n) {
+        if (!instrPtrFits(ip, range.bytecodeStart, range.bytecodeEnd, p.instrPtrIsPrevious)) {
           return done(CORRUPT, ip === 0n ? frame : ip);
         }
         // a frame pushed by its caller on the data stack sits right after the caller's frame

@@ -28,6 +28,7 @@ import type { ProcessedSample } from './sample-processor.js';
 import type { CodeTable } from './symbols/code-table.js';
 import { SymbolError } from './symbols/location-table.js';
 import { GC_FRAME, NATIVE_FRAME } from './symbols/pseudo-frames.js';
+import { instrPtrFits } from './walk/instr-ptr.js';
 import { RegionMemory } from './walk/region-memory.js';
 import { TRUSTED } from './walk/status.js';
 import { TaskFault, TaskGraph, type AsyncMode, type TaskNode } from './walk/task-graph.js';
@@ -141,7 +142,7 @@ export class TaskStacks {
     const code = executable & ~BigInt(L.executableTagMask);
     const info = this.table.code(code);
     if (info === undefined || info instanceof SymbolError) throw new TaskFault('corrupt', frame, `coroutine frame's code object 0x${code.toString(16)} is not a recorded code object`);
-    if (instr < info.bytecodeStart || instr >= info.bytecodeEnd || (instr - info.bytecodeStart) % 2n !== 0n) {
+    if (!instrPtrFits(instr, info.bytecodeStart, info.bytecodeEnd, L.frame.instrPtrIsPrevious)) {
       throw new TaskFault('corrupt', frame, 'coroutine frame instruction pointer outside its code');
     }
     return source(this.table.frame(code, instr));

@@ -6,15 +6,19 @@ The task named "main" awaits asyncio.gather of two tasks named "waiter-0" and "w
 await one task, named "shared", which runs spin() (asynctasks.py's: CPU work in crunch, an
 `await asyncio.sleep(0)` every 20 rounds) until SECONDS have passed since the start.
 
-From inside spin, once both waiters await it, it prints what asyncio itself says of the shared
-task:
+From inside spin it prints what asyncio itself says of the shared task, one line each time
+the number of its awaiters changes — at its first step the waiters have not begun to await it
+yet (the loop runs the shared task first), so that step's graph is the task alone; from the
+second step on both await it:
 
+  {"task": "shared", "graph": ["<task shared>", "spin"], "awaiters": {"shared": 0}}
   {"task": "shared", "graph": ["<task main>", "main", "<task waiter-0>", "waiter",
                                "<task shared>", "spin"],
    "awaiters": {"main": 0, "waiter-0": 1, "shared": 2}}
 
 `graph` as asynctasks.py makes it (asyncio.capture_call_graph(), the first awaiter of each
-task, outermost first); `awaiters`: how many tasks await each task on that path.
+task, outermost first); `awaiters`: how many tasks await each task on that path. It stops
+telling once both waiters await it.
 """
 
 import asyncio
@@ -33,16 +37,15 @@ def awaiters(graph, out):
 
 
 async def spin(deadline):
-    told = False
+    told = -1  # the number of awaiters last told
     while time.perf_counter() < deadline:
         for _ in range(20):
             crunch(100)
-        if not told:
+        if told < 2:
             graph = asyncio.capture_call_graph()
-            # (at its first steps the waiters have not begun to await it yet)
-            if len(graph.awaited_by) == 2:
+            if len(graph.awaited_by) != told:
+                told = len(graph.awaited_by)
                 print(json.dumps({"task": "shared", "graph": chain(graph), "awaiters": awaiters(graph, {})}), flush=True)
-                told = True
         await asyncio.sleep(0)
 
 

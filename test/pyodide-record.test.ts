@@ -119,8 +119,9 @@ describe.each(['3.15', '3.14'] as PyodideVersion[])('Pyodide %s, sampled by sign
     const pct = (n: number, d: number): number => (d ? (100 * n) / d : 0);
     const secs = stats.elapsedMs / 1000;
     const takenPct = pct(stats.ticks, stats.scheduled);
-    // the ticks the scheduler itself wrote late are lost to the host's load, not to the signal path
-    const deliveredPct = pct(stats.ticks, stats.scheduled - stats.lateTicks);
+    // the ticks the scheduler itself wrote late are lost to the host's load, not to the signal
+    // path; those it held back while the handler had not begun for the signal before were never written
+    const deliveredPct = pct(stats.ticks, stats.scheduled - stats.lateTicks - stats.unanswered);
     const hotPct = pct(hot, trusted);
     const coldPct = pct(cold, trusted);
     const hotTruth = pct(truth.hot, truth.total);
@@ -128,7 +129,7 @@ describe.each(['3.15', '3.14'] as PyodideVersion[])('Pyodide %s, sampled by sign
     console.log(
       `pyodide ${stats.pythonVersion}: ${stats.samples} samples in ${secs.toFixed(2)} s = ${Math.round(stats.samples / secs)}/s at ${RATE_HZ} Hz; ` +
         `taken ${takenPct.toFixed(1)}% of ${stats.scheduled} scheduled (missed ${pct(stats.missed, stats.scheduled).toFixed(1)}%, ` +
-        `of which ${stats.lateTicks} written late by the scheduler; ${deliveredPct.toFixed(1)}% of the ticks written were taken); ` +
+        `of which ${stats.lateTicks} written late by the scheduler, ${stats.unanswered} held back unanswered, ${stats.lost} lost and written again; ${deliveredPct.toFixed(1)}% of the ticks written were taken); ` +
         `handler ${(stats.handlerMicros.total / Math.max(1, stats.ticks)).toFixed(0)} µs mean, ${stats.handlerMicros.max} µs max; ` +
         `statuses ${JSON.stringify(Object.fromEntries(statuses))}; stacks ${JSON.stringify(Object.fromEntries(stacks))}; ` +
         `hot ${hotPct.toFixed(1)}% (truth ${hotTruth.toFixed(1)}%), cold ${coldPct.toFixed(1)}% (truth ${coldTruth.toFixed(1)}%)`,

@@ -22,7 +22,15 @@ export const CONTROL = {
   FLUSHED: 5,
   /** 1: the program is about to start and the start time is set (the sampling thread writes, and notifies) */
   STARTED: 6,
-  length: 7,
+  /**
+   * handler calls begun so far (the sampling thread adds one on entering its SIGUSR1 handler,
+   * before anything else). The ticking side writes the next signal only once every signal it
+   * wrote has been answered: Pyodide runs Python code to hand the handler its frame argument
+   * (isinstance checks against collections.abc), and a signal taken there would call the
+   * handler again, nested, sampling those frames as if they were the program's.
+   */
+  ANSWERED: 7,
+  length: 8,
 } as const;
 
 export type ProgramOutcome =

@@ -12,7 +12,11 @@
 // Consequences, and what the capture says about them:
 // - samples happen only at safe points, in the thread that runs Python, so each copy is
 //   consistent by construction: the header's mode is "signal";
-// - the buffer holds one signal: a tick written before the previous one was taken replaces it.
+// - the buffer holds one signal, and a tick is written only once the handler has begun for the
+//   one before (CONTROL.ANSWERED): Pyodide runs Python code (collections.abc checks) to hand the
+//   handler its frame, and a signal taken there would sample those frames in a nested call
+//   (a signal CPython's check erased — it reads the buffer, then writes 0 — is written again
+//   after LOST_AFTER_MS, src/record/pyodide-ticks.ts).
 //   Missed ticks = scheduled − taken, recorded in the capture as the recording goes;
 // - while Python is blocked in C or JS code nothing is sampled (those ticks are missed too).
 //
@@ -29,7 +33,7 @@ import { Worker } from 'node:worker_threads';
 import { fileSink, type CaptureSink } from '../capture/index.js';
 import { RECORDER } from '../version.js';
 import { CONTROL, SIGINT, SIGUSR1, type ProgramOutcome, type WorkerTotals } from './pyodide-protocol.js';
-import { signalTick, type TickResult } from './pyodide-ticks.js';
+import { newTickResult, signalTick } from './pyodide-ticks.js';
 import { Sleeper } from './sleeper.js';
 
 // ---- protocol with the worker (src/record/pyodide-worker.ts) --------------------------------
@@ -127,6 +131,10 @@ export interface PyodideRecordingStats extends Omit<WorkerTotals, 'ticks' | 'mis
   missed: number;
   /** of the missed: slots the schedule itself skipped because this thread was late (never written) */
   lateTicks: number;
+  /** of the missed: slots not written because the handler had not yet begun for the signal before (CONTROL.ANSWERED) */
+  unanswered: number;
+  /** signals erased from the interrupt buffer before a handler saw them (CPython's check reads, then writes 0), written again */
+  lost: number;
   /** thread samples written (one per tick: Pyodide has one thread) */
   samples: number;
   /** from the first scheduled tick to the program's end (or its interruption) */
@@ -303,7 +311,7 @@ export async function recordPyodide(options: PyodideRecordOptions): Promise<Pyod
 
     // The schedule: tick k is due at start + k·interval. A tick that comes too late for its
     // slot is not made up for; the slots skipped are scheduled and missed.
-    const counts: TickResult = { scheduled: 0, lateTicks: 0 };
+    const counts = newTickResult();
     let next = start;
     let lastProgress = start;
     let stoppedForDuration = false;
@@ -370,6 +378,8 @@ export async function recordPyodide(options: PyodideRecordOptions): Promise<Pyod
       ticks: taken,
       missed: Math.max(0, counts.scheduled - taken),
       lateTicks: counts.lateTicks,
+      unanswered: counts.unanswered,
+      lost: counts.lost,
       samples: totals?.samples ?? taken,
       failedTicks: totals?.failedTicks ?? 0,
       firstFailure: totals?.firstFailure ?? null,

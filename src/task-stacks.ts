@@ -10,7 +10,9 @@
 // of coroutines it is suspended in. In `all` mode every task on the thread's list gives a stack
 // at each sample; in `running` mode only the running one. A thread running no task, or running
 // the event loop's own code for its task (the task is set, no coroutine is on the thread's
-// stack), keeps its thread stack. A thread whose stack runs another coroutine than the running
+// stack), keeps its thread stack; in `all` mode that running task, whose step has not reached
+// its coroutine (or has left it), also gets the stack of the chain it is suspended in, as a
+// waiting task does. A thread whose stack runs another coroutine than the running
 // task's was copied at another moment than its tasks: the sample is rejected (`corrupt`).
 //
 // Validated like the thread walk: every pointer in the sample's regions, every loop bounded,
@@ -96,17 +98,18 @@ export class TaskStacks {
       if (!shown) out.push({ input: base, task: null, running: false });
       if (this.mode === 'all') {
         for (const task of graph.tasks(tstate)) {
-          if (task === running) continue;
+          if (task === running && shown) continue;
           // each waiting task's stack is counted on its own, and rejected on its own: a task
-          // read while it ran (its step began after the thread's copy) is `torn`
+          // read while it ran (its step began after the thread's copy) is `torn`. The running
+          // task not on the thread's stack (the loop's own code runs for it) is suspended too.
           let name: string | null = null;
           try {
             const chain = graph.awaitChain(task);
             name = chain[0]?.name ?? null;
-            if (chain.length > 0) out.push({ input: { ...base, frames: this.awaiters(graph, mem, chain, false) }, task: { name }, running: false });
+            if (chain.length > 0) out.push({ input: { ...base, frames: this.awaiters(graph, mem, chain, false) }, task: { name }, running: task === running });
           } catch (e) {
             if (!(e instanceof TaskFault)) throw e;
-            out.push({ input: { ...base, status: e.status, frames: [] }, task: { name }, running: false });
+            out.push({ input: { ...base, status: e.status, frames: [] }, task: { name }, running: task === running });
           }
         }
       }

@@ -212,11 +212,13 @@ function ticksInside(windows: Iterable<[bigint, bigint]>, generations: Iterable<
     // edges (the call being made or returning, the clock being read)
     expect(named).toBeGreaterThanOrEqual(INSIDE_WANTED / 2);
     expect(wrong.slice(0, 5)).toEqual([]);
-    // adaptive: (almost) nothing is rejected. A code object that did not decode would reject
-    // every sample in its function (corrupt: its code missing from the table), a large share;
-    // what is left is a copy caught mid-change under load — one corrupt of 1,199 in a CI run on
-    // debian-3.14, none in some 260,000 samples recorded here with and without three busy
-    // loops beside it — rejected, as a copy that cannot be trusted must be, never named wrong
+    // adaptive: (almost) nothing is rejected. A code object whose record does not decode
+    // rejects the samples in it as corrupt. One way that happened, under load on 3.14 (about one
+    // run in ten beside other recording tests): a code object first seen had its names and
+    // line table read after the copy's readings, when its function had returned and been
+    // dropped — freed memory; the copy now reads the death count once more after those reads
+    // (thread-copy.ts). Rejections are printed, and bounded rather than forbidden: a copy that
+    // cannot be trusted is rejected, never named wrong (that stays absolute, above)
     expect(rejected, rejections.join(', ')).toBeLessThanOrEqual(Math.floor(0.01 * windows.size));
   });
 });

@@ -226,7 +226,16 @@ export function copyThread(
   ctx.reached(codes);
   released?.();
   const before = attempt.codes.size;
-  ctx.codes.check(codes, interp, generation, attempt.codes, (a, len) => pick(codeRangesRead, codeData, a, len), ctx.frozen ? frozenRead : null);
+  // (counting what the check reads for itself: the names and line table of a code object
+  // first seen are read after the readings, and must be brought inside the window below)
+  let codeLiveReads = 0;
+  const codeReader = ctx.frozen
+    ? frozenRead
+    : (a: bigint, len: number): Uint8Array | null => {
+        codeLiveReads++;
+        return ctx.source.tryRead(a, len);
+      };
+  ctx.codes.check(codes, interp, generation, attempt.codes, (a, len) => pick(codeRangesRead, codeData, a, len), codeReader);
   // the code objects it used lately, most recent first, to read with the next copy
   cache.codes = [...new Set([...codes, ...cache.codes])].slice(0, RECENT_CODES);
   // code objects checked with what the first read brought along cost no read of their own
@@ -241,6 +250,15 @@ export function copyThread(
     const seen: Seen = { tstate, ts, cframe, outerCframe, enteredFrom, frame, chain: chain.frames, mem, anchor, generation, generationAt: genAt };
     if (extra === 0) {
       snap.moved = !unchanged(L, ctx.consistency, seen, (a, n) => pick(plan, again!, a, n), ctx.tstateCheck);
+      // The readings agreed, but a code object's names and line table were read after them:
+      // had its frame returned and the function been dropped meanwhile, they would be freed
+      // memory, and the record would not decode (the sample then rejected as corrupt: seen
+      // under load on 3.14 in test/code-reuse.test.ts). The death count read once more closes
+      // the window around those reads: a code object that died since the readings moved it.
+      if (!snap.moved && codeLiveReads > 0 && genAt && generation !== null) {
+        const now = ctx.source.tryRead(genAt.address, genAt.length);
+        if (!now || u64(now) !== generation) snap.moved = true;
+      }
     } else {
       // read again what the copy ended up using, and compare
       const used: Range[] = [{ address: tstate, length: ts.length }];

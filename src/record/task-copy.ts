@@ -126,8 +126,21 @@ export class TaskCopier {
         try {
           const chain = graph.awaitChain(task);
           chain.forEach((node, i) => {
-            // the running task's coroutine runs in the thread: its frames are the thread's own
-            if (node.coro !== 0n && !(i === 0 && task === running)) frames.push(...graph.coroFrames(node.coro));
+            if (node.coro === 0n) return;
+            if (i > 0 || task !== running) {
+              frames.push(...graph.coroFrames(node.coro));
+              return;
+            }
+            // the running task's coroutine runs in the thread: its frames are the thread's own.
+            // In `all` mode it is copied too, for the moment the loop's own code runs for the
+            // task (its coroutine suspended, not on the stack): the view then shows the chain it
+            // is suspended in. Caught running, it is on the stack, and nothing else is needed.
+            if (this.mode !== 'all') return;
+            try {
+              frames.push(...graph.coroFrames(node.coro));
+            } catch (e) {
+              if (!(e instanceof TaskFault)) throw e;
+            }
           });
         } catch (e) {
           // one task that cannot be read (a waiting one caught running: torn) leaves the

@@ -127,19 +127,16 @@ export class TaskCopier {
           const chain = graph.awaitChain(task);
           chain.forEach((node, i) => {
             if (node.coro === 0n) return;
-            if (i > 0 || task !== running) {
-              frames.push(...graph.coroFrames(node.coro));
-              return;
-            }
             // the running task's coroutine runs in the thread: its frames are the thread's own.
             // In `all` mode it is copied too, for the moment the loop's own code runs for the
             // task (its coroutine suspended, not on the stack): the view then shows the chain it
-            // is suspended in. Caught running, it is on the stack, and nothing else is needed.
-            if (this.mode !== 'all') return;
+            // is suspended in. Caught running (the read stops at it), it is on the stack.
+            const own = i === 0 && task === running;
+            if (own && this.mode !== 'all') return;
             try {
               frames.push(...graph.coroFrames(node.coro));
             } catch (e) {
-              if (!(e instanceof TaskFault)) throw e;
+              if (!own || !(e instanceof TaskFault)) throw e;
             }
           });
         } catch (e) {

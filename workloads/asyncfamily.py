@@ -10,8 +10,9 @@ Usage: python3 asyncfamily.py SECONDS CHILD_OUT [PYTHON]
                                  asynctasks.py for SECONDS, its JSON lines into the file
                                  CHILD_OUT; it imports asyncio only once it has started
     plain child                  a new Python that never imports asyncio: it sleeps a
-                                 millisecond at a time for half a second (time.sleep in a
-                                 loop at module level), then exits
+                                 millisecond at a time for SECONDS (time.sleep in a loop at
+                                 module level), then exits — as long as the others, so that
+                                 a recorder held off the CPU still finds it running
 
 First of all the parent prints {"children": {"asyncio": PID, "plain": PID}}; at the end it
 waits for both children.
@@ -25,13 +26,13 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TASKS = os.path.join(HERE, "asynctasks.py")
-PLAIN = "import time\nend = time.monotonic() + 0.5\nwhile time.monotonic() < end:\n    time.sleep(0.001)\n"
+PLAIN = "import sys, time\nend = time.monotonic() + float(sys.argv[1])\nwhile time.monotonic() < end:\n    time.sleep(0.001)\n"
 
 
 def main(seconds, child_out, python):
     with open(child_out, "w") as out:
         child = subprocess.Popen([python, TASKS, seconds], stdout=out)
-    plain = subprocess.Popen([python, "-c", PLAIN])
+    plain = subprocess.Popen([python, "-c", PLAIN, seconds])
     print(json.dumps({"children": {"asyncio": child.pid, "plain": plain.pid}}), flush=True)
     sys.argv = [TASKS, seconds]
     runpy.run_path(TASKS, run_name="__main__")

@@ -56,20 +56,19 @@ export function prepareProgram(py: PyodideApi, program: ProgramSource): Program 
  */
 export function execProgram(py: PyodideApi, program: Program, stopAsked: () => boolean): ProgramOutcome {
   const builtins = py.pyimport('builtins');
+  // taken before: importing it after the program's exception runs Python (Pyodide's pyimport),
+  // where a SIGINT written to stop the program would be raised again
+  const sys = py.pyimport('sys');
   try {
     builtins.exec(program.code, program.globals);
     return { kind: 'finished' };
   } catch (e) {
-    const sys = py.pyimport('sys');
-    try {
-      return outcomeOf(e, sys, stopAsked);
-    } finally {
-      sys.destroy?.();
-    }
+    return outcomeOf(e, sys, stopAsked);
   } finally {
     program.code.destroy?.();
     program.globals.destroy?.();
     builtins.destroy?.();
+    sys.destroy?.();
   }
 }
 

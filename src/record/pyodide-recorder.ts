@@ -342,7 +342,8 @@ export async function recordPyodide(options: PyodideRecordOptions): Promise<Pyod
 
     // Stopping before the program's end: one more SIGUSR1 makes the worker flush what it has
     // (so a program that then refuses to stop loses nothing); then SIGINT, which raises
-    // KeyboardInterrupt, written again now and then in case the program caught one.
+    // KeyboardInterrupt, written again now and then in case the program caught one — while
+    // the program runs (FINISHED not set) only.
     let terminated = false;
     if (stoppedForDuration || failure) {
       Atomics.store(interrupt, 0, SIGUSR1);
@@ -357,7 +358,10 @@ export async function recordPyodide(options: PyodideRecordOptions): Promise<Pyod
           await worker.terminate();
           break;
         }
-        Atomics.store(interrupt, 0, SIGINT);
+        // not once the program is over (FINISHED: its frames gone, Pyodide formatting its
+        // KeyboardInterrupt, the worker winding up): a SIGINT then would be raised in that
+        // Python, not the program's — a failure of the worker instead of a stopped program
+        if (Atomics.load(control, CONTROL.FINISHED) === 0) Atomics.store(interrupt, 0, SIGINT);
         await Promise.race([wait(), new Promise((r) => setTimeout(r, 50))]);
       }
     } else {

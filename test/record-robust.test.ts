@@ -196,7 +196,7 @@ describe('record → report on a live interpreter', () => {
     const file = path.join(dir, 'killed.pyuw');
     const recorder = spawn(process.execPath, [BIN, 'record', '--pid', String(target.pid), '-o', file, '-q'], { stdio: 'ignore' });
     children.push(recorder);
-    // part-way: once two blocks (two seconds) are in the file, and the third is being gathered
+    // part-way: once two blocks of samples (two seconds) are in the file, and the next is being gathered
     await waitForBlocks(file, 2);
     recorder.kill('SIGKILL');
     await new Promise((r) => recorder.once('exit', r));
@@ -204,7 +204,7 @@ describe('record → report on a live interpreter', () => {
     expect(result.closedCleanly).toBe(false);
     expect(result.warnings.length).toBeLessThanOrEqual(1);
     const stats = result.profile.stats();
-    // blocks are flushed every second: at least the first two seconds are there
+    // the two blocks of samples waited for are there (and any block of code objects alone)
     expect(result.blocks).toBeGreaterThanOrEqual(2);
     expect(stats.attempted).toBeGreaterThan(0);
     expect(stats.trusted / stats.attempted).toBeGreaterThan(0.9);
@@ -294,13 +294,17 @@ describe('record → report on a live interpreter', () => {
   });
 });
 
-/** Wait until a capture being written holds `n` complete blocks. */
+/**
+ * Wait until a capture being written holds `n` complete blocks with samples. (A block may hold
+ * none: code objects read before the first tick, or one whose bytecode specialized since it was
+ * recorded, end a block of their own; a starved recorder's block may hold only missed ticks.)
+ */
 async function waitForBlocks(file: string, n: number, timeoutMs = 30_000): Promise<void> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     try {
       const reader = readCaptureBytes(fs.readFileSync(file));
-      if ([...reader.rawBlocks()].length >= n) return;
+      if ([...reader.blocks()].filter((b) => b.samples.length > 0).length >= n) return;
     } catch {
       // not even a header yet
     }

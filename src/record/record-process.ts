@@ -17,7 +17,7 @@ import { CpuStates } from './cpu-states.js';
 import type { SampleFact, SamplingMode } from '../capture/types.js';
 import { SamplerGroup, TargetSampler, type SamplerStats } from './sampler.js';
 import { openStopper, stopperLike, type AnyStopper } from './stopper.js';
-import { commandLine, DescendantWatcher } from './subprocesses.js';
+import { commandLine, DescendantWatcher, LOOK_AGAIN } from './subprocesses.js';
 import { RECORDER } from '../version.js';
 
 export interface RecordProcessOptions {
@@ -362,21 +362,34 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
         pollEveryMs: follow.pollEveryMs ?? SUBPROCESS_POLL_MS,
       });
       const recordings = new Map<number, number>();
-      const settled = (cpid: number, parentPid: number): string | null => {
+      // when each descendant found "not Python" was first looked at (see settled)
+      const firstLook = new Map<number, number>();
+      const settled = (cpid: number, parentPid: number): string | null | typeof LOOK_AGAIN => {
         const cmd = commandLine(cpid);
         let src: LinuxProcessSource;
         try {
           src = openLinuxProcess(cpid);
         } catch (e) {
-          return refuse(cpid, parentPid, cmd, e);
+          // A program that has just been exec'd may still be loading: its interpreter library
+          // (libpython3.N) not yet mapped beside its executable, on a busy machine for longer
+          // than the poll that saw it settle. What is not Python is looked at again for a while.
+          if (e instanceof TargetError && e.kind === 'not-python' && processIsRunning(cpid)) {
+            const now = performance.now();
+            const first = firstLook.get(cpid) ?? now;
+            firstLook.set(cpid, first);
+            if (now - first < LOADING_WAIT_MS) return LOOK_AGAIN;
+          }
+          firstLook.delete(cpid);
+          return refuse(cpid, parentPid, cmd, attachFailure(cpid, e));
         }
+        firstLook.delete(cpid);
         if (!options.asyncio) return startFollowing(src, cpid, parentPid, cmd, null);
         let found: AsyncioFound | string;
         try {
           found = asyncioOffsetsNow(src);
         } catch (e) {
           src.close();
-          return refuse(cpid, parentPid, cmd, e);
+          return refuse(cpid, parentPid, cmd, attachFailure(cpid, e));
         }
         if (typeof found !== 'string') return startFollowing(src, cpid, parentPid, cmd, found);
         waiting.set(cpid, { source: src, parentPid, command: cmd, every: SUBPROCESS_POLL_MS, next: performance.now() + SUBPROCESS_POLL_MS });
@@ -403,7 +416,7 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
           );
         } catch (e) {
           src.close();
-          return refuse(cpid, parentPid, cmd, e);
+          return refuse(cpid, parentPid, cmd, attachFailure(cpid, e));
         }
         recordings.set(cpid, nth);
         const f: Followed = { pid: cpid, parentPid, command: cmd, target: src.description, output: typeof out === 'string' ? out : null, execed: false, sampler: null! };
@@ -514,6 +527,8 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
 
 /** How often record --subprocesses looks for new descendants (ms). */
 export const SUBPROCESS_POLL_MS = 20;
+/** How long a descendant that does not look like Python is looked at again (at every poll) before it is left unfollowed: its program may still be loading. */
+const LOADING_WAIT_MS = 300;
 
 /**
  * A subprocess that runs a new program within this long of being attached was a copy of its
@@ -554,6 +569,26 @@ const ASYNCIO_LOOK_MAX_MS = 160;
 /** The capture header's asyncio field. */
 function asyncioField(found: AsyncioFound, mode: AsyncMode): { mode: AsyncMode; debugOffsets: string } {
   return { mode, debugOffsets: Buffer.from(found.debugOffsets).toString('hex') };
+}
+
+/**
+ * Why a child could not be attached. One that ends meanwhile loses its /proc files (also while
+ * it is still exiting, before it is a zombie) or fails a read part-way: it is said to have
+ * exited, with the failure it caused when that says more.
+ */
+function attachFailure(cpid: number, e: unknown): string {
+  if (e instanceof TargetError && e.kind === 'no-process') return 'it exited while it was being attached';
+  const message = e instanceof Error ? e.message : String(e);
+  return processIsRunning(cpid) && !memoryReleased(cpid) ? message : `it exited while it was being attached (${message})`;
+}
+
+/** Has process `pid` (a child seen running a program) let go of its memory: it is exiting? */
+function memoryReleased(pid: number): boolean {
+  try {
+    return fs.readFileSync(`/proc/${pid}/maps`, 'latin1').length === 0;
+  } catch {
+    return true;
+  }
 }
 
 /**

@@ -19,7 +19,9 @@
 //   A subprocess.Popen child is a copy of its parent (a vfork child even shares its memory)
 //   until it execs a moment later: looked at then, it would pass for a Python running the
 //   parent's code. A multiprocessing 'fork' child, which never execs, settles at the next poll.
-//   A process that lives less than a poll or two is not seen at all.
+//   A process that lives less than a poll or two is not seen at all. The recorder may ask to
+//   look again at the next polls (LOOK_AGAIN): a program just exec'd whose loader has not yet
+//   mapped its interpreter library looks like no Python at all.
 // - A process that runs a new program after it was looked at (a shell that execs python, a
 //   recorded child that execs) is looked at again.
 
@@ -217,13 +219,16 @@ function parentsByScan(): Map<number, number[]> {
   return byParent;
 }
 
+/** What `settled` returns for a descendant to be looked at again at the next poll (its program may not be loaded yet). */
+export const LOOK_AGAIN = Symbol('look again');
+
 /** What the recorder makes of a descendant that settled on a program. */
 export interface WatcherEvents {
   /**
-   * Descendant `pid` (a child of `parentPid`) has settled on a program: record it (null), or
-   * say in one line why it is not followed.
+   * Descendant `pid` (a child of `parentPid`) has settled on a program: record it (null), say
+   * in one line why it is not followed, or LOOK_AGAIN at the next poll.
    */
-  settled(pid: number, parentPid: number): string | null;
+  settled(pid: number, parentPid: number): string | null | typeof LOOK_AGAIN;
   /** A recorded descendant ran a new program (execve): its recording must end; it is looked at again once it settles. */
   execed(pid: number): void;
 }
@@ -345,6 +350,8 @@ export class DescendantWatcher {
   }
 
   private settle(pid: number, parentPid: number): void {
-    this.known.get(pid)!.state = this.handle(() => this.events.settled(pid, parentPid)) === null ? 'recorded' : 'other';
+    const verdict = this.handle(() => this.events.settled(pid, parentPid));
+    // (LOOK_AGAIN: it stays new, and settles again at the next poll that finds the same program)
+    if (verdict !== LOOK_AGAIN) this.known.get(pid)!.state = verdict === null ? 'recorded' : 'other';
   }
 }

@@ -68,6 +68,24 @@ function roles(wall: JsonReport): Map<Role, string> {
 
 const samplesOf = (r: JsonReport, label: string | undefined): number => r.threads.find((t) => t.label === label)?.summary.attempted ?? 0;
 
+/**
+ * Record the workload under `python` (with `extra` record options) for `seconds` into `file`,
+ * and report it. What is checked of it needs more than 500 samples (`counted`: of the thread
+ * that matters); how many ticks the recorder gets depends on the machine's load (one held to
+ * ~100 ticks/s gets ~300 in 3 s), so while it got fewer the program is recorded again for twice
+ * as long, up to four times `seconds`. The caller's checks still hold the count to 500.
+ */
+function recordEnough(what: string, python: string, file: string, extra: string[], seconds: number, counted: (r: JsonReport) => number): { truth: Truth; report: JsonReport } {
+  for (let s = seconds; ; s *= 2) {
+    const rec = pyunwind(['record', '-q', '-r', '1000', ...extra, '-o', file, '--', python, WORKLOAD, String(s)]);
+    expect(rec.status, rec.stderr).toBe(0);
+    const got = { truth: JSON.parse(rec.stdout.trim().split('\n').pop()!) as Truth, report: report(file) };
+    const n = counted(got.report);
+    if (n > 500 || s >= 4 * seconds) return got;
+    console.log(`[modes] ${what}: ${n} samples in ${s} s (a loaded machine): recording for ${2 * s} s`);
+  }
+}
+
 describe.each(nativeInterpreters())('sampling modes, $label', (py) => {
   if (py.missing) {
     it(`is skipped: ${py.missing}`, () => recordCoverage('modes', py.label, false, py.missing!));
@@ -75,25 +93,9 @@ describe.each(nativeInterpreters())('sampling modes, $label', (py) => {
   }
   it('one wall capture, reported in every mode its Python tells: each thread as the program measured itself', () => {
     const file = path.join(dir, `${py.label}.pyuw`);
-    // The shares below need enough samples of each thread to mean something (500). How many
-    // ticks the recorder gets depends on the machine's load: while it got too few, the program
-    // is recorded again for twice as long (up to 4 times SECONDS).
-    let truth: Truth;
-    let wall: JsonReport;
-    let who: Map<Role, string>;
-    let w: (role: Role) => number;
-    for (let seconds = SECONDS; ; seconds *= 2) {
-      const rec = pyunwind(['record', '-q', '-r', '1000', '-o', file, '--', py.command, WORKLOAD, String(seconds)]);
-      expect(rec.status, rec.stderr).toBe(0);
-      truth = JSON.parse(rec.stdout.trim().split('\n').pop()!) as Truth;
-      wall = report(file);
-      const seen = roles(wall);
-      who = seen;
-      w = (role: Role): number => samplesOf(wall, seen.get(role));
-      const fewest = Math.min(...[...seen.keys()].map(w));
-      if (seen.size < 4 || fewest > 500 || seconds >= 4 * SECONDS) break;
-      console.log(`[modes] ${py.label}: ${fewest} samples of a thread in ${seconds} s (a loaded machine): recording for ${2 * seconds} s`);
-    }
+    // (the shares below need enough samples of each thread to mean something: see recordEnough)
+    const { truth, report: wall } = recordEnough(py.label, py.command, file, [], SECONDS, (r) => Math.min(...[...roles(r).values()].map((label) => samplesOf(r, label))));
+    const who = roles(wall);
     const header = readCaptureBytes(fs.readFileSync(file)).header;
     expect(header.sampling).toBe('wall');
     const minor = Number(header.pythonVersion.split('.')[1]);
@@ -102,6 +104,7 @@ describe.each(nativeInterpreters())('sampling modes, $label', (py) => {
 
     expect(wall.metadata.mode).toBe('wall');
     expect([...who.keys()].sort()).toEqual(['hasher', 'main', 'napper', 'spinner']);
+    const w = (role: Role): number => samplesOf(wall, who.get(role));
     for (const role of who.keys()) expect(w(role), role).toBeGreaterThan(500);
     const lines: string[] = [];
     const share = (r: JsonReport, role: Role): number => samplesOf(r, who.get(role)) / w(role);
@@ -163,19 +166,10 @@ describe('record --mode', () => {
   }
   it(`cpu keeps only the samples of threads on a CPU (${py.label}); the capture refuses other modes`, () => {
     const file = path.join(dir, 'cpu-only.pyuw');
-    // (recorded again for twice as long while the recorder got too few ticks: see above)
-    let cpu: JsonReport;
-    let who: Map<Role, string>;
-    let spinner: number;
-    for (let seconds = 2; ; seconds *= 2) {
-      const rec = pyunwind(['record', '-q', '-r', '1000', '--mode', 'cpu', '-o', file, '--', py.command, WORKLOAD, String(seconds)]);
-      expect(rec.status, rec.stderr).toBe(0);
-      cpu = report(file);
-      who = roles(cpu);
-      spinner = samplesOf(cpu, who.get('spinner'));
-      if (spinner > 500 || seconds >= 8) break;
-      console.log(`[modes] cpu only: ${spinner} samples of the spinner in ${seconds} s (a loaded machine): recording for ${2 * seconds} s`);
-    }
+    const spinnerOf = (r: JsonReport): number => samplesOf(r, roles(r).get('spinner'));
+    const cpu = recordEnough('cpu only, the spinner', py.command, file, ['--mode', 'cpu'], 2, spinnerOf).report;
+    const who = roles(cpu);
+    const spinner = spinnerOf(cpu);
     expect(readCaptureBytes(fs.readFileSync(file)).header.sampling).toBe('cpu');
     expect(cpu.metadata.mode).toBe('cpu');
     expect(spinner).toBeGreaterThan(500);

@@ -384,7 +384,18 @@ export function walkOne(tstate: u64, frames: u32): void {
     let nextCallee: u64 = 0;
     if (ownerIn(ownerPython, owner)) {
       const code = fieldPtr(f, frExecutable) & ~tagMask;
-      // a NULL executable is a frame being created or cleared: skip it, keep following
+      // A NULL executable is a frame that was popped (3.14+ clear it) or is being set up: as
+      // the current frame, the copy caught it in between (skipped: its caller's stack is of
+      // that moment); below another frame, it is a caller read after it returned — frames of
+      // different moments (docs/validation.md)
+      if (code == 0 && visited != 0) {
+        outStatus = CORRUPT;
+        outFail = frame;
+        outVisited = visited;
+        outLast = last;
+        outFrames = pyCount;
+        return;
+      }
       if (code != 0) {
         const ip = fieldPtr(f, frInstrPtr);
         let bad: u64 = 0;

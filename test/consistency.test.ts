@@ -1,8 +1,11 @@
 // Consistent copies of a running stack. The churn oracle (workloads/churn.py) calls and
-// returns far faster than a copy takes, through functions whose possible stacks are known;
-// it is recorded live at 5 kHz for 4 s, and every accepted stack is checked against the set of
-// possible ones: none may be impossible, in any mode. Also: the anchor written into the target
-// (3.15+) is back to 0 after every kind of end, and the target runs on unharmed.
+// returns far faster than a copy takes, through functions whose possible stacks it reports
+// itself; it is recorded live, and every accepted stack is checked against that set. In every
+// mode the docs call exact — the default, blocking, and optimistic with the anchor (3.15+) —
+// none may be impossible; optimistic without the anchor keeps copies whose readings merely
+// agree, and its share of impossible stacks is bounded (docs/validation.md). `npm run churn`
+// makes the same checks over a million samples and more. Also: the anchor written into the
+// target (3.15+) is back to 0 after every kind of end, and the target runs on unharmed.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -10,13 +13,11 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { anchors } from './helpers/anchors.js';
 import { recordCoverage } from './helpers/coverage.js';
-import { CHURN_STACKS } from '../harness/churn.js';
+import { recordChurn, startChurn as startOracle, type ChurnOutcome, type ChurnRecording } from '../harness/churn.js';
 import { nativeInterpreters, type Interpreter } from '../harness/interpreters.js';
 import { untilReadable, waitUntil } from './helpers/wait.js';
 
 const BIN = path.resolve('bin/pyunwind.js');
-const CHURN = path.resolve('workloads/churn.py');
-
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pyunwind-consistency-'));
 const children: ChildProcess[] = [];
@@ -25,106 +26,56 @@ afterAll(() => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-interface Outcome {
-  attempted: number;
-  accepted: number;
-  rejected: number;
-  impossible: string[];
-  statuses: Record<string, number>;
-  copyMicros: { mean: number; p50: number; p99: number };
-  stopped: number;
-  rounds: number;
-}
-
+/** workloads/churn.py for `seconds`, and the rounds it ran (for the tests that only need it running). */
 function startChurn(py: Interpreter, seconds: number): { child: ChildProcess; done: Promise<number> } {
-  const child = spawn(py.command, [CHURN, String(seconds)], { stdio: ['ignore', 'pipe', 'inherit'] });
-  children.push(child);
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  const done = new Promise<number>((resolve) =>
-    child.once('close', () => resolve(out.trim() ? (JSON.parse(out.trim().split('\n').pop()!) as { rounds: number }).rounds : 0)),
-  );
-  return { child, done };
-}
-
-/** Record churn.py in `mode` at `rate` Hz until it exits, and judge every accepted stack. */
-async function recordChurn(py: Interpreter, mode: string, rate: number, seconds: number, extra: string[] = []): Promise<Outcome> {
-  const { child, done } = startChurn(py, seconds);
-  await untilReadable(child.pid!);
-  const file = path.join(dir, `${py.label}-${mode}.pyuw`);
-  const rec = spawnSync(process.execPath, [BIN, 'record', '--pid', String(child.pid), '-o', file, '-r', String(rate), '--copy', mode, '-q', ...extra], {
-    encoding: 'utf8',
-    timeout: 120_000,
-  });
-  expect(rec.status, rec.stderr).toBe(0);
-  const rounds = await done;
-  const rep = spawnSync(process.execPath, [BIN, 'report', file, '-f', 'json', '-q'], { encoding: 'utf8', timeout: 120_000 });
-  expect(rep.status, rep.stderr).toBe(0);
-  const json = JSON.parse(rep.stdout) as {
-    summary: { attempted: number; trusted: number; rejected: number; statuses: Record<string, number> };
-    metadata: { recording: { copyMicros: { mean: number; p50: number; p99: number }; stopped: number } };
-    threads: { frames: { qualname: string }[]; stacks: [number, number, number][] }[];
-  };
-  const impossible: string[] = [];
-  let accepted = 0;
-  for (const t of json.threads) {
-    for (let i = 0; i < t.stacks.length; i++) {
-      const names: string[] = [];
-      for (let k = i; k >= 0; k = t.stacks[k]![0]) names.unshift(t.frames[t.stacks[k]![1]]!.qualname);
-      const weight = t.stacks[i]![2];
-      accepted += weight;
-      if (weight > 0 && !CHURN_STACKS.has(names.join(';'))) impossible.push(`${names.join(';')} ×${weight}`);
-    }
-  }
-  const s = json.summary;
-  return {
-    attempted: s.attempted,
-    accepted,
-    rejected: s.rejected,
-    impossible,
-    statuses: s.statuses,
-    copyMicros: json.metadata.recording.copyMicros,
-    stopped: json.metadata.recording.stopped,
-    rounds,
-  };
+  const run = startOracle(py.command, seconds);
+  children.push(run.child);
+  return { child: run.child, done: run.rounds };
 }
 
 /**
- * recordChurn again until the recordings together attempted at least `enough` samples (at most
- * four recordings): a loaded machine gives the recorder fewer ticks in a run of fixed length,
- * and the check needs enough stacks to mean something. The outcomes add up (the copy window
- * and the share stopped are the last recording's).
+ * Recordings of churn.py (each shape, one thread then two, taking turns) until they together
+ * accepted `enough` samples, at most eight: a loaded machine gives the recorder fewer ticks in a
+ * run of fixed length, and the check needs enough stacks to mean something. The outcomes add
+ * up (the copy window is the last recording's).
  */
-async function recordChurnUntil(py: Interpreter, mode: string, rate: number, seconds: number, enough: number, extra: string[] = []): Promise<Outcome> {
-  let sum: Outcome | null = null;
-  for (let k = 0; k < 4 && (sum === null || sum.attempted < enough); k++) {
-    const o = await recordChurn(py, mode, rate, seconds, extra);
+async function recordUntil(py: Interpreter, r: Omit<ChurnRecording, 'command' | 'file' | 'shape' | 'threads'>, enough: number): Promise<ChurnOutcome> {
+  let sum: ChurnOutcome | null = null;
+  for (let k = 0; k < 8 && (sum === null || sum.accepted < enough); k++) {
+    const o = await recordChurn({ ...r, command: py.command, file: path.join(dir, `${py.label}-${r.copy}-${k}.pyuw`), shape: k % 2 === 0 ? 'short' : 'rich', threads: 1 + (Math.floor(k / 2) % 2) });
     if (sum === null) sum = o;
     else {
       const statuses: Record<string, number> = { ...sum.statuses };
       for (const [key, n] of Object.entries(o.statuses)) statuses[key] = (statuses[key] ?? 0) + n;
+      const w = (a: number, b: number) => (a * sum!.attempted + b * o.attempted) / Math.max(1, sum!.attempted + o.attempted);
       sum = {
         ...o,
         attempted: sum.attempted + o.attempted,
         accepted: sum.accepted + o.accepted,
         rejected: sum.rejected + o.rejected,
         impossible: [...sum.impossible, ...o.impossible],
+        impossibleSamples: sum.impossibleSamples + o.impossibleSamples,
         statuses,
         rounds: sum.rounds + o.rounds,
+        copiedStopped: w(sum.copiedStopped, o.copiedStopped),
+        targetStopped: w(sum.targetStopped, o.targetStopped),
       };
     }
   }
   return sum!;
 }
 
-function describeOutcome(label: string, mode: string, o: Outcome): string {
-  const pct = (n: number) => `${((100 * n) / Math.max(1, o.attempted)).toFixed(1)}%`;
+function describeOutcome(label: string, mode: string, o: ChurnOutcome): string {
+  const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
   return (
-    `${label} ${mode}: ${o.attempted} attempted, ${o.accepted} accepted, rejected ${pct(o.rejected)} ` +
+    `${label} ${mode}: ${o.attempted} attempted, ${o.accepted} accepted, rejected ${pct(o.rejected / Math.max(1, o.attempted))} ` +
     `(torn ${o.statuses['torn'] ?? 0}, incomplete ${o.statuses['incomplete'] ?? 0}, corrupt ${o.statuses['corrupt'] ?? 0}), ` +
-    `impossible ${o.impossible.length}, stopped ${pct(o.stopped)}, copy window ${o.copyMicros.mean} µs mean / ${o.copyMicros.p99} µs p99`
+    `impossible ${o.impossibleSamples}, copied stopped ${pct(o.copiedStopped)}, target stopped ${pct(o.targetStopped)} of its time, ` +
+    `copy window ${o.copyMicros.mean} µs mean / ${o.copyMicros.p99} µs p99`
   );
 }
+
+const impossibleList = (o: ChurnOutcome): string[] => o.impossible.map((i) => `${i.stack} ×${i.count}`);
 
 const churnTargets = nativeInterpreters().filter((p) => /^debian-3\.1[3-9]/.test(p.label));
 
@@ -133,37 +84,41 @@ describe.each(churnTargets)('the churn oracle on $label', (py) => {
     it(`is skipped: ${py.missing}`, () => recordCoverage('consistency', py.label, false, py.missing!));
     return;
   }
-  it('default mode, 5 kHz for 4 s: no impossible stack accepted', async () => {
-    const o = await recordChurnUntil(py, 'adaptive', 5000, 4.5, 600);
+  const anchored = py.label === 'debian-3.15';
+  it('default mode, 5 kHz: no impossible stack accepted', async () => {
+    const o = await recordUntil(py, { copy: 'adaptive', rateHz: 5000, seconds: 3 }, 8000);
     console.log(describeOutcome(py.label, 'adaptive (default)', o));
-    // how many samples the recorder gets depends on the machine's load (2,000-10,000 on a
-    // quiet one, 800 beside two busy loops: most of churn's copies are made stopped, and each
-    // stop waits for the kernel); the check needs enough accepted stacks to mean something,
-    // and records again while it has too few (recordChurnUntil)
-    expect(o.attempted).toBeGreaterThan(500);
-    expect(o.accepted).toBeGreaterThan(500);
-    expect(o.impossible).toEqual([]);
-    // no sample lost to the check (0.0 % measured on a quiet machine, docs/validation.md; a
-    // little more while other tests load the machine)
+    // how many samples the recorder gets depends on the machine's load; the check needs enough
+    // accepted stacks to mean something, and records again while it has too few (recordUntil)
+    expect(o.accepted).toBeGreaterThan(2000);
+    expect(impossibleList(o)).toEqual([]);
+    // no sample lost to the check (0 measured on a quiet machine, docs/validation.md; a little
+    // more while other tests load the machine)
     expect(o.rejected / o.attempted).toBeLessThanOrEqual(0.05);
     recordCoverage('consistency', `${py.label} churn`, true);
   });
   it('blocking: no impossible stack accepted', async () => {
-    const o = await recordChurnUntil(py, 'blocking', 1000, 3, 300);
+    const o = await recordUntil(py, { copy: 'blocking', rateHz: 2000, seconds: 2 }, 3000);
     console.log(describeOutcome(py.label, 'blocking', o));
-    expect(o.attempted).toBeGreaterThan(200);
-    expect(o.impossible).toEqual([]);
+    expect(o.accepted).toBeGreaterThan(1000);
+    expect(impossibleList(o)).toEqual([]);
   });
-  it('optimistic (never stops the target): none impossible with the anchor; without it, the weaker re-read check', async () => {
-    for (const extra of [[], ['--read-only']]) {
-      const o = await recordChurnUntil(py, 'optimistic', 5000, 3, 300, extra);
-      const mode = `optimistic ${extra.join(' ')}`.trim();
+  it(`optimistic (never stops the target): ${anchored ? 'none impossible with the anchor; without it, ' : ''}the agreeing readings' bound`, async () => {
+    for (const readOnly of anchored ? [false, true] : [false]) {
+      const o = await recordUntil(py, { copy: 'optimistic', rateHz: 10000, seconds: 2, readOnly }, 2000);
+      const mode = `optimistic${readOnly ? ' --read-only' : ''}`;
       console.log(describeOutcome(py.label, mode, o));
-      expect(o.attempted).toBeGreaterThan(200);
-      const anchored = extra.length === 0 && py.label === 'debian-3.15';
-      if (anchored) expect(o.impossible).toEqual([]);
-      // the re-read check's guarantee is weaker (docs/validation.md): rare, never many
-      else expect(o.impossible.reduce((n, s) => n + Number(s.split('×')[1]), 0)).toBeLessThanOrEqual(Math.max(5, o.accepted * 0.01));
+      expect(o.copiedStopped).toBe(0);
+      if (anchored && !readOnly) {
+        expect(o.accepted).toBeGreaterThan(1000);
+        expect(impossibleList(o)).toEqual([]);
+      } else {
+        // without the anchor nothing proves the copy of the thread that holds the GIL: one whose
+        // readings agree is kept, and agreement is not proof (docs/validation.md gives the rate
+        // measured over a million samples; this bound is what the test holds it to)
+        expect(o.accepted).toBeGreaterThan(200);
+        expect(o.impossibleSamples, impossibleList(o).join(', ')).toBeLessThanOrEqual(Math.max(5, o.accepted * 0.01));
+      }
     }
   });
 });

@@ -72,7 +72,9 @@ describe.each(nativeInterpreters())('torn copies from real memory, $label', (py)
     const source = openLinuxProcess(p.pid);
     const layout = source.layout;
     const P = layout.pointerSize;
-    const copier = new MemoryCopier(source);
+    // (the program waits at each moment: its readings agree — kept as optimistic mode keeps
+    // them where nothing else proves a copy)
+    const copier = new MemoryCopier(source, { keepAgreeing: true, consistency: 'reread' });
     const A = takeSnapshot(source, { copier });
     p.send('');
     await p.waitFor('B');

@@ -291,6 +291,15 @@ static void walkOne(u64 tstate, u32 frames) {
     u64 nextCallee = 0;
     if (ownerIn(ownerPython, owner)) {
       u64 code = fieldPtr(f, frExecutable) & ~tagMask;
+      /* a NULL executable below the current frame: frames of different moments */
+      if (code == 0 && visited != 0) {
+        outStatus = CORRUPT;
+        outFail = frame;
+        outVisited = visited;
+        outLast = last;
+        outFrames = pyCount;
+        return;
+      }
       if (code != 0) {
         u64 ip = fieldPtr(f, frInstrPtr);
         u64 bad = 0;

@@ -25,7 +25,7 @@ const TABLES: Record<string, Tables> = {
     executableTagMask: 0,
     bottom: 'is-entry-flag',
     runtime: { interpretersHead: 40 },
-    interp: { id: 48, next: 0, threadsHead: 16, threadsMain: null, codeObjectGeneration: null, gilHolder: null, gilLocked: null, gcCollecting: null },
+    interp: { id: 48, next: 0, threadsHead: 16, threadsMain: null, codeObjectGeneration: null, gilHolder: null, gilLocked: null, gilSwitchNumber: null, gilInUse: null, gilOwn: null, gcCollecting: null },
     tstate: {
       size: 360, prev: 0, next: 8, interp: 16, currentFrame: 56, cframeCurrentFrame: 8, cframePrevious: 16,
       baseFrame: null, lastProfiledFrame: null, lastProfiledFrameSeq: null,
@@ -54,7 +54,7 @@ const TABLES: Record<string, Tables> = {
     bottom: 'is-entry-flag',
     // measured in Pyodide's 3.11.3: 8 bytes further than the ILP32 computation (28) puts it
     runtime: { interpretersHead: 36 },
-    interp: { id: 40, next: 0, threadsHead: 16, threadsMain: null, codeObjectGeneration: null, gilHolder: null, gilLocked: null, gcCollecting: null },
+    interp: { id: 40, next: 0, threadsHead: 16, threadsMain: null, codeObjectGeneration: null, gilHolder: null, gilLocked: null, gilSwitchNumber: null, gilInUse: null, gilOwn: null, gcCollecting: null },
     tstate: {
       size: 208, prev: 0, next: 4, interp: 8, currentFrame: 40, cframeCurrentFrame: 4, cframePrevious: 8,
       baseFrame: null, lastProfiledFrame: null, lastProfiledFrameSeq: null,
@@ -80,7 +80,7 @@ const TABLES: Record<string, Tables> = {
     executableTagMask: 0,
     bottom: 'entry-frame',
     runtime: { interpretersHead: 40 },
-    interp: { id: 8, next: 0, threadsHead: 72, threadsMain: null, codeObjectGeneration: null, gilHolder: null, gilLocked: null, gcCollecting: null },
+    interp: { id: 8, next: 0, threadsHead: 72, threadsMain: null, codeObjectGeneration: null, gilHolder: null, gilLocked: null, gilSwitchNumber: null, gilInUse: null, gilOwn: null, gcCollecting: null },
     tstate: {
       size: 288, prev: 0, next: 8, interp: 16, currentFrame: 56, cframeCurrentFrame: 0, cframePrevious: 8,
       baseFrame: null, lastProfiledFrame: null, lastProfiledFrameSeq: null,
@@ -107,7 +107,7 @@ const TABLES: Record<string, Tables> = {
     executableTagMask: 0,
     bottom: 'entry-frame',
     runtime: { interpretersHead: 28 },
-    interp: { id: 8, next: 0, threadsHead: 64, threadsMain: null, codeObjectGeneration: null, gilHolder: null, gilLocked: null, gcCollecting: null },
+    interp: { id: 8, next: 0, threadsHead: 64, threadsMain: null, codeObjectGeneration: null, gilHolder: null, gilLocked: null, gilSwitchNumber: null, gilInUse: null, gilOwn: null, gcCollecting: null },
     tstate: {
       size: 168, prev: 0, next: 4, interp: 8, currentFrame: 40, cframeCurrentFrame: 0, cframePrevious: 4,
       baseFrame: null, lastProfiledFrame: null, lastProfiledFrameSeq: null,

@@ -448,6 +448,14 @@ function buildLayout(t: Table, version: PythonVersion): Layout {
       ),
       gilHolder: opt('interpreter_state.gil_runtime_state_holder', () => r.pointer('interpreter_state', 'gil_runtime_state_holder')),
       gilLocked: opt('interpreter_state.gil_runtime_state_locked', () => r.field('interpreter_state', 'gil_runtime_state_locked', 4)),
+      // unsigned long switch_number follows int locked in struct _gil_runtime_state (3.13–3.15
+      // headers: interval, last_holder, locked, switch_number; an unsigned long is as wide and as
+      // aligned as a pointer on LP64 and ILP32)
+      gilSwitchNumber: t.has('interpreter_state.gil_runtime_state_locked')
+        ? r.check('interpreter_state', 'gil_runtime_state_locked + a pointer (switch_number)', t.raw('interpreter_state.gil_runtime_state_locked') + BigInt(ptr), ptr)
+        : null,
+      gilInUse: opt('interpreter_state.ceval_gil', () => r.pointer('interpreter_state', 'ceval_gil')),
+      gilOwn: opt('interpreter_state.gil_runtime_state', () => r.pointer('interpreter_state', 'gil_runtime_state')),
       // the collector's state is a struct inside the interpreter state: its `collecting` int
       gcCollecting:
         t.has('interpreter_state.gc') && t.has('gc.collecting')

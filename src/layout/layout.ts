@@ -60,6 +60,18 @@ export interface Layout {
     gilHolder: number | null;
     /** offset of the int saying whether that GIL is taken (gil_runtime_state_locked, 3.13+), null where not given */
     gilLocked: number | null;
+    /**
+     * offset of that GIL's count of hand-overs to another thread (`switch_number`, 3.13+; it
+     * follows `locked` in the struct), null where not given
+     */
+    gilSwitchNumber: number | null;
+    /**
+     * offset of the pointer to the GIL the interpreter runs under (`ceval.gil`, 3.13+): its own
+     * (the fields above) where it points at `gilOwn`, another interpreter's where it shares one
+     */
+    gilInUse: number | null;
+    /** offset of the interpreter's own GIL struct (`_gil`, 3.13+) */
+    gilOwn: number | null;
     /** offset of the int saying the garbage collector is running (gc + gc.collecting, 3.13+), null where not given */
     gcCollecting: number | null;
   };

@@ -62,6 +62,12 @@ export interface CopierOptions {
   collectUsed?: boolean;
   /** false: code objects are copied without their bytecode, which is never refreshed (code-cache.ts; for measuring what it costs) */
   bytecode?: boolean;
+  /**
+   * Where nothing can prove a copy of a running thread (no anchor: CPython before 3.15, or
+   * read-only), keep a copy whose readings agree instead of counting it as moved (`--copy
+   * optimistic`; not exact: see consistency.ts). Default false.
+   */
+  keepAgreeing?: boolean;
 }
 
 export class MemoryCopier {
@@ -83,6 +89,12 @@ export class MemoryCopier {
    * moment, whatever its check says.
    */
   private allStopped = false;
+  /**
+   * The target cannot run during this copyAll, without being stopped: it waits for the copy
+   * (Pyodide: the copy runs in its only thread, at a safe point). Copies are of one moment, as
+   * with `allStopped`, but are not flagged as copied stopped: nothing was stopped.
+   */
+  private pausedOnly = false;
   /** this pass copies as blocking mode does (see copyAll) */
   private blocking = false;
   /** this pass stops nothing (see copyAll) */
@@ -110,6 +122,14 @@ export class MemoryCopier {
   private pass: PassRead | null = null;
   /** what a general copy asks of this copier */
   private readonly ctx: CopyContext;
+  /** CopierOptions.keepAgreeing */
+  private readonly keepAgreeing: boolean;
+  /**
+   * The GIL fields each interpreter of the last pass runs under, to prove copies by
+   * (consistency.ts gilProves): its own GIL's, where `ceval.gil` points at it; null where it
+   * shares another interpreter's, or this Python has no such fields.
+   */
+  private readonly gils = new Map<bigint, Range | null>();
   /** copies made by steady copies so far (the rest by the general path) */
   steadyCopies = 0;
 
@@ -146,9 +166,11 @@ export class MemoryCopier {
     if (f.threadsMain !== null) fields.push([f.threadsMain, this.P]);
     if (f.gilHolder !== null) fields.push([f.gilHolder, this.P]);
     if (f.gilLocked !== null) fields.push([f.gilLocked, 4]);
+    if (f.gilInUse !== null) fields.push([f.gilInUse, this.P]);
     if (f.gcCollecting !== null) fields.push([f.gcCollecting, 4]);
     this.interpSpan = { lo: Math.min(...fields.map(([o]) => o)), hi: Math.max(...fields.map(([o, n]) => o + n)) };
     const collectUsed = options.collectUsed ?? true;
+    this.keepAgreeing = options.keepAgreeing ?? false;
     // eslint-disable-next-line @typescript-eslint/no-this-alias
     const self = this;
     this.ctx = {
@@ -164,6 +186,10 @@ export class MemoryCopier {
       get frozen() {
         return self.frozen;
       },
+      get trustAgreement() {
+        return self.trustAgreement;
+      },
+      gilRange: (interp) => this.gils.get(interp) ?? null,
       canStop: this.stopper !== null,
       reached: collectUsed ? (codes) => codes.forEach((c) => self.used.add(c)) : () => {},
       writeAnchor: (tstate, target) => this.writeAnchor(tstate, target),
@@ -180,17 +206,24 @@ export class MemoryCopier {
    * is stopped, whatever the stopper — a copy that moved stays moved (a recorder warming up
    * beside other targets, which a stop that waits for a busy machine would hold up).
    */
-  copyAll(options: { stopped?: boolean; blocking?: boolean; look?: boolean } = {}): ThreadSnapshot[] {
-    this.allStopped = options.stopped ?? false;
+  copyAll(options: { stopped?: boolean; paused?: boolean; blocking?: boolean; look?: boolean } = {}): ThreadSnapshot[] {
+    this.allStopped = (options.stopped ?? false) || (options.paused ?? false);
+    this.pausedOnly = !(options.stopped ?? false) && (options.paused ?? false);
     this.look = options.look ?? false;
     this.blocking = (options.blocking ?? false) && this.canStop;
     try {
       return this.copyInterpreters();
     } finally {
       this.allStopped = false;
+      this.pausedOnly = false;
       this.blocking = false;
       this.look = false;
     }
+  }
+
+  /** A copy nothing proves is kept when its readings agree (CopierOptions.keepAgreeing, and no anchor). */
+  private get trustAgreement(): boolean {
+    return this.keepAgreeing && this.consistency !== 'anchor';
   }
 
   /** Copies may stop the target now: there is a stopper, and the pass is not a look. */
@@ -223,7 +256,7 @@ export class MemoryCopier {
       const planned: { tstate: bigint; at: number; plan: Range[] }[] = [];
       for (const [tstate, cache] of this.threads) {
         // (a thread to be stopped first is read after its stop)
-        if (!cache.live || (this.canStop && !this.allStopped && !this.blocking && cache.movedRate > STOP_FIRST_RATE)) continue;
+        if (!cache.live || this.mayStopFirst(cache)) continue;
         // (a thread with a steady copy reads on its own)
         if (this.inPass(cache)) continue;
         const p = planOf(this.ctx, tstate, cache.interp, cache, !this.allStopped);
@@ -232,7 +265,10 @@ export class MemoryCopier {
       }
       got = readMany(source, plan);
       prefetched = new Map();
-      for (const t of planned) prefetched.set(t.tstate, { plan: t.plan, got: got.slice(t.at, t.at + t.plan.length) });
+      for (const t of planned) {
+        const tstateAt = t.plan.findIndex((r) => r.address === t.tstate);
+        prefetched.set(t.tstate, { plan: t.plan, got: got.slice(t.at, t.at + t.plan.length), tstateAt });
+      }
     }
     for (const cache of this.threads.values()) cache.live = false;
     const known = this.knownInterps;
@@ -253,6 +289,11 @@ export class MemoryCopier {
       const gilHolder = f.gilHolder !== null ? readPointer(block, f.gilHolder - lo, P) : null;
       // 3.13/3.14: the thread holding the GIL is the interpreter's last holder while the GIL is taken
       const gilTaken = f.gilLocked !== null && new DataView(block.buffer, block.byteOffset + f.gilLocked - lo, 4).getInt32(0, true) !== 0;
+      // the GIL this interpreter runs under, where it is its own (a copy proven by the GIL reads it)
+      if (f.gilInUse !== null && f.gilOwn !== null && f.gilHolder !== null && f.gilSwitchNumber !== null) {
+        const own = readPointer(block, f.gilInUse - lo, P) === interp + BigInt(f.gilOwn);
+        this.gils.set(interp, own ? { address: interp + BigInt(f.gilHolder), length: f.gilSwitchNumber - f.gilHolder + P } : null);
+      }
       // the collector runs in the thread holding the GIL
       const collecting = f.gcCollecting !== null && new DataView(block.buffer, block.byteOffset + f.gcCollecting - lo, 4).getInt32(0, true) !== 0;
       // (a thread state freed under the pass ends this walk of the list: see thread-list.ts)
@@ -278,6 +319,7 @@ export class MemoryCopier {
       });
       interp = readPointer(block, f.next - lo, P);
     }
+    for (const i of this.gils.keys()) if (!seenInterps.has(i)) this.gils.delete(i);
     // threads that were not in any list this time are gone: forget them
     for (const [tstate, cache] of this.threads) {
       cache.preread = null;
@@ -288,7 +330,16 @@ export class MemoryCopier {
 
   /** Is the thread's next copy read with the pass (see passRead)? */
   private inPass(cache: ThreadCache): boolean {
-    return cache.live && cache.steady !== null && cache.steadySkip === 0 && !this.allStopped && !this.blocking && !(this.canStop && cache.movedRate > STOP_FIRST_RATE);
+    return cache.live && cache.steady !== null && cache.steadySkip === 0 && !this.allStopped && !this.blocking && !this.mayStopFirst(cache);
+  }
+
+  /**
+   * May the thread's next copy be made stopped first (adaptive: nothing but a stop can prove
+   * it without the anchor; its copies kept moving lately)? Such a thread is not read with the
+   * pass: what a pass reads before the stop is of no use to a copy made after it.
+   */
+  private mayStopFirst(cache: ThreadCache): boolean {
+    return this.canStop && !this.allStopped && !this.blocking && (this.consistency !== 'anchor' || cache.movedRate > STOP_FIRST_RATE);
   }
 
   /**
@@ -359,8 +410,10 @@ export class MemoryCopier {
    */
   private thread(interp: bigint, interpreterId: bigint, tstate: bigint, prefetched?: Prefetched, gilHolder: bigint | null = null): { snap: ThreadSnapshot; entry: ListEntry } {
     const cache = this.threads.get(tstate);
-    const stopFirst = cache && (this.blocking || (this.canStop && !this.allStopped && stopsFirst(cache)));
-    if (stopFirst && mayRunPython(this.layout, tstate, prefetched?.got[0], gilHolder)) {
+    // (adaptive, without the anchor: nothing but a stop proves the copy of a thread that may
+    // be running Python, so it is stopped first, as blocking does)
+    const stopFirst = cache && (this.blocking || (this.canStop && !this.allStopped && (this.consistency !== 'anchor' || stopsFirst(cache))));
+    if (stopFirst && mayRunPython(this.layout, tstate, prefetched ? prefetched.got[prefetched.tstateAt] : undefined, gilHolder)) {
       // Stopped first, the copy is of the sample's own moment. (Adaptive: a thread whose copies
       // moved lately runs call-heavy code; a copy that moved would be made again with it
       // stopped a few hundred microseconds after the sample's moment, by when it is likely
@@ -373,13 +426,16 @@ export class MemoryCopier {
     if (attempt.entry !== 'thread') return attempt;
     let attempts = 1;
     if (this.allStopped) this.settle(attempt.snap);
-    else if (!this.blocking) {
-      const c = this.threads.get(tstate);
-      if (c) learn(c, attempt.snap.moved);
-    }
+    // (a copy the anchor did not prove left the anchor on its innermost Python frame: made
+    // again at once, a few microseconds after the first, it is proven unless that frame was
+    // already gone)
     while (attempt.snap.moved && attempts <= this.retries) {
       attempt = this.steadyCopy(interp, interpreterId, tstate) ?? this.copyThread(interp, interpreterId, tstate, false);
       attempts++;
+    }
+    if (!this.allStopped && !this.blocking) {
+      const c = this.threads.get(tstate);
+      if (c) learn(c, attempt.snap.moved);
     }
     if (attempt.snap.moved && this.canStop) {
       attempt = this.stoppedCopy(interp, interpreterId, tstate, attempt.snap.nativeThreadId);
@@ -415,7 +471,10 @@ export class MemoryCopier {
         this.frozen = false;
         return this.copyThread(interp, interpreterId, tstate, false);
       }
-      // the steady copy where its plan holds: one read, and the thread runs on
+      // the steady copy where its plan holds: one read, and the thread runs on (never bytes a
+      // pass read before the stop)
+      const cache = this.threads.get(tstate);
+      if (cache) cache.preread = null;
       attempt = this.steadyCopy(interp, interpreterId, tstate);
       if (attempt) release();
       else attempt = this.copyThread(interp, interpreterId, tstate, true, undefined, release);
@@ -455,13 +514,15 @@ export class MemoryCopier {
     }
     const started = performance.now();
     let steady = cache.steady;
-    if (!steady || !steady.matches(cache, interp, this.consistency === 'anchor')) {
+    const gil = this.gils.get(interp) ?? null;
+    if (!steady || !steady.matches(cache, interp, this.consistency === 'anchor', gil)) {
       const plan = { tstateLength: cache.tstateLength, chunks: cache.chunks, outside: cache.outside };
       const source = this.source as MemorySource & { prepareRead(r: readonly Range[]): PreparedRead };
-      steady = cache.steady = new SteadyCopy(source, this.layout, tstate, interp, interp + BigInt(this.layout.interp.codeObjectGeneration!), plan, this.consistency === 'anchor', this.ctx.maxFrames, this.ctx.tstateMin, this.ctx.tstateCheck);
+      const I = this.layout.interp;
+      steady = cache.steady = new SteadyCopy(source, this.layout, tstate, interp, interp + BigInt(I.codeObjectGeneration!), plan, this.consistency === 'anchor', this.ctx.maxFrames, this.ctx.tstateMin, this.ctx.tstateCheck, gil, gil ? I.gilSwitchNumber! - I.gilHolder! : 0);
       preread = null; // read for the steady copy it replaces
     }
-    cache.steadyHooks ??= this.steadyHooks(tstate);
+    cache.steadyHooks ??= this.steadyHooks(tstate, cache);
     const got = steady.copy(cache.steadyHooks, preread);
     if (!got) {
       cache.steady = null;
@@ -483,8 +544,14 @@ export class MemoryCopier {
   }
 
   /** What a thread's steady copy asks of the copier (made once per thread). */
-  private steadyHooks(tstate: bigint): SteadyHooks {
+  private steadyHooks(tstate: bigint, cache: ThreadCache): SteadyHooks {
+    // eslint-disable-next-line @typescript-eslint/no-this-alias
+    const self = this;
     return {
+      anchor: cache.anchor,
+      get trustAgreement() {
+        return self.trustAgreement;
+      },
       confirmed: (a, interp, g) => this.codes.confirmed(a, interp, g),
       bytecodeRange: (a) => this.codes.bytecodeRange(a),
       refreshRound: () => this.codes.refreshRound,
@@ -517,7 +584,7 @@ export class MemoryCopier {
    */
   private settle(snap: ThreadSnapshot): void {
     snap.moved = false;
-    snap.stopped = true;
+    snap.stopped = !this.pausedOnly;
   }
 
   /** Write 0 into the anchor of every thread this copier anchored that still exists. */
@@ -545,6 +612,7 @@ export class MemoryCopier {
     try {
       this.source.write!(tstate + BigInt(this.layout.tstate.lastProfiledFrame!), word.subarray(0, this.P));
       this.anchored.add(tstate);
+      this.threads.get(tstate)?.anchor.wrote(target);
     } catch (e) {
       // the target cannot be written after all: check copies by comparing alone from now on
       this.consistency = 'reread';
@@ -576,3 +644,4 @@ interface PassRead {
 
 /** the code checks of a steady copy: none (every code object was confirmed already) */
 const EMPTY_CODES: PendingCodes = new Map();
+

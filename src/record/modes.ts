@@ -8,11 +8,14 @@ import type { ThreadSnapshot } from './thread-snapshot.js';
 import type { MemorySource } from './source.js';
 
 /**
- * - `optimistic`: copy while the target runs; a copy that moved (after one immediate retry) is
- *   kept as `torn` — counted, never profiled or shown as a stack.
- * - `adaptive`: a thread whose copy moved is copied again at once with the target stopped, so
- *   no sample is lost to the check; steady code is never stopped.
- * - `blocking`: stop the target for every copy.
+ * How copies of a running target are made and proven (consistency.ts):
+ * - `adaptive`: a copy the anchor (3.15+) or the GIL does not prove is made again at once with
+ *   the thread stopped, so no sample is lost and every sample is exact; without the anchor a
+ *   thread that may be running Python is stopped first, as `blocking` does.
+ * - `optimistic`: never stops the target; a copy nothing proves (after one immediate retry) is
+ *   kept as `torn` — counted, never profiled — except where nothing could prove it (no anchor:
+ *   before 3.15, or read-only), where one whose readings agree is kept: not exact.
+ * - `blocking`: every thread that may be running Python is stopped for its copy.
  */
 export type CopyMode = 'optimistic' | 'adaptive' | 'blocking';
 
@@ -32,11 +35,13 @@ export function copierFor(source: MemorySource, options: CopyOptions, more: Pick
   return new MemoryCopier(source, {
     ...more,
     ...(options.consistency ? { consistency: options.consistency } : {}),
-    // adaptive: a copy that moved is made again at once with the target stopped. Retrying
-    // without stopping would bias the profile: a retry lands just after the transition that
-    // moved the copy, and which retries succeed depends on how long the program's frames live
-    // (measured in docs/validation.md, point 3), while every stop succeeds.
-    ...(options.copy !== 'optimistic' ? { stopper: options.stopper!, retries: 0 } : {}),
+    // a copy nothing proves is made again at once, up to twice (the anchor it left on the
+    // innermost frame proves the next unless that frame was gone within microseconds); then,
+    // adaptive, with the thread stopped: a thread whose copies keep needing the stop is stopped first
+    // (stop-policy.ts: a retry or a late stop lands after the transition that moved the copy,
+    // which biases the profile where frames live about as long as a copy takes —
+    // docs/validation.md, point 3)
+    ...(options.copy !== 'optimistic' ? { stopper: options.stopper!, retries: 2 } : { retries: 2, keepAgreeing: true }),
   });
 }
 

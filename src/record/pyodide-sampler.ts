@@ -295,15 +295,14 @@ export function inProgram(source: PyodideSource, tstate: bigint | null, moduleCo
  * the samples that use them) and the samples. Returns the number of code records added.
  */
 function takeSample(copier: MemoryCopier, writer: CaptureWriter, time: number, copyMicros: { total: number; max: number }): number {
-  const threads = copier.copyAll();
+  // (the copy runs at a safe point, in the thread that runs Python: the program waits for it)
+  const threads = copier.copyAll({ paused: true });
   let codes = 0;
   for (const t of threads) {
     emitCodes(writer, t);
     codes += t.codes.length;
     // Pyodide has no threads (no pthreads build): its one thread state is the main thread,
-    // though interp->threads.main, where the copier looks, is never set there. The copy runs
-    // at a safe point, in the thread that runs Python: nothing can move under it; should the
-    // copier ever say otherwise, the record keeps its word (torn).
+    // though interp->threads.main, where the copier looks, is never set there.
     writer.addSample(sampleRecord(t, time, threads.length === 1));
     copyMicros.total += t.copyMicros;
     if (t.copyMicros > copyMicros.max) copyMicros.max = t.copyMicros;

@@ -45,7 +45,8 @@ export interface SnapshotOptions extends CopierOptions {
 export function takeSnapshot(source: MemorySource, options: SnapshotOptions = {}): Snapshot {
   const copy = options.copy ?? (options.stopper ? 'adaptive' : 'optimistic');
   const copyOptions = { copy, ...(options.stopper ? { stopper: options.stopper } : {}), ...(options.consistency ? { consistency: options.consistency } : {}) };
-  const copier = options.copier ?? (options.stopper || options.copy ? copierFor(source, copyOptions) : new MemoryCopier(source, options));
+  // (without a stopper, as optimistic mode copies: see modes.ts)
+  const copier = options.copier ?? (options.stopper || options.copy ? copierFor(source, copyOptions) : new MemoryCopier(source, { keepAgreeing: true, ...options }));
   const time = Date.now();
   const threads = options.stopped ? copier.copyAll({ stopped: true }) : copyThreads(copier, copyOptions);
   // (a copy that moved is not walked: its tasks would not be looked at)

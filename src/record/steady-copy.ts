@@ -20,7 +20,7 @@
 
 import type { Layout } from '../layout/layout.js';
 import type { Region } from '../walk/types.js';
-import { ANCHOR_DEPTH } from './consistency.js';
+import { anchorPlace, anchorProves, gilProves, type AnchorTrust } from './consistency.js';
 import type { PreparedRead } from './native.js';
 import type { MemorySource } from './source.js';
 import { handlingException, holdsGilField } from './thread-facts.js';
@@ -54,6 +54,13 @@ export interface SteadyHooks {
   refreshRound(): number;
   /** leave the profiler anchor on this frame */
   placeAnchor(target: bigint): void;
+  /** what the copier knows of the thread's anchor (consistency.ts) */
+  readonly anchor: AnchorTrust;
+  /**
+   * keep a copy that nothing proves when its readings agree (CopyContext.trustAgreement);
+   * else such a copy moved
+   */
+  readonly trustAgreement: boolean;
 }
 
 const TWO32 = 4294967296;
@@ -86,6 +93,12 @@ const FEWER_READINGS_ABOVE = 32 << 10;
 /** Readings made of a plan whose one reading has `bytes` bytes. */
 export function readingsOf(bytes: number): number {
   return bytes > FEWER_READINGS_ABOVE ? 3 : READINGS;
+}
+
+/** The 8-byte word at `o` as a number (exact below 2^53: addresses, counts; -1 above). */
+function word(dv: DataView, o: number): number {
+  const hi = dv.getUint32(o + 4, true);
+  return hi >= HI_LIMIT ? -1 : hi * TWO32 + dv.getUint32(o, true);
 }
 
 /** Zero bytes [from, to) of `out`, which starts at word `base` of `words`. */
@@ -140,6 +153,13 @@ export class SteadyCopy {
   private firstReading!: Uint8Array;
   /** bytes of one reading (each of the others follows at this distance) */
   private readonly half: number;
+  /** bytes before the first reading: the death count, and the GIL's fields where read */
+  private readonly lead: number;
+  /** where the GIL's fields are in a reading (-1: not read) */
+  private readonly gilOff: number;
+  /** the GIL's last holder and count of hand-overs read before the reading being looked at */
+  private gilHolderBefore = 0;
+  private gilSwitchesBefore = 0;
   private readonly tstateNum: number;
   private readonly chunkAddr: number[];
   private readonly chunkRead: number[];
@@ -191,6 +211,13 @@ export class SteadyCopy {
     private readonly tstateMin: number = layout.tstate.size,
     /** thread-state fields the check compares too (CopierOptions.tstateCheck) */
     private readonly tstateCheck: readonly number[] = [],
+    /**
+     * the fields of the GIL the thread runs under (CopyContext.gilRange: its last holder first,
+     * its count of hand-overs `gilSwitches` bytes in), read before the first reading and after
+     * each one, to prove a reading by the GIL (null: not read)
+     */
+    readonly gil: { address: bigint; length: number } | null = null,
+    private readonly gilSwitches = 0,
   ) {
     const ranges: { address: bigint; length: number }[] = [{ address: tstate, length: plan.tstateLength }];
     let o = plan.tstateLength;
@@ -216,6 +243,12 @@ export class SteadyCopy {
       this.outOff.push(o);
       o += layout.frame.size;
     }
+    // the GIL's fields close each reading
+    this.gilOff = gil ? o : -1;
+    if (gil) {
+      ranges.push(gil);
+      o += gil.length;
+    }
     this.half = o;
     this.used = plan.chunks.map(() => 0);
     this.lastInChunk = plan.chunks.map(() => 0);
@@ -225,18 +258,19 @@ export class SteadyCopy {
     // grows, so the same count at both ends is the count of every reading (two words read
     // instead of one per reading: each range read costs a fraction of a microsecond)
     const generation = { address: generationAddress, length: 8 };
-    this.ranges = [generation, ...Array.from({ length: this.readings }, () => ranges).flat(), generation];
-    this.length = GENERATION_BYTES + this.readings * o + GENERATION_BYTES;
+    this.lead = GENERATION_BYTES + (gil ? gil.length : 0);
+    this.ranges = [generation, ...(gil ? [gil] : []), ...Array.from({ length: this.readings }, () => ranges).flat(), generation];
+    this.length = this.lead + this.readings * o + GENERATION_BYTES;
     this.tstateNum = Number(tstate);
     this.interpLo = Number(interp & 0xffffffffn);
     this.interpHi = Number(interp >> 32n);
   }
 
   /** Does the plan still say what the thread's copy should read? */
-  matches(plan: SteadyPlan, interp: bigint, anchored: boolean): boolean {
+  matches(plan: SteadyPlan, interp: bigint, anchored: boolean, gil: { address: bigint } | null): boolean {
     // (called for every copy: compares in place, allocates nothing)
     const p = this.plan;
-    if (interp !== this.interp || anchored !== this.anchored || plan.tstateLength !== p.tstateLength || plan.chunks.length !== p.chunks.length || plan.outside.length !== p.outside.length) return false;
+    if (interp !== this.interp || anchored !== this.anchored || (gil?.address ?? null) !== (this.gil?.address ?? null) || plan.tstateLength !== p.tstateLength || plan.chunks.length !== p.chunks.length || plan.outside.length !== p.outside.length) return false;
     for (let i = 0; i < p.chunks.length; i++) if (plan.chunks[i]!.address !== p.chunks[i]!.address || plan.chunks[i]!.used !== p.chunks[i]!.used) return false;
     for (let i = 0; i < p.outside.length; i++) if (plan.outside[i] !== p.outside[i]) return false;
     return true;
@@ -262,7 +296,7 @@ export class SteadyCopy {
    */
   at(k: number, address: bigint): number {
     if (k < 0 || k >= this.readings) return -1;
-    const base = GENERATION_BYTES + k * this.half;
+    const base = this.lead + k * this.half;
     if (address >= this.tstate && address < this.tstate + BigInt(this.plan.tstateLength)) return base + Number(address - this.tstate);
     for (let i = 0; i < this.chunkBig.length; i++) {
       const a = this.chunkBig[i]!;
@@ -283,7 +317,7 @@ export class SteadyCopy {
   private bindTo(whole: Uint8Array): void {
     this.boundTo = whole;
     this.whole = new DataView(whole.buffer, whole.byteOffset, whole.byteLength);
-    this.bytes = whole.subarray(GENERATION_BYTES, GENERATION_BYTES + this.readings * this.half);
+    this.bytes = whole.subarray(this.lead, this.lead + this.readings * this.half);
     this.firstReading = this.bytes.subarray(0, this.half);
     this.dv = new DataView(this.bytes.buffer, this.bytes.byteOffset, this.bytes.byteLength);
   }
@@ -308,12 +342,21 @@ export class SteadyCopy {
     this.readGenLo = w.getUint32(0, true);
     this.readGenHi = w.getUint32(4, true);
     if (w.getUint32(last, true) !== this.readGenLo || w.getUint32(last + 4, true) !== this.readGenHi) return null;
-    // the first two readings; if they differ — or the first is no stack the plan foresaw,
-    // which a call or return during it can also make — the second and the third, read a
-    // fraction of a microsecond later in the same call, and so on (see READINGS); each look
-    // is of the reading moved to offset 0 and the one after it
+    // the first reading, judged with the one after it; if it does not hold — or it is no
+    // stack the plan foresaw, which a call or return during it can also make — the second,
+    // read a fraction of a microsecond later in the same call, and so on (see READINGS); each
+    // look is of the reading moved to offset 0 and the one after it
+    if (this.gil) {
+      this.gilHolderBefore = word(w, GENERATION_BYTES);
+      this.gilSwitchesBefore = word(w, GENERATION_BYTES + this.gilSwitches);
+    }
     let moved = this.look(hooks);
     for (let r = 1; moved !== false && r < this.readings - 1; r++) {
+      // (the GIL's fields that closed this reading open the next one)
+      if (this.gil) {
+        this.gilHolderBefore = word(this.dv, this.gilOff);
+        this.gilSwitchesBefore = word(this.dv, this.gilOff + this.gilSwitches);
+      }
       this.bytes.copyWithin(0, this.half, (this.readings - r + 1) * this.half);
       moved = this.look(hooks);
     }
@@ -455,28 +498,40 @@ export class SteadyCopy {
       }
       codes.push(big);
     }
-    // the check (as copier.ts's `unchanged`): the second reading shows the same stack
-    let moved = !(this.same8(T.currentFrame) && this.same8(T.datastackTop) && this.same8(T.datastackChunk));
-    for (const o of this.tstateCheck) if (!this.same8(o)) moved = true;
+    // the proof (consistency.ts), with the fields the recording also checks the same in the
+    // next reading; else, where the mode keeps agreeing readings, the agreement
+    let checked = true;
+    for (const o of this.tstateCheck) if (!this.same8(o)) checked = false;
     let anchorAt = -1;
+    let proven = false;
+    if (this.gil && checked) {
+      proven = gilProves(this.tstateNum, this.gilHolderBefore, this.gilSwitchesBefore, word(dv, this.gilOff + this.gilSwitches));
+    }
     if (this.anchored) {
-      if (!this.same8(T.lastProfiledFrame!)) moved = true;
       const anchor = this.ptr(T.lastProfiledFrame!);
       if (anchor > 0) for (let k = 0; k < n; k++) if (this.chainAddr[k] === anchor) {
         anchorAt = k;
         break;
       }
+      const trust = hooks.anchor;
+      const unmoved = this.same8(T.lastProfiledFrame!) && (T.lastProfiledFrameSeq === null || this.same8(T.lastProfiledFrameSeq));
+      if (!proven && checked) proven = anchorProves(anchorAt, anchorAt >= 0 && this.isPython(this.chainOff[anchorAt]!), trust.trusts(anchor, this.chainAddr[0]!), unmoved);
+      trust.saw(anchor, this.chainAddr[0]!, n > 1 ? this.chainAddr[1]! : 0);
+    }
+    let moved = !proven;
+    if (moved && hooks.trustAgreement && checked) {
+      // the agreement (as consistency.ts's `agrees`): the next reading shows the same stack
+      moved = !(this.same8(T.currentFrame) && this.same8(T.datastackTop) && this.same8(T.datastackChunk));
+      const h = this.half;
+      const bytes = this.bytes;
+      for (let k = 0; k < n && !moved; k++) {
+        const off = this.chainOff[k]!;
+        if (!this.same8(off + F.previous) || !this.same8(off + F.executable) || bytes[off + F.owner] !== bytes[off + h + F.owner] || (k > 0 && !this.same8(off + F.instrPtr))) moved = true;
+      }
     }
     // the innermost frame's instruction pointer, not compared (it runs), must fit its code:
     // else the copy caught the frame being set up (instr-ptr.ts)
     if (!moved && n > 0 && codes.length > 0 && !this.innermostFits(hooks)) moved = true;
-    const upTo = anchorAt >= 0 && this.isPython(this.chainOff[anchorAt]!) ? anchorAt : n;
-    const h = this.half;
-    const bytes = this.bytes;
-    for (let k = 0; k < upTo && !moved; k++) {
-      const off = this.chainOff[k]!;
-      if (!this.same8(off + F.previous) || !this.same8(off + F.executable) || bytes[off + F.owner] !== bytes[off + h + F.owner] || (k > 0 && !this.same8(off + F.instrPtr))) moved = true;
-    }
     this.n = n;
     this.anchorAt = anchorAt;
     return moved;
@@ -546,14 +601,10 @@ export class SteadyCopy {
         regions.push({ address: this.outBig[-2 - w]!, bytes: out.subarray(off, off + fs) });
       }
     }
-    if (!moved && this.anchored && !(anchorAt >= 0 && anchorAt <= ANCHOR_DEPTH && this.isPython(this.chainOff[anchorAt]!))) {
-      let target = -1;
-      for (let k = 1; k < n; k++) if (this.isPython(this.chainOff[k]!)) {
-        target = k;
-        break;
-      }
-      if (target < 0 && n > 0 && this.isPython(this.chainOff[0]!)) target = 0;
-      if (target >= 0) hooks.placeAnchor(BigInt(this.chainAddr[target]!));
+    if (this.anchored) {
+      const anchor = this.ptr(T.lastProfiledFrame!);
+      const k = anchorPlace(n, anchorAt, hooks.anchor.trusts(anchor, n > 0 ? this.chainAddr[0]! : 0), (j) => this.isPython(this.chainOff[j]!));
+      if (k !== null) hooks.placeAnchor(BigInt(this.chainAddr[k]!));
     }
     // the ids as bigints, made again only when they change
     if (threadLo !== this.idWords[0] || threadHi !== this.idWords[1]) {
@@ -592,3 +643,4 @@ export class SteadyCopy {
     this.chainWhere = w;
   }
 }
+

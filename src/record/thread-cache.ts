@@ -1,5 +1,6 @@
 // What the copier keeps of a thread between its copies.
 
+import { AnchorTrust } from './consistency.js';
 import type { SteadyCopy, SteadyHooks } from './steady-copy.js';
 
 /** A data-stack chunk and how many bytes to read of it. */
@@ -31,8 +32,11 @@ export interface ThreadCache {
   /** it was in its interpreter's thread list at the last pass: the next pass reads it at once */
   live: boolean;
 
+  /** what the copier knows of its profiler anchor (consistency.ts) */
+  anchor: AnchorTrust;
+
   // when to stop it (stop-policy.ts)
-  /** share of its recent optimistic copies that moved (an exponential moving average) */
+  /** share of its recent optimistic copies that moved or that nothing proved (an exponential moving average) */
   movedRate: number;
   /** copies made stopped first, in a row */
   stoppedFirst: number;
@@ -61,6 +65,7 @@ export function newThreadCache(tstateLength: number): ThreadCache {
     nativeThreadId: 0n,
     interp: 0n,
     live: false,
+    anchor: new AnchorTrust(),
     movedRate: 0,
     stoppedFirst: 0,
     steady: null,

@@ -12,7 +12,7 @@ import type { Layout } from '../layout/layout.js';
 import { readPointer } from '../walk/region-memory.js';
 import type { Region } from '../walk/types.js';
 import type { CodeCache, PendingCodes } from './code-cache.js';
-import { anchorTarget, unchanged, type Consistency, type Seen } from './consistency.js';
+import { agrees, anchorPlace, anchorProves, gilProves, sameFields, type Consistency, type Seen } from './consistency.js';
 import { GrowingMemory, hex, maskChunks, pick, u64 } from './copy-memory.js';
 import type { Range } from './native.js';
 import { readMany, type MemorySource } from './source.js';
@@ -50,6 +50,13 @@ export interface CopyContext {
   readonly frozen: boolean;
   /** a copy can be made again with the target stopped */
   readonly canStop: boolean;
+  /**
+   * keep a copy that nothing proves when its readings agree (`--copy optimistic` without the
+   * anchor: not exact, see consistency.ts); else such a copy moved
+   */
+  readonly trustAgreement: boolean;
+  /** the fields of the GIL interpreter `interp` runs under, to read around a copy (null: no GIL proof there) */
+  gilRange(interp: bigint): Range | null;
   /** the code objects a copy's stack reached */
   reached(codes: readonly bigint[]): void;
   /** set the thread's profiler anchor */
@@ -67,6 +74,8 @@ export interface Attempt {
 export interface Prefetched {
   plan: Range[];
   got: (Uint8Array | null)[];
+  /** where the thread state is in `plan` (after the GIL's fields, where they are read) */
+  tstateAt: number;
 }
 
 /** Thrown by a read of a copy processed after its stopped thread was let go (see MemoryCopier.stoppedCopy). */
@@ -106,11 +115,13 @@ export function copyThread(
 
   // the first read, and (checking) the same ranges again: read now, or with the others
   // (prefetched) when they were planned alike
-  const n = planLength(L, cache);
+  const gilAt = checking ? ctx.gilRange(interp) : null;
+  const at = planIndex(L, cache, gilAt !== null);
+  const n = at.length;
   let whole: Range[];
   let got: (Uint8Array | null)[];
   const codeAt = (checking ? 2 : 1) * n;
-  if (prefetched && prefetched.plan.length === codeAt + codeRanges(ctx, cache).length) {
+  if (prefetched && prefetched.plan.length === codeAt + codeRanges(ctx, cache).length && (gilAt === null || prefetched.plan[0]?.address === gilAt.address)) {
     whole = prefetched.plan;
     got = prefetched.got;
   } else {
@@ -122,16 +133,16 @@ export function copyThread(
   const codeRangesRead = whole.slice(codeAt);
   const codeData = got.slice(codeAt);
   const genAt = generationRange(L, interp);
-  const cframeAt = genAt ? 2 : 1;
-  const chunksAt = cframeAt + cframeRanges(L, cache).length;
   /** what the first read got of a _PyCFrame it planned, at `address` (null: not planned there) */
   const plannedCframe = (address: bigint): Uint8Array | null => {
-    for (let i = cframeAt; i < chunksAt; i++) if (plan[i]!.address === address) return got[i] ?? null;
+    for (let i = at.cframes; i < at.chunks; i++) if (plan[i]!.address === address) return got[i] ?? null;
     return null;
   };
-  const outsideAt = chunksAt + cache.chunks.length;
 
-  let ts = got[0] ?? null;
+  let ts = got[at.tstate] ?? null;
+  // the thread state was read on its own, after the rest of the first read (the anchor proves
+  // only what was read after it: see consistency.ts)
+  let tsLate = false;
   let extra = 0; // reads after the first one
   if (!ts && cache.tstateLength !== L.tstate.size) {
     extra++;
@@ -141,7 +152,7 @@ export function copyThread(
     attempt.entry = 'stale';
     return attempt;
   }
-  const generation = genAt ? u64(got[1]) : null;
+  const generation = genAt ? u64(got[at.generation]) : null;
   // 3.15: the base frame sits inside _PyThreadStateImpl, past thread_state.size; copy the
   // thread state through its end in the same region
   if (L.tstate.baseFrame !== null) {
@@ -152,7 +163,10 @@ export function copyThread(
       if (ts.length < need) {
         extra++;
         const whole = tryRead(tstate, need);
-        if (whole) ts = whole;
+        if (whole) {
+          ts = whole;
+          tsLate = true;
+        }
         else errors.push(`base frame ${hex(base)}: not readable`);
       }
       cache.tstateLength = need;
@@ -212,10 +226,10 @@ export function copyThread(
 
   const guessedOutside = new Map<bigint, Uint8Array>();
   cache.outside.forEach((f, i) => {
-    const b = got[outsideAt + i];
+    const b = got[at.outside + i];
     if (b) guessedOutside.set(f, b);
   });
-  extra += copyChunks(L, ts, mem, errors, cache, got.slice(chunksAt, outsideAt), tryRead);
+  extra += copyChunks(L, ts, mem, errors, cache, got.slice(at.chunks, at.outside), tryRead);
   const chain = followFrames(L, ctx.maxFrames, frame, base, mem, errors, guessedOutside, tryRead);
   extra += chain.reads;
   // (the base frame lies in the thread state's own read: not read again on its own)
@@ -246,43 +260,96 @@ export function copyThread(
     // the first read did not bring everything (a deeper stack, a new chunk or code object):
     // once, copy again with the plan this copy learned, for a window of one call again
     if (extra > 0 && !replanned) return copyThread(ctx, cache, interp, interpreterId, tstate, stopped, undefined, true);
-    const anchor = ctx.consistency === 'anchor' ? readPointer(ts, L.tstate.lastProfiledFrame!, P) : 0n;
-    const seen: Seen = { tstate, ts, cframe, outerCframe, enteredFrom, frame, chain: chain.frames, mem, anchor, generation, generationAt: genAt };
+    const seen: Seen = { tstate, ts, cframe, outerCframe, enteredFrom, frame, chain: chain.frames, mem, generation, generationAt: genAt };
+    // the second reading: the planned ranges read again in the same call — or, when the copy
+    // needed reads of its own, what it ended up using, read again now (the GIL's fields first)
+    let now: (address: bigint, length: number) => Uint8Array | null;
+    let gilAfter: Uint8Array | null = null;
     if (extra === 0) {
-      snap.moved = !unchanged(L, ctx.consistency, seen, (a, n) => pick(plan, again!, a, n), ctx.tstateCheck);
-      // The readings agreed, but a code object's names and line table were read after them:
-      // had its frame returned and the function been dropped meanwhile, they would be freed
-      // memory, and the record would not decode (the sample then rejected as corrupt: seen
-      // under load on 3.14 in test/code-reuse.test.ts). The death count read once more closes
-      // the window around those reads: a code object that died since the readings moved it.
-      if (!snap.moved && codeLiveReads > 0 && genAt && generation !== null) {
-        const now = ctx.source.tryRead(genAt.address, genAt.length);
-        if (!now || u64(now) !== generation) snap.moved = true;
-      }
+      now = (a, len) => pick(plan, again!, a, len);
+      if (gilAt) gilAfter = again![at.gil] ?? null;
     } else {
-      // read again what the copy ended up using, and compare
-      const used: Range[] = [{ address: tstate, length: ts.length }];
+      const used: Range[] = [];
+      if (gilAt) used.push(gilAt);
+      used.push({ address: tstate, length: ts.length });
       if (genAt) used.push(genAt);
       for (const r of mem.all()) if (r.address !== tstate) used.push({ address: r.address, length: r.bytes.length });
       const second = readMany(ctx.source, used);
-      snap.moved = !unchanged(L, ctx.consistency, seen, (a, n) => pick(used, second, a, n), ctx.tstateCheck);
+      now = (a, len) => pick(used, second, a, len);
+      if (gilAt) gilAfter = second[0] ?? null;
+    }
+    snap.moved = !(proven(ctx, cache, seen, tsLate, gilAt ? (got[at.gil] ?? null) : null, gilAfter, now) || (ctx.trustAgreement && agrees(L, seen, now, ctx.tstateCheck)));
+    // The copy held, but a code object's names and line table were read after its readings:
+    // had its frame returned and the function been dropped meanwhile, they would be freed
+    // memory, and the record would not decode (the sample then rejected as corrupt: seen
+    // under load on 3.14 in test/code-reuse.test.ts). The death count read once more closes
+    // the window around those reads: a code object that died since the readings moved it.
+    if (!snap.moved && extra === 0 && codeLiveReads > 0 && genAt && generation !== null) {
+      const now = ctx.source.tryRead(genAt.address, genAt.length);
+      if (!now || u64(now) !== generation) snap.moved = true;
     }
     // Without the death counter (3.11–3.13), a code object read in the window may still be
-    // of a function dropped and compiled again at the same address within it (the compare
+    // of a function dropped and compiled again at the same address within it (the readings
     // cannot see a frame popped and pushed again there): a copy that found a code object
     // new or changed is made again with the target stopped, where it can be.
     if (!snap.moved && generation === null && codeReads > 0 && ctx.canStop && ctx.codes.changes(attempt.codes)) snap.moved = true;
     // the innermost frame's instruction pointer, not compared (it runs), must fit its code:
     // else the copy caught the frame being set up (instr-ptr.ts)
     if (!snap.moved && !innermostFits(L, chain.frames[0], mem, (code) => ctx.codes.bytecodeRange(code, attempt.codes))) snap.moved = true;
-    if (!snap.moved && ctx.consistency === 'anchor') {
-      const target = anchorTarget(L, anchor, chain.frames, mem);
-      if (target !== null) ctx.writeAnchor(tstate, target);
-    }
   }
+  // (after every copy, stopped or not: where the next copy will look for it)
+  if (ctx.consistency === 'anchor') placeAnchor(ctx, cache, tstate, ts, chain.frames, mem);
   maskChunks(mem, chain.frames, L.frame.size, L.chunk.data);
   snap.copyMicros = Math.round((performance.now() - started) * 1000);
   return attempt;
+}
+
+/** A Python frame of the copy (owned by a thread or a generator)? */
+function isPythonFrame(L: Layout, mem: GrowingMemory, frame: bigint): boolean {
+  const owner = mem.bytes(frame + BigInt(L.frame.owner), 1)?.[0];
+  return owner === L.owners.thread || owner === L.owners.generator;
+}
+
+/**
+ * Is the copy proven of one moment (consistency.ts): by the profiler anchor, or by the GIL
+ * (`gilBefore`: its fields as read first, `gilAfter`: as read after the copy's reads; null
+ * where not read) — with the thread-state fields the recording also checks (tstateCheck) the
+ * same in the second reading (`now`).
+ */
+function proven(
+  ctx: CopyContext,
+  cache: ThreadCache,
+  seen: Seen,
+  tsLate: boolean,
+  gilBefore: Uint8Array | null,
+  gilAfter: Uint8Array | null,
+  now: (address: bigint, length: number) => Uint8Array | null,
+): boolean {
+  const L = ctx.layout;
+  const P = L.pointerSize;
+  if (!sameFields(L, seen, ctx.tstateCheck, now)) return false;
+  if (gilBefore && gilAfter) {
+    const switches = L.interp.gilSwitchNumber! - L.interp.gilHolder!;
+    if (gilProves(seen.tstate, readPointer(gilBefore, 0, P), readPointer(gilBefore, switches, P), readPointer(gilAfter, switches, P))) return true;
+  }
+  if (ctx.consistency !== 'anchor' || tsLate) return false;
+  const T = L.tstate;
+  const anchor = Number(readPointer(seen.ts, T.lastProfiledFrame!, P));
+  const fields = T.lastProfiledFrameSeq !== null ? [T.lastProfiledFrame!, T.lastProfiledFrameSeq] : [T.lastProfiledFrame!];
+  const chain = seen.chain;
+  const at = chain.findIndex((f) => Number(f) === anchor);
+  const current = chain.length > 0 ? Number(chain[0]!) : 0;
+  const ok = anchorProves(at, at >= 0 && isPythonFrame(L, seen.mem, chain[at]!), cache.anchor.trusts(anchor, current), sameFields(L, seen, fields, now));
+  cache.anchor.saw(anchor, current, chain.length > 1 ? Number(chain[1]!) : 0);
+  return ok;
+}
+
+/** Leave the profiler anchor where it proves the next copy of the thread (consistency.ts anchorPlace). */
+function placeAnchor(ctx: CopyContext, cache: ThreadCache, tstate: bigint, ts: Uint8Array, chain: readonly bigint[], mem: GrowingMemory): void {
+  const L = ctx.layout;
+  const anchor = readPointer(ts, L.tstate.lastProfiledFrame!, L.pointerSize);
+  const k = anchorPlace(chain.length, chain.indexOf(anchor), cache.anchor.trusts(Number(anchor), chain.length > 0 ? Number(chain[0]!) : 0), (j) => isPythonFrame(L, mem, chain[j]!));
+  if (k !== null) ctx.writeAnchor(tstate, chain[k]!);
 }
 
 /**
@@ -425,19 +492,34 @@ function followFrames(
 }
 
 /**
- * The ranges a copy of a thread reads first: its thread state, the count of code-object
- * deaths, the _PyCFrame (3.11/3.12), the data-stack chunks and the frames outside them,
- * as its previous copy found them — and, when the copy is to be checked, all of it again.
+ * The ranges a copy of a thread reads first: the fields of the GIL it runs under (to prove the
+ * copy, consistency.ts gilProves), its thread state, the count of code-object deaths, the
+ * _PyCFrame (3.11/3.12), the data-stack chunks and the frames outside them, as its previous
+ * copy found them — and, when the copy is to be checked, all of it again. (The GIL's fields
+ * are read only for a copy that is checked, and come first in each reading.)
  */
 export function planOf(ctx: CopyContext, tstate: bigint, interp: bigint, cache: ThreadCache, checking: boolean): Range[] {
   const L = ctx.layout;
-  const plan: Range[] = [{ address: tstate, length: cache.tstateLength }];
+  const plan: Range[] = [];
+  const gil = checking ? ctx.gilRange(interp) : null;
+  if (gil) plan.push(gil);
+  plan.push({ address: tstate, length: cache.tstateLength });
   const genAt = generationRange(L, interp);
   if (genAt) plan.push(genAt);
   plan.push(...cframeRanges(L, cache));
   for (const c of cache.chunks) plan.push({ address: c.address, length: c.used });
   for (const f of cache.outside) plan.push({ address: f, length: L.frame.size });
   return [...plan, ...(checking ? plan : []), ...codeRanges(ctx, cache)];
+}
+
+/** Where each part of a reading is in planOf's ranges (`length`: ranges in one reading). */
+function planIndex(L: Layout, cache: ThreadCache, gil: boolean): { gil: number; tstate: number; generation: number; cframes: number; chunks: number; outside: number; length: number } {
+  const tstate = gil ? 1 : 0;
+  const generation = tstate + 1;
+  const cframes = generation + (L.interp.codeObjectGeneration !== null ? 1 : 0);
+  const chunks = cframes + cframeRanges(L, cache).length;
+  const outside = chunks + cache.chunks.length;
+  return { gil: 0, tstate, generation, cframes, chunks, outside, length: outside + cache.outside.length };
 }
 
 /**
@@ -447,10 +529,6 @@ export function planOf(ctx: CopyContext, tstate: bigint, interp: bigint, cache: 
  */
 function codeRanges(ctx: CopyContext, cache: ThreadCache): Range[] {
   return ctx.codes.checkRanges(cache.codes, ctx.layout.interp.codeObjectGeneration === null);
-}
-
-function planLength(L: Layout, cache: ThreadCache): number {
-  return 1 + (L.interp.codeObjectGeneration !== null ? 1 : 0) + cframeRanges(L, cache).length + cache.chunks.length + cache.outside.length;
 }
 
 /** The _PyCFrames the previous copy found (3.11/3.12: the running eval loop's; 3.11: the calling one's too), to read with the first read. */

@@ -132,7 +132,11 @@ function walkOne(p: WalkParams, codes: Map<bigint, CodeRange>, sample: WalkSampl
     let nextCallee = 0n;
     if (inMask(p.ownerPythonMask, owner)) {
       const code = mem.field(at, p.frameExecutable) & ~tagMask;
-      // a NULL executable is a frame being created or cleared: skip it, keep following
+      // A NULL executable is a frame that was popped (3.14+ clear it) or is being set up: as
+      // the current frame, the copy caught it in between (skipped: its caller's stack is of
+      // that moment); below another frame, it is a caller read after it returned — frames of
+      // different moments (docs/validation.md)
+      if (code === 0n && visited !== 0) return done(CORRUPT, frame);
       if (code !== 0n) {
         const ip = mem.field(at, p.frameInstrPtr);
         const range = codes.get(code);

@@ -47,8 +47,8 @@ export function unwindSnapshot(snapshot: Snapshot, walker: Walker, maxDepth?: nu
   );
   return snapshot.threads.map((t, i) => {
     const walk = results[i]!;
-    // a copy that moved while it was made is not a stack of one moment: `torn`, never shown
-    const status: Status = t.moved ? 'torn' : walk.status;
+    // a copy nothing proved of one moment is `torn`, never shown
+    const status: Status = t.unproven ? 'torn' : walk.status;
     return {
       interpreterId: t.interpreterId,
       threadStateAddress: t.threadStateAddress,

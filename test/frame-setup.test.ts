@@ -5,7 +5,7 @@
 // cannot see it — the innermost frame's instruction pointer changes as it runs, so it is not
 // compared — and the walk would reject the sample as `corrupt` (workloads/reuse.py, recorded
 // for a minute, showed one in 5,000 samples; a loop of two calls, one in 70,000 at 5 kHz).
-// The recorder checks that pointer against the frame's code object: such a copy moved.
+// The recorder checks that pointer against the frame's code object: such a copy was not proven.
 //
 // Real memory, one write faked: a program stopped at a known stack (test/fixtures/
 // two_moments.py, moment A), read through a source that, once, gives the first reading the
@@ -100,7 +100,7 @@ describe.each(nativeInterpreters())('a frame caught while it was set up, $label'
     return;
   }
 
-  it('is never walked: the copy moved, and is made again', async () => {
+  it('is never walked: the copy is not proven, and is made again', async () => {
     const p = spawnInteractive(py.command, [PROGRAM]);
     running.push(p);
     await p.waitFor('A');
@@ -118,7 +118,7 @@ describe.each(nativeInterpreters())('a frame caught while it was set up, $label'
     new DataView(ip.buffer).setBigUint64(0, caller!.instrPtr, true);
     const source = oneTear(inner, innermost!.frame + BigInt(L.frame.instrPtr), ip);
 
-    // (1) the general copy, not made again: the copy moved (torn); its bytes would walk as corrupt
+    // (1) the general copy, not made again: the copy is not proven (torn); its bytes would walk as corrupt
     // (its readings' agreement is what would pass the torn reading: optimistic mode's rule
     // where nothing proves a copy)
     const general = new MemoryCopier(source, { steady: false, retries: 0, keepAgreeing: true, consistency: 'reread' });
@@ -127,7 +127,7 @@ describe.each(nativeInterpreters())('a frame caught while it was set up, $label'
     const once = takeSnapshot(source, { copier: general });
     expect(source.applied, 'the first reading got the caller instruction pointer').toBe(1);
     const torn = unwindSnapshot(once, walker)[0]!;
-    expect(once.threads[0]!.moved).toBe(true);
+    expect(once.threads[0]!.unproven).toBe(true);
     expect(torn.status).toBe('torn');
     expect(torn.walk.status, 'the torn bytes, walked anyway').toBe('corrupt');
     expect(torn.walk.failAddress, `${JSON.stringify(torn.walk, (k, v) => (typeof v === "bigint" ? v.toString(16) : v))} caller ${caller!.frame.toString(16)} inner ${innermost!.frame.toString(16)}`).toBe(caller!.instrPtr);

@@ -47,7 +47,7 @@ function summary(t: ThreadSnapshot): unknown {
     nativeThreadId: t.nativeThreadId.toString(),
     holdsGil: t.holdsGil,
     mainThread: t.mainThread,
-    moved: t.moved,
+    unproven: t.unproven,
     errors: t.errors,
     regions: t.regions.map((r) => `${r.address.toString(16)}:${Buffer.from(r.bytes).toString('base64')}`),
   };
@@ -114,19 +114,19 @@ describe.each(nativeInterpreters())('steady copies equal the general copier, $la
   }, 120_000);
 });
 
-// The later readings, on real memory: a moved reading is simulated by changing, after the
+// The later readings, on real memory: a reading that moved is simulated by changing, after the
 // read, the instruction pointer of the frame below the innermost one (which the check
 // compares) — differently in each reading changed. With the first j readings changed, the copy
 // must be reading j, checked against the next — the same bytes as the general copier's of the
 // frozen program. With every reading but the last changed, no two successive readings agree:
-// the copy has moved. With the count of code-object deaths read after the readings above the
+// the copy is unproven. With the count of code-object deaths read after the readings above the
 // one read before them, the copy is left to the general copier.
 describe.each(nativeInterpreters())('the steady copy\'s later readings, $label', (py) => {
   if (py.missing) {
     it(`is skipped: ${py.missing}`, () => recordCoverage('steady-copy-readings', py.label, false, py.missing!));
     return;
   }
-  it('takes the first reading the next one agrees with, and says moved when none does', async (ctx) => {
+  it('takes the first reading the next one agrees with, and says unproven when none does', async (ctx) => {
     const child = spawn(py.command, ['workloads/deep.py', '60', '12'], { stdio: 'ignore', env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' } });
     running.push(child);
     const pid = child.pid!;
@@ -164,7 +164,7 @@ describe.each(nativeInterpreters())('the steady copy\'s later readings, $label',
       // the instruction pointer of the frame below the innermost
       const frameAt = (address: bigint): { region: number; offset: number } => {
         const region = others.findIndex((r) => address >= r.address && address < r.address + BigInt(r.bytes.length));
-        const what = `frame 0x${address.toString(16)} in none of ${others.map((r) => `${r.address.toString(16)}+${r.bytes.length}`).join(' ')} (copy: moved ${snap.moved}, errors ${JSON.stringify(snap.errors)})`;
+        const what = `frame 0x${address.toString(16)} in none of ${others.map((r) => `${r.address.toString(16)}+${r.bytes.length}`).join(' ')} (copy: unproven ${snap.unproven}, errors ${JSON.stringify(snap.errors)})`;
         expect(region, what).toBeGreaterThanOrEqual(0);
         return { region, offset: Number(address - others[region]!.address) };
       };
@@ -204,12 +204,12 @@ describe.each(nativeInterpreters())('the steady copy\'s later readings, $label',
       for (spoil = 0; spoil < readings - 1; spoil++) {
         const got = steady.copy(hooks);
         same(got);
-        expect(got!.moved).toBe(false);
+        expect(got!.unproven).toBe(false);
       }
       spoil = readings - 1;
-      const moved = steady.copy(hooks);
-      expect(moved).not.toBeNull();
-      expect(moved!.moved).toBe(true);
+      const unproven = steady.copy(hooks);
+      expect(unproven).not.toBeNull();
+      expect(unproven!.unproven).toBe(true);
       // a code object died while the readings were made: which ones saw it alive is not known,
       // so the general copier makes the copy
       spoil = 0;

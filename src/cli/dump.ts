@@ -25,16 +25,17 @@ export const DUMP_HELP = `Usage: pyunwind dump --pid PID [--format text|json] [-
 
 Print the Python stack of every thread of process PID, once, each with its status
 (complete, complete-unverifiable, idle, or why it was rejected). The program runs on while
-its stacks are copied; a copy that moved meanwhile is made again as --copy says.
+its stacks are copied; a copy nothing proves of one moment is made again as --copy says.
 
 Options:
   -p, --pid PID        the Python process (same user as you, or CAP_SYS_PTRACE)
   -f, --format FORMAT  text (default) or json
-      --copy COPY      how copies are kept consistent (default adaptive), as for record:
-                         adaptive    a thread whose copy moved is copied again with the
-                                     program stopped for a moment
-                         optimistic  never stop the program: a copy that moved is shown
-                                     as torn, without a stack
+      --copy COPY      how copies are made exact (default adaptive), as for record:
+                         adaptive    a thread whose copy nothing proved is copied again
+                                     with the program stopped for a moment
+                         optimistic  never stop the program: such a copy is shown as torn,
+                                     without a stack (before 3.15: one whose readings agree
+                                     is shown — not exact)
                          blocking    stop the program while every thread is copied
       --blocking       same as --copy blocking
       --read-only      never write into the program (no profiler anchor on 3.15+)

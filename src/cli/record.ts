@@ -18,14 +18,12 @@ export const RECORD_HELP = `Usage: pyunwind record [OPTIONS] -o FILE [--subproce
 Sample a running Python at a steady rate and keep the raw memory of each sample in a capture
 file; \`pyunwind report FILE\` turns it into a profile.
 
-Each copy is read twice in one system call and the two readings compared: a copy that moved
-while it was made (the program runs on meanwhile) is never profiled as a stack of one moment.
-(Most copies are read five times in the call: the copy is the first reading the next one
-agrees with.)
-On CPython 3.15+ the thread's profiler anchor (one word pyunwind writes into the target, and
-clears at the end) proves the lower part of the stack unchanged besides. The schedule runs on
-the program's own clock (time it was kept stopped does not count), with intervals dithered
-around the mean.
+A copy is kept only when something proves it shows one moment of the thread: it was stopped;
+on CPython 3.15+ the thread's profiler anchor (one word pyunwind writes into the target, and
+clears at the end) names the innermost frame or its caller and did not move; or the GIL shows
+the thread ran no Python code meanwhile (3.13+). The schedule runs on the program's own clock
+(time it was kept stopped does not count), with intervals dithered around the mean.
+Guarantees per mode and version: docs/validation.md.
 
 Options:
   -o, --output FILE      the capture file to write (required)
@@ -41,18 +39,19 @@ Options:
                            exception   threads handling or raising an exception (3.15+)
                          Every capture records these facts of each sample (where the version
                          has them): \`report --mode\` keeps fewer samples of a wall capture.
-      --copy COPY        how copies are kept consistent (default adaptive):
-                           adaptive    copy while the target runs; a thread whose copy moved
-                                       is copied again stopped for a moment, and one whose
-                                       copies keep moving (call-heavy code) is stopped first:
-                                       no sample is lost, steady code is rarely stopped
-                           optimistic  never stop the target; a copy that moved is kept as
-                                       'torn' — counted, never profiled
+      --copy COPY        how copies are made exact (default adaptive):
+                           adaptive    copy while the target runs; a copy nothing proves is
+                                       made again with the thread stopped for a moment: every
+                                       sample exact, none lost (before 3.15, or read-only, a
+                                       thread running Python is stopped for every copy)
+                           optimistic  never stop the target; a copy nothing proves is kept
+                                       as 'torn' — counted, never profiled (before 3.15, or
+                                       read-only: one whose readings agree is kept: not exact)
                            blocking    stop every thread that may be running Python for its
                                        copy (exact; costs the target)
       --blocking         same as --copy blocking
-      --read-only        never write into the target (no profiler anchor): the comparison
-                         of the two readings alone
+      --read-only        never write into the target: no profiler anchor (3.15+), so a copy
+                         of a thread running Python is proven only by a stop
   -a, --all-threads      sample every thread of every interpreter (the default; kept for
                          compatibility with other profilers' options)
       --async-aware      asyncio stacks (CPython 3.14+): also copy each thread's tasks, so that

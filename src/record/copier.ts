@@ -6,11 +6,11 @@
 // part of each data-stack chunk, and every frame the chain reaches outside those (generator
 // and coroutine frames inside their objects, entry frames on the C stack). Reads are whole
 // structures. The copy does not judge the stack — the walk does, over exactly these bytes —
-// but it notes whether the stack moved while it was copied (`moved`).
+// but it notes whether anything proves the copy shows one moment (`unproven`: consistency.ts).
 //
 // This file runs a pass: the interpreters and their thread lists (thread-list.ts), one read
 // for everything the last pass foresaw, and for each thread the copy that fits — its steady
-// copy (steady-copy.ts), the general copy (thread-copy.ts), copies made again when they moved
+// copy (steady-copy.ts), the general copy (thread-copy.ts), copies made again when they unproven
 // (consistency.ts), or made with the thread stopped (stop-policy.ts, stopper.ts).
 //
 // Used once by takeSnapshot, and repeatedly by the sampler: code objects are then copied once
@@ -39,9 +39,9 @@ export interface CopierOptions {
   maxFrames?: number;
   /** default: `anchor` where the layout has the anchor and the source can write, else `reread` */
   consistency?: Consistency;
-  /** copies of a thread tried again, at once, when the copy moved (default 1) */
+  /** copies of a thread tried again, at once, when the copy is not proven (default 1) */
   retries?: number;
-  /** when a thread's copy still moved after the retries: stop the target and copy it (adaptive) */
+  /** when nothing proved a thread's copy after the retries: stop the target and copy it (adaptive) */
   stopper?: Stopper;
   /** false: every copy by the general path, never a SteadyCopy (for comparing the two) */
   steady?: boolean;
@@ -64,7 +64,7 @@ export interface CopierOptions {
   bytecode?: boolean;
   /**
    * Where nothing can prove a copy of a running thread (no anchor: CPython before 3.15, or
-   * read-only), keep a copy whose readings agree instead of counting it as moved (`--copy
+   * read-only), keep a copy whose readings agree instead of counting it as unproven (`--copy
    * optimistic`; not exact: see consistency.ts). Default false.
    */
   keepAgreeing?: boolean;
@@ -198,12 +198,12 @@ export class MemoryCopier {
 
   /**
    * Copy every thread of every interpreter. `stopped`: the caller has stopped the target
-   * (every thread) for the whole call, so no copy can have moved. `blocking`: every copy is
+   * (every thread) for the whole call, so every copy is of one moment. `blocking`: every copy is
    * made exact — a thread that may be running Python is stopped for its copy; one that is not
    * (it released the GIL: waiting, or in a long C call) cannot change its frames, and its copy
    * is checked instead (and made stopped if it started to run meanwhile), which spares the
    * program the stop: a stop interrupts the system call the thread waits in. `look`: nothing
-   * is stopped, whatever the stopper — a copy that moved stays moved (a recorder warming up
+   * is stopped, whatever the stopper — a copy nothing proved stays unproven (a recorder warming up
    * beside other targets, which a stop that waits for a busy machine would hold up).
    */
   copyAll(options: { stopped?: boolean; paused?: boolean; blocking?: boolean; look?: boolean } = {}): ThreadSnapshot[] {
@@ -339,7 +339,7 @@ export class MemoryCopier {
    * pass: what a pass reads before the stop is of no use to a copy made after it.
    */
   private mayStopFirst(cache: ThreadCache): boolean {
-    return this.canStop && !this.allStopped && !this.blocking && (this.consistency !== 'anchor' || cache.movedRate > STOP_FIRST_RATE);
+    return this.canStop && !this.allStopped && !this.blocking && (this.consistency !== 'anchor' || cache.unprovenRate > STOP_FIRST_RATE);
   }
 
   /**
@@ -404,7 +404,7 @@ export class MemoryCopier {
   }
 
   /**
-   * Copy one thread: tried again at once if the copy moved, and — with a stopper — copied with
+   * Copy one thread: tried again at once if the copy is not proven, and — with a stopper — copied with
    * the target stopped if it still moves. A thread whose copies keep moving (adaptive), or any
    * thread that may be running Python (blocking), is stopped first.
    */
@@ -415,7 +415,7 @@ export class MemoryCopier {
     const stopFirst = cache && (this.blocking || (this.canStop && !this.allStopped && (this.consistency !== 'anchor' || stopsFirst(cache))));
     if (stopFirst && mayRunPython(this.layout, tstate, prefetched ? prefetched.got[prefetched.tstateAt] : undefined, gilHolder)) {
       // Stopped first, the copy is of the sample's own moment. (Adaptive: a thread whose copies
-      // moved lately runs call-heavy code; a copy that moved would be made again with it
+      // needed stops lately runs call-heavy code; a copy nothing proved would be made again with it
       // stopped a few hundred microseconds after the sample's moment, by when it is likely
       // somewhere else — more often in a long-lived frame than in a short one.)
       const attempt = this.stoppedCopy(interp, interpreterId, tstate, cache.nativeThreadId);
@@ -429,15 +429,15 @@ export class MemoryCopier {
     // (a copy the anchor did not prove left the anchor on its innermost Python frame: made
     // again at once, a few microseconds after the first, it is proven unless that frame was
     // already gone)
-    while (attempt.snap.moved && attempts <= this.retries) {
+    while (attempt.snap.unproven && attempts <= this.retries) {
       attempt = this.steadyCopy(interp, interpreterId, tstate) ?? this.copyThread(interp, interpreterId, tstate, false);
       attempts++;
     }
     if (!this.allStopped && !this.blocking) {
       const c = this.threads.get(tstate);
-      if (c) learn(c, attempt.snap.moved);
+      if (c) learn(c, attempt.snap.unproven);
     }
-    if (attempt.snap.moved && this.canStop) {
+    if (attempt.snap.unproven && this.canStop) {
       attempt = this.stoppedCopy(interp, interpreterId, tstate, attempt.snap.nativeThreadId);
       attempts++;
     }
@@ -538,7 +538,7 @@ export class MemoryCopier {
     snap.nativeThreadId = got.nativeThreadId;
     snap.holdsGil = got.holdsGil;
     snap.handlingException = got.handlingException;
-    snap.moved = got.moved;
+    snap.unproven = got.unproven;
     snap.copyMicros = Math.round((performance.now() - started) * 1000);
     return { snap, codes: EMPTY_CODES, entry: 'thread' };
   }
@@ -568,8 +568,8 @@ export class MemoryCopier {
   private finish(attempt: Attempt, attempts: number): { snap: ThreadSnapshot; entry: ListEntry } {
     const snap = attempt.snap;
     snap.attempts = attempts;
-    // what was read of code objects in a window that moved may be a successor's or garbage
-    if (!snap.moved && attempt.codes.size > 0) {
+    // what was read of code objects in a window nothing proved may be a successor's or garbage
+    if (!snap.unproven && attempt.codes.size > 0) {
       const { fresh, replaced } = this.codes.commit(attempt.codes);
       snap.codes = fresh;
       snap.codeReplaced = replaced;
@@ -578,12 +578,11 @@ export class MemoryCopier {
   }
 
   /**
-   * A copy made with every thread stopped: nothing ran while it was made (the anchor check
-   * may still say "moved" when the current frame is an entry frame: that proves nothing
-   * either way here).
+   * A copy made with the thread stopped (or the target waiting for it): nothing ran while it
+   * was made, whatever its readings' own check says — the stop proves it.
    */
   private settle(snap: ThreadSnapshot): void {
-    snap.moved = false;
+    snap.unproven = false;
     snap.stopped = !this.pausedOnly;
   }
 

@@ -37,10 +37,10 @@ export function copierFor(source: MemorySource, options: CopyOptions, more: Pick
     ...(options.consistency ? { consistency: options.consistency } : {}),
     // a copy nothing proves is made again at once, up to twice (the anchor it left on the
     // innermost frame proves the next unless that frame was gone within microseconds); then,
-    // adaptive, with the thread stopped: a thread whose copies keep needing the stop is stopped first
-    // (stop-policy.ts: a retry or a late stop lands after the transition that moved the copy,
-    // which biases the profile where frames live about as long as a copy takes —
-    // docs/validation.md, point 3)
+    // adaptive, with the thread stopped. A thread whose copies keep needing the stop is
+    // stopped first (stop-policy.ts): a retry or a late stop lands after the transition that
+    // defeated the copy, which biases the profile where frames live about as long as a copy
+    // takes (docs/validation.md, point 3).
     ...(options.copy !== 'optimistic' ? { stopper: options.stopper!, retries: 2 } : { retries: 2, keepAgreeing: true }),
   });
 }

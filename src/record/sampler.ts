@@ -6,7 +6,7 @@
 // The schedule runs on the target's own clock: time the recorder kept the target stopped does
 // not count toward it. Each sample then stands for the same stretch of the program's own
 // running time, wherever the program was. On the wall clock a stop would stretch whatever the
-// program was doing when stopped — and the default mode stops only copies that moved, i.e.
+// program was doing when stopped — and the default mode stops only copies nothing proved, i.e.
 // call-heavy Python code — so that code would collect extra samples (measured in
 // docs/validation.md: 4 points on a real program).
 
@@ -87,7 +87,7 @@ export interface SamplerStats {
   samples: number;
   /** thread samples copied but not written: the sampling mode leaves their thread out (not on a CPU, …) */
   leftOut: number;
-  /** of which the stack moved during the copy */
+  /** of which nothing proved the copy (torn) */
   torn: number;
   /** ticks whose copy failed before any thread (e.g. the interpreter list was unreadable) */
   failedTicks: number;
@@ -284,8 +284,8 @@ export class TargetSampler {
     try {
       if (holdAll) held = options.stopper!.stopAll();
       threads = held ? this.copier.copyAll({ stopped: true }) : copyThreads(this.copier, tickMode);
-      // (a copy that moved is not walked: its tasks would not be looked at)
-      if (tasks) for (const t of threads) if (!t.moved) tasks.copy(t);
+      // (a copy nothing proved is not walked: its tasks would not be looked at)
+      if (tasks) for (const t of threads) if (!t.unproven) tasks.copy(t);
     } catch (e) {
       if (!(e instanceof ReadError)) throw e;
       if (options.isAlive && !options.isAlive()) {

@@ -46,8 +46,8 @@ export function sampleRecord(t: ThreadSnapshot, time: number, onlyThread = false
       (t.mainThread || onlyThread ? SAMPLE_FLAG.MAIN : 0) |
       (t.stopped ? SAMPLE_FLAG.STOPPED : 0) |
       (t.attempts > 1 ? SAMPLE_FLAG.RETRIED : 0),
-    // a copy the copier says moved is never passed off as a stack of one moment
-    recorderStatus: t.moved ? 'torn' : 'ok',
+    // a copy nothing proved is never passed off as a stack of one moment
+    recorderStatus: t.unproven ? 'torn' : 'ok',
     copyMicros: t.copyMicros,
     regions: t.regions,
     errors: t.errors,

@@ -1,7 +1,7 @@
 // A snapshot: the memory of every thread of every interpreter of a target at one moment,
 // copied as regions (address, bytes), with each code object the stacks reach. Copies follow
-// the same rules as a recording's (src/record/modes.ts): a thread whose copy moved is copied
-// again with the target stopped (adaptive), or kept as moved (optimistic) — never passed off
+// the same rules as a recording's (src/record/modes.ts): a thread whose copy nothing proved is copied
+// again with the target stopped (adaptive), or kept as unproven (optimistic) — never passed off
 // as a stack of one moment.
 
 import type { Layout } from '../layout/layout.js';
@@ -32,7 +32,7 @@ export interface SnapshotOptions extends CopierOptions {
   copier?: MemoryCopier;
   /**
    * With a stopper: `adaptive` (the default then) or `blocking`, as `record` does. Without
-   * one, copies are optimistic: a thread whose copy moved is marked `moved`.
+   * one, copies are optimistic: a thread whose copy nothing proved is marked `unproven`.
    */
   copy?: CopyMode;
   stopper?: Stopper;
@@ -49,8 +49,8 @@ export function takeSnapshot(source: MemorySource, options: SnapshotOptions = {}
   const copier = options.copier ?? (options.stopper || options.copy ? copierFor(source, copyOptions) : new MemoryCopier(source, { keepAgreeing: true, ...options }));
   const time = Date.now();
   const threads = options.stopped ? copier.copyAll({ stopped: true }) : copyThreads(copier, copyOptions);
-  // (a copy that moved is not walked: its tasks would not be looked at)
-  if (options.tasks) for (const t of threads) if (!t.moved) options.tasks.copy(t);
+  // (a copy nothing proved is not walked: its tasks would not be looked at)
+  if (options.tasks) for (const t of threads) if (!t.unproven) options.tasks.copy(t);
   const codeObjects = [...copier.used].map((a) => copier.codeObject(a)).filter((c): c is CodeRecord => c !== null);
   // the suspended coroutines' code objects the task copies recorded
   for (const t of threads) for (const c of t.codes) if (!codeObjects.some((d) => d.address === c.address)) codeObjects.push(c);

@@ -40,7 +40,7 @@ export interface SteadyResult {
   holdsGil: boolean;
   handlingException: boolean;
   regions: Region[];
-  moved: boolean;
+  unproven: boolean;
   /** the code objects of the chain's Python frames (each confirmed) */
   codes: readonly bigint[];
 }
@@ -58,7 +58,7 @@ export interface SteadyHooks {
   readonly anchor: AnchorTrust;
   /**
    * keep a copy that nothing proves when its readings agree (CopyContext.trustAgreement);
-   * else such a copy moved
+   * else such a copy was not proven
    */
   readonly trustAgreement: boolean;
 }
@@ -75,7 +75,7 @@ const HI_LIMIT = 0x200000;
  * system call, not a new read after the fact: measured on hotcold.py, a retry made a separate
  * read later (a few microseconds) biased the profile by 1-3 points, because which retries
  * succeed then depends on how long frames live; within one call the retry is as close to the
- * tick as the copy itself. Only a copy no two successive readings of which agree is "moved"
+ * tick as the copy itself. Only a copy none of whose readings holds is "unproven"
  * (and, in the adaptive mode, made again with the thread stopped).
  *
  * Why five: a call and a return often come in pairs a few hundred nanoseconds apart (a
@@ -345,23 +345,23 @@ export class SteadyCopy {
     // the first reading, judged with the one after it; if it does not hold — or it is no
     // stack the plan foresaw, which a call or return during it can also make — the second,
     // read a fraction of a microsecond later in the same call, and so on (see READINGS); each
-    // look is of the reading moved to offset 0 and the one after it
+    // look is of the reading shifted to offset 0 and the one after it
     if (this.gil) {
       this.gilHolderBefore = word(w, GENERATION_BYTES);
       this.gilSwitchesBefore = word(w, GENERATION_BYTES + this.gilSwitches);
     }
-    let moved = this.look(hooks);
-    for (let r = 1; moved !== false && r < this.readings - 1; r++) {
+    let unproven = this.look(hooks);
+    for (let r = 1; unproven !== false && r < this.readings - 1; r++) {
       // (the GIL's fields that closed this reading open the next one)
       if (this.gil) {
         this.gilHolderBefore = word(this.dv, this.gilOff);
         this.gilSwitchesBefore = word(this.dv, this.gilOff + this.gilSwitches);
       }
       this.bytes.copyWithin(0, this.half, (this.readings - r + 1) * this.half);
-      moved = this.look(hooks);
+      unproven = this.look(hooks);
     }
-    if (moved === null) return null;
-    return this.finish(hooks, moved);
+    if (unproven === null) return null;
+    return this.finish(hooks, unproven);
   }
 
   // what look() found, for finish()
@@ -372,7 +372,7 @@ export class SteadyCopy {
 
   /**
    * Follow the chain in the first reading at offset 0, against the plan, and compare it with
-   * the second at `half`: whether it moved; null when it needs the general copier.
+   * the second at `half`: whether nothing proves it; null when it needs the general copier.
    */
   private look(hooks: SteadyHooks): boolean | null {
     const L = this.layout;
@@ -518,23 +518,23 @@ export class SteadyCopy {
       if (!proven && checked) proven = anchorProves(anchorAt, anchorAt >= 0 && this.isPython(this.chainOff[anchorAt]!), trust.trusts(anchor, this.chainAddr[0]!), unmoved);
       trust.saw(anchor, this.chainAddr[0]!, n > 1 ? this.chainAddr[1]! : 0);
     }
-    let moved = !proven;
-    if (moved && hooks.trustAgreement && checked) {
+    let unproven = !proven;
+    if (unproven && hooks.trustAgreement && checked) {
       // the agreement (as consistency.ts's `agrees`): the next reading shows the same stack
-      moved = !(this.same8(T.currentFrame) && this.same8(T.datastackTop) && this.same8(T.datastackChunk));
+      unproven = !(this.same8(T.currentFrame) && this.same8(T.datastackTop) && this.same8(T.datastackChunk));
       const h = this.half;
       const bytes = this.bytes;
-      for (let k = 0; k < n && !moved; k++) {
+      for (let k = 0; k < n && !unproven; k++) {
         const off = this.chainOff[k]!;
-        if (!this.same8(off + F.previous) || !this.same8(off + F.executable) || bytes[off + F.owner] !== bytes[off + h + F.owner] || (k > 0 && !this.same8(off + F.instrPtr))) moved = true;
+        if (!this.same8(off + F.previous) || !this.same8(off + F.executable) || bytes[off + F.owner] !== bytes[off + h + F.owner] || (k > 0 && !this.same8(off + F.instrPtr))) unproven = true;
       }
     }
     // the innermost frame's instruction pointer, not compared (it runs), must fit its code:
     // else the copy caught the frame being set up (instr-ptr.ts)
-    if (!moved && n > 0 && codes.length > 0 && !this.innermostFits(hooks)) moved = true;
+    if (!unproven && n > 0 && codes.length > 0 && !this.innermostFits(hooks)) unproven = true;
     this.n = n;
     this.anchorAt = anchorAt;
-    return moved;
+    return unproven;
   }
 
   /** Does the innermost frame's instruction pointer fit its code object (true: not a Python frame, or nothing to judge by)? */
@@ -557,7 +557,7 @@ export class SteadyCopy {
   }
 
   /** The copy of the first reading (as look() left it), the anchor left where it vouches next. */
-  private finish(hooks: SteadyHooks, moved: boolean): SteadyResult {
+  private finish(hooks: SteadyHooks, unproven: boolean): SteadyResult {
     const L = this.layout;
     const T = L.tstate;
     const fs = L.frame.size;
@@ -625,7 +625,7 @@ export class SteadyCopy {
       holdsGil: holdsGilField(T, dv, 0) ?? false,
       handlingException: handlingException(T, dv, 0, L.pointerSize),
       regions,
-      moved,
+      unproven,
       codes: this.codes,
     };
   }

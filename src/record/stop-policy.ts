@@ -5,34 +5,35 @@ import type { Layout } from '../layout/layout.js';
 import type { ThreadCache } from './thread-cache.js';
 
 /**
- * A thread whose optimistic copies moved more often than this is copied stopped first (see
- * stopsFirst); MOVED_RATE_WEIGHT is the weight of each new outcome in the moving average, and
- * one copy in EXPLORE_EVERY of such a thread is still tried optimistically.
+ * A thread whose optimistic copies were not proven more often than this is copied stopped
+ * first (see stopsFirst); RATE_WEIGHT is the weight of each new outcome in the moving average,
+ * and one copy in EXPLORE_EVERY of such a thread is still tried optimistically.
  */
 export const STOP_FIRST_RATE = 0.1;
-const MOVED_RATE_WEIGHT = 0.05;
+const RATE_WEIGHT = 0.05;
 
 const EXPLORE_EVERY = 16;
-const EXPLORE_WEIGHT = 1 - (1 - MOVED_RATE_WEIGHT) ** EXPLORE_EVERY;
+const EXPLORE_WEIGHT = 1 - (1 - RATE_WEIGHT) ** EXPLORE_EVERY;
 
 /**
  * Should this thread's next copy be made with it stopped first? Where copies can be stopped
- * (adaptive), when its recent optimistic copies moved more often than STOP_FIRST_RATE — but
- * one copy in EXPLORE_EVERY is still tried optimistically, to notice when it calms down.
+ * (adaptive), when its recent optimistic copies were not proven more often than
+ * STOP_FIRST_RATE — but one copy in EXPLORE_EVERY is still tried optimistically, to notice
+ * when it calms down.
  * (The caller asks only where it can stop the target.)
  */
 export function stopsFirst(cache: ThreadCache): boolean {
-  if (cache.movedRate <= STOP_FIRST_RATE || cache.nativeThreadId === 0n) return false;
+  if (cache.unprovenRate <= STOP_FIRST_RATE || cache.nativeThreadId === 0n) return false;
   if (++cache.stoppedFirst % EXPLORE_EVERY === 0) return false;
   return true;
 }
 
-/** Fold an optimistic copy's outcome into the thread's recent rate of copies that moved. */
-export function learn(cache: ThreadCache, moved: boolean): void {
+/** Fold an optimistic copy's outcome into the thread's recent rate of copies nothing proved. */
+export function learn(cache: ThreadCache, unproven: boolean): void {
   // a copy tried while the thread is stopped first (one in EXPLORE_EVERY) stands for the
   // EXPLORE_EVERY copies it stands in for
-  const weight = cache.movedRate > STOP_FIRST_RATE ? EXPLORE_WEIGHT : MOVED_RATE_WEIGHT;
-  cache.movedRate += ((moved ? 1 : 0) - cache.movedRate) * weight;
+  const weight = cache.unprovenRate > STOP_FIRST_RATE ? EXPLORE_WEIGHT : RATE_WEIGHT;
+  cache.unprovenRate += ((unproven ? 1 : 0) - cache.unprovenRate) * weight;
 }
 
 /**

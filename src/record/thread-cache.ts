@@ -36,8 +36,8 @@ export interface ThreadCache {
   anchor: AnchorTrust;
 
   // when to stop it (stop-policy.ts)
-  /** share of its recent optimistic copies that moved or that nothing proved (an exponential moving average) */
-  movedRate: number;
+  /** share of its recent optimistic copies nothing proved or that nothing proved (an exponential moving average) */
+  unprovenRate: number;
   /** copies made stopped first, in a row */
   stoppedFirst: number;
 
@@ -66,7 +66,7 @@ export function newThreadCache(tstateLength: number): ThreadCache {
     interp: 0n,
     live: false,
     anchor: new AnchorTrust(),
-    movedRate: 0,
+    unprovenRate: 0,
     stoppedFirst: 0,
     steady: null,
     steadySkip: 0,

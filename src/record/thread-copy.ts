@@ -52,7 +52,7 @@ export interface CopyContext {
   readonly canStop: boolean;
   /**
    * keep a copy that nothing proves when its readings agree (`--copy optimistic` without the
-   * anchor: not exact, see consistency.ts); else such a copy moved
+   * anchor: not exact, see consistency.ts); else such a copy was not proven
    */
   readonly trustAgreement: boolean;
   /** the fields of the GIL interpreter `interp` runs under, to read around a copy (null: no GIL proof there) */
@@ -278,24 +278,24 @@ export function copyThread(
       now = (a, len) => pick(used, second, a, len);
       if (gilAt) gilAfter = second[0] ?? null;
     }
-    snap.moved = !(proven(ctx, cache, seen, tsLate, gilAt ? (got[at.gil] ?? null) : null, gilAfter, now) || (ctx.trustAgreement && agrees(L, seen, now, ctx.tstateCheck)));
+    snap.unproven = !(proven(ctx, cache, seen, tsLate, gilAt ? (got[at.gil] ?? null) : null, gilAfter, now) || (ctx.trustAgreement && agrees(L, seen, now, ctx.tstateCheck)));
     // The copy held, but a code object's names and line table were read after its readings:
     // had its frame returned and the function been dropped meanwhile, they would be freed
     // memory, and the record would not decode (the sample then rejected as corrupt: seen
     // under load on 3.14 in test/code-reuse.test.ts). The death count read once more closes
-    // the window around those reads: a code object that died since the readings moved it.
-    if (!snap.moved && extra === 0 && codeLiveReads > 0 && genAt && generation !== null) {
+    // the window around those reads: a code object that died since the readings unproves it.
+    if (!snap.unproven && extra === 0 && codeLiveReads > 0 && genAt && generation !== null) {
       const now = ctx.source.tryRead(genAt.address, genAt.length);
-      if (!now || u64(now) !== generation) snap.moved = true;
+      if (!now || u64(now) !== generation) snap.unproven = true;
     }
     // Without the death counter (3.11–3.13), a code object read in the window may still be
     // of a function dropped and compiled again at the same address within it (the readings
     // cannot see a frame popped and pushed again there): a copy that found a code object
     // new or changed is made again with the target stopped, where it can be.
-    if (!snap.moved && generation === null && codeReads > 0 && ctx.canStop && ctx.codes.changes(attempt.codes)) snap.moved = true;
+    if (!snap.unproven && generation === null && codeReads > 0 && ctx.canStop && ctx.codes.changes(attempt.codes)) snap.unproven = true;
     // the innermost frame's instruction pointer, not compared (it runs), must fit its code:
     // else the copy caught the frame being set up (instr-ptr.ts)
-    if (!snap.moved && !innermostFits(L, chain.frames[0], mem, (code) => ctx.codes.bytecodeRange(code, attempt.codes))) snap.moved = true;
+    if (!snap.unproven && !innermostFits(L, chain.frames[0], mem, (code) => ctx.codes.bytecodeRange(code, attempt.codes))) snap.unproven = true;
   }
   // (after every copy, stopped or not: where the next copy will look for it)
   if (ctx.consistency === 'anchor') placeAnchor(ctx, cache, tstate, ts, chain.frames, mem);

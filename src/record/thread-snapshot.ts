@@ -24,10 +24,10 @@ export interface ThreadSnapshot {
   /** what could not be copied (the walk will then reject the sample, with a reason) */
   errors: string[];
   /**
-   * The stack moved while it was copied: read again at once, it was not the stack the copy
-   * saw (see consistency.ts).
+   * Nothing proves the copy shows one moment of the thread (consistency.ts): it is never
+   * passed off as a stack (`torn`).
    */
-  moved: boolean;
+  unproven: boolean;
   /** time the copy of this thread took (the last attempt), µs */
   copyMicros: number;
   /** copies made of this thread for this sample (1 + retries used) */
@@ -36,7 +36,7 @@ export interface ThreadSnapshot {
   stopped: boolean;
   /**
    * Code objects to record before this sample: seen for the first time, changed at their
-   * address, or withdrawn (empty regions). Empty for a copy that moved.
+   * address, or withdrawn (empty regions). Empty for a copy nothing proved.
    */
   codes: CodeRecord[];
   /** one of `codes` replaces a code object recorded earlier at the same address */
@@ -57,7 +57,7 @@ export function emptySnapshot(interpreterId: bigint, threadStateAddress: bigint,
     mainThread: false,
     regions,
     errors,
-    moved: false,
+    unproven: false,
     copyMicros: 0,
     attempts: 1,
     stopped: false,

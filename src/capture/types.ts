@@ -56,7 +56,8 @@ export interface CaptureHeader {
 /**
  * What a recorder can tell of a thread at a sample besides its memory, each a SAMPLE_FLAG bit:
  * `cpu` it was on a CPU (Linux: running or runnable in /proc/PID/task/TID/stat), `gil` it held
- * the GIL (3.13+), `exception` it was handling or raising an exception (3.15+), `gc` the
+ * the GIL (its thread state's holds_gil on 3.15+; before, it was the GIL's last holder and the
+ * GIL was taken), `exception` it was handling or raising an exception (3.15+), `gc` the
  * garbage collector was running in it (3.13+: collecting, in the thread holding the GIL).
  */
 export type SampleFact = 'cpu' | 'gil' | 'exception' | 'gc';

@@ -35,7 +35,7 @@ Options:
   -m, --mode MODE        which threads' samples to keep (default wall):
                            wall        every thread at every tick
                            cpu         threads on a CPU (running or runnable)
-                           gil         threads holding the GIL (3.13+)
+                           gil         threads holding the GIL
                            exception   threads handling or raising an exception (3.15+)
                          Every capture records these facts of each sample (where the version
                          has them): \`report --mode\` keeps fewer samples of a wall capture.

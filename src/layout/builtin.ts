@@ -2,7 +2,8 @@
 // offsetof/sizeof against the installed internal headers of 3.11.7 and 3.12.1 (Debian's 3.11.2
 // headers give the same numbers); the test compiles test/fixtures/offsets.c and compares. The
 // wasm32 numbers are the same structs under the ILP32 ABI, checked against the memory of
-// Pyodide 0.25.1 (3.11.3) and 0.27.7 (3.12.7).
+// Pyodide 0.25.1 (3.11.3) and 0.27.7 (3.12.7) — but for the GIL, not read there (Pyodide runs
+// one thread).
 
 import { parseVersionHex } from './debug-offsets.js';
 import { DICTS_311, LayoutError, type Layout } from './layout.js';
@@ -25,7 +26,7 @@ const TABLES: Record<string, Tables> = {
     executableTagMask: 0,
     bottom: 'is-entry-flag',
     runtime: { interpretersHead: 40 },
-    interp: { id: 48, next: 0, threadsHead: 16, threadsMain: null, codeObjectGeneration: null, gilHolder: null, gilLocked: null, gilSwitchNumber: null, gilInUse: null, gilOwn: null, gcCollecting: null },
+    interp: { id: 48, next: 0, threadsHead: 16, threadsMain: null, codeObjectGeneration: null, gcCollecting: null },
     tstate: {
       size: 360, prev: 0, next: 8, interp: 16, currentFrame: 56, cframeCurrentFrame: 8, cframePrevious: 16,
       baseFrame: null, lastProfiledFrame: null, lastProfiledFrameSeq: null,
@@ -44,6 +45,7 @@ const TABLES: Record<string, Tables> = {
     unicode: { length: 16, state: 32, asciiSize: 48, compactSize: 72, legacyData: 72, ...STATE_BITS },
     bytes: { obSize: 16, obSval: 32 },
     gen: { iframe: 80, frameState: 75 },
+    gil: { interpPointer: null, runtime: 360, lastHolder: 8, locked: 16, switchNumber: 24 },
 
     threadNames: { ...DICTS_311, interpModules: 888, valuesValues: 0, valuesCapacity: null, valuesValid: null, heapCachedKeys: 872, flagInlineValues: null, managedValues: -32, valuesTag: null, longTagShift: null },
   },
@@ -54,7 +56,7 @@ const TABLES: Record<string, Tables> = {
     bottom: 'is-entry-flag',
     // measured in Pyodide's 3.11.3: 8 bytes further than the ILP32 computation (28) puts it
     runtime: { interpretersHead: 36 },
-    interp: { id: 40, next: 0, threadsHead: 16, threadsMain: null, codeObjectGeneration: null, gilHolder: null, gilLocked: null, gilSwitchNumber: null, gilInUse: null, gilOwn: null, gcCollecting: null },
+    interp: { id: 40, next: 0, threadsHead: 16, threadsMain: null, codeObjectGeneration: null, gcCollecting: null },
     tstate: {
       size: 208, prev: 0, next: 4, interp: 8, currentFrame: 40, cframeCurrentFrame: 4, cframePrevious: 8,
       baseFrame: null, lastProfiledFrame: null, lastProfiledFrameSeq: null,
@@ -72,6 +74,7 @@ const TABLES: Record<string, Tables> = {
     unicode: { length: 8, state: 16, asciiSize: 24, compactSize: 36, legacyData: 36, ...STATE_BITS },
     bytes: { obSize: 8, obSval: 16 },
     gen: { iframe: 40, frameState: 39 },
+    gil: null,
     threadNames: null,
   },
   '3.12/x86_64': {
@@ -80,7 +83,7 @@ const TABLES: Record<string, Tables> = {
     executableTagMask: 0,
     bottom: 'entry-frame',
     runtime: { interpretersHead: 40 },
-    interp: { id: 8, next: 0, threadsHead: 72, threadsMain: null, codeObjectGeneration: null, gilHolder: null, gilLocked: null, gilSwitchNumber: null, gilInUse: null, gilOwn: null, gcCollecting: null },
+    interp: { id: 8, next: 0, threadsHead: 72, threadsMain: null, codeObjectGeneration: null, gcCollecting: null },
     tstate: {
       size: 288, prev: 0, next: 8, interp: 16, currentFrame: 56, cframeCurrentFrame: 0, cframePrevious: 8,
       baseFrame: null, lastProfiledFrame: null, lastProfiledFrameSeq: null,
@@ -98,6 +101,7 @@ const TABLES: Record<string, Tables> = {
     unicode: { length: 16, state: 32, asciiSize: 40, compactSize: 56, legacyData: 56, ...STATE_BITS },
     bytes: { obSize: 16, obSval: 32 },
     gen: { iframe: 72, frameState: 67 },
+    gil: { interpPointer: 384, runtime: null, lastHolder: 8, locked: 16, switchNumber: 24 },
 
     threadNames: { ...DICTS_311, interpModules: 944, valuesValues: 0, valuesCapacity: null, valuesValid: null, heapCachedKeys: 880, flagInlineValues: null, managedValues: null, valuesTag: 1, longTagShift: 3 },
   },
@@ -107,7 +111,7 @@ const TABLES: Record<string, Tables> = {
     executableTagMask: 0,
     bottom: 'entry-frame',
     runtime: { interpretersHead: 28 },
-    interp: { id: 8, next: 0, threadsHead: 64, threadsMain: null, codeObjectGeneration: null, gilHolder: null, gilLocked: null, gilSwitchNumber: null, gilInUse: null, gilOwn: null, gcCollecting: null },
+    interp: { id: 8, next: 0, threadsHead: 64, threadsMain: null, codeObjectGeneration: null, gcCollecting: null },
     tstate: {
       size: 168, prev: 0, next: 4, interp: 8, currentFrame: 40, cframeCurrentFrame: 0, cframePrevious: 4,
       baseFrame: null, lastProfiledFrame: null, lastProfiledFrameSeq: null,
@@ -125,6 +129,7 @@ const TABLES: Record<string, Tables> = {
     unicode: { length: 8, state: 16, asciiSize: 20, compactSize: 28, legacyData: 28, ...STATE_BITS },
     bytes: { obSize: 8, obSval: 16 },
     gen: { iframe: 36, frameState: 35 },
+    gil: null,
     threadNames: null,
   },
 };

@@ -427,6 +427,21 @@ function buildLayout(t: Table, version: PythonVersion): Layout {
     gen = ptr === 8 ? { iframe: 72, frameState: 67 } : { iframe: 36, frameState: 35 };
   }
 
+  // the GIL: the table gives the interpreter's own struct (`_gil`) and two of its fields as
+  // offsets in the interpreter state, and the pointer to the GIL it runs under (`ceval.gil`);
+  // unsigned long switch_number follows int locked (3.13–3.15 headers: interval, last_holder,
+  // locked, switch_number; an unsigned long is as wide and as aligned as a pointer on LP64 and
+  // ILP32)
+  let gil: Layout['gil'] = null;
+  if (['ceval_gil', 'gil_runtime_state', 'gil_runtime_state_holder', 'gil_runtime_state_locked'].every((f) => t.has(`interpreter_state.${f}`))) {
+    const own = r.pointer('interpreter_state', 'gil_runtime_state');
+    const holder = r.pointer('interpreter_state', 'gil_runtime_state_holder');
+    const locked = r.field('interpreter_state', 'gil_runtime_state_locked', 4);
+    const switches = r.check('interpreter_state', 'gil_runtime_state_locked + a pointer (switch_number)', BigInt(locked + ptr), ptr);
+    if (holder < own || locked < own) throw new LayoutError(`debug offsets: the GIL's fields (holder ${holder}, locked ${locked}) lie before its struct (${own})`);
+    gil = { interpPointer: r.pointer('interpreter_state', 'ceval_gil'), runtime: null, lastHolder: holder - own, locked: locked - own, switchNumber: switches - own };
+  }
+
   const layout: Layout = {
     id: `debug-offsets/${version.major}.${minor}/${t.shape.size}`,
     // a copy: a Buffer's slice() would share the caller's memory
@@ -446,16 +461,6 @@ function buildLayout(t: Table, version: PythonVersion): Layout {
       codeObjectGeneration: opt('interpreter_state.code_object_generation', () =>
         r.field('interpreter_state', 'code_object_generation', 8),
       ),
-      gilHolder: opt('interpreter_state.gil_runtime_state_holder', () => r.pointer('interpreter_state', 'gil_runtime_state_holder')),
-      gilLocked: opt('interpreter_state.gil_runtime_state_locked', () => r.field('interpreter_state', 'gil_runtime_state_locked', 4)),
-      // unsigned long switch_number follows int locked in struct _gil_runtime_state (3.13–3.15
-      // headers: interval, last_holder, locked, switch_number; an unsigned long is as wide and as
-      // aligned as a pointer on LP64 and ILP32)
-      gilSwitchNumber: t.has('interpreter_state.gil_runtime_state_locked')
-        ? r.check('interpreter_state', 'gil_runtime_state_locked + a pointer (switch_number)', t.raw('interpreter_state.gil_runtime_state_locked') + BigInt(ptr), ptr)
-        : null,
-      gilInUse: opt('interpreter_state.ceval_gil', () => r.pointer('interpreter_state', 'ceval_gil')),
-      gilOwn: opt('interpreter_state.gil_runtime_state', () => r.pointer('interpreter_state', 'gil_runtime_state')),
       // the collector's state is a struct inside the interpreter state: its `collecting` int
       gcCollecting:
         t.has('interpreter_state.gc') && t.has('gc.collecting')
@@ -510,6 +515,7 @@ function buildLayout(t: Table, version: PythonVersion): Layout {
       obSval: r.field('bytes_object', 'ob_sval', 1),
     },
     gen,
+    gil,
     threadNames: ptr === 8 ? threadNamesLayout(t, r, minor) : null,
     ...(t.has('interpreter_frame.stackpointer') && t.has('set_object.size') && t.has('long_object.size')
       ? {

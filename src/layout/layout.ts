@@ -53,25 +53,6 @@ export interface Layout {
     threadsMain: number | null;
     /** offset of code_object_generation (3.14+), null before */
     codeObjectGeneration: number | null;
-    /**
-     * offset of the thread state holding the interpreter's own GIL (gil_runtime_state_holder,
-     * 3.13+), null where the table does not give it
-     */
-    gilHolder: number | null;
-    /** offset of the int saying whether that GIL is taken (gil_runtime_state_locked, 3.13+), null where not given */
-    gilLocked: number | null;
-    /**
-     * offset of that GIL's count of hand-overs to another thread (`switch_number`, 3.13+; it
-     * follows `locked` in the struct), null where not given
-     */
-    gilSwitchNumber: number | null;
-    /**
-     * offset of the pointer to the GIL the interpreter runs under (`ceval.gil`, 3.13+): its own
-     * (the fields above) where it points at `gilOwn`, another interpreter's where it shares one
-     */
-    gilInUse: number | null;
-    /** offset of the interpreter's own GIL struct (`_gil`, 3.13+) */
-    gilOwn: number | null;
     /** offset of the int saying the garbage collector is running (gc + gc.collecting, 3.13+), null where not given */
     gcCollecting: number | null;
   };
@@ -174,6 +155,13 @@ export interface Layout {
   bytes: { obSize: number; obSval: number };
   gen: { iframe: number; frameState: number } | null;
   /**
+   * The GIL (struct _gil_runtime_state): the thread state that took it last, whether it is
+   * taken, and how many times it was handed to another thread — what `--mode gil` and the GIL's
+   * proof of a copy (src/record/consistency.ts) read. Null where not known (wasm32 before 3.13:
+   * Pyodide runs one thread).
+   */
+  gil: GilLayout | null;
+  /**
    * What reading the names `threading` gives threads needs (sys.modules → threading → _active →
    * each Thread's `_name`: src/record/thread-names.ts); null where they are not read (wasm32:
    * Pyodide runs one thread).
@@ -185,6 +173,17 @@ export interface Layout {
    * (a task's default name).
    */
   objects?: AsyncObjects;
+}
+
+export interface GilLayout {
+  /** 3.12+: offset in the interpreter state of `ceval.gil`, the pointer to the GIL it runs under (its own `_gil`, or the main interpreter's it shares) */
+  interpPointer: number | null;
+  /** 3.11: offset in _PyRuntime of the one GIL (`ceval.gil`) */
+  runtime: number | null;
+  /** offsets inside the struct: `last_holder` (a thread state), `locked` (an int), `switch_number` (an unsigned long) */
+  lastHolder: number;
+  locked: number;
+  switchNumber: number;
 }
 
 export interface AsyncObjects {

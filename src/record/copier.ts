@@ -125,11 +125,12 @@ export class MemoryCopier {
   /** CopierOptions.keepAgreeing */
   private readonly keepAgreeing: boolean;
   /**
-   * The GIL fields each interpreter of the last pass runs under, to prove copies by
-   * (consistency.ts gilProves): its own GIL's, where `ceval.gil` points at it; null where it
-   * shares another interpreter's, or this Python has no such fields.
+   * The fields of the GIL each interpreter of the last pass runs under (Layout.gil: its last
+   * holder through its count of hand-overs), read with each pass for the GIL facts of the
+   * samples and around each copy to prove it (consistency.ts gilProves); absent where this
+   * Python's GIL is not known.
    */
-  private readonly gils = new Map<bigint, Range | null>();
+  private readonly gils = new Map<bigint, Range>();
   /** copies made by steady copies so far (the rest by the general path) */
   steadyCopies = 0;
 
@@ -164,9 +165,7 @@ export class MemoryCopier {
       [f.threadsHead, this.P],
     ];
     if (f.threadsMain !== null) fields.push([f.threadsMain, this.P]);
-    if (f.gilHolder !== null) fields.push([f.gilHolder, this.P]);
-    if (f.gilLocked !== null) fields.push([f.gilLocked, 4]);
-    if (f.gilInUse !== null) fields.push([f.gilInUse, this.P]);
+    if (this.layout.gil?.interpPointer != null) fields.push([this.layout.gil.interpPointer, this.P]);
     if (f.gcCollecting !== null) fields.push([f.gcCollecting, 4]);
     this.interpSpan = { lo: Math.min(...fields.map(([o]) => o)), hi: Math.max(...fields.map(([o, n]) => o + n)) };
     const collectUsed = options.collectUsed ?? true;
@@ -251,8 +250,7 @@ export class MemoryCopier {
       got = pass.views;
       for (let k = 0; k < pass.tstates.length; k++) this.threads.get(pass.tstates[k]!)!.preread = pass.slices[k]!;
     } else {
-      const plan: Range[] = [headAt];
-      for (const i of this.knownInterps) plan.push({ address: i + BigInt(lo), length: hi - lo });
+      const plan = this.passLead(headAt);
       const planned: { tstate: bigint; at: number; plan: Range[] }[] = [];
       for (const [tstate, cache] of this.threads) {
         // (a thread to be stopped first is read after its stop)
@@ -276,6 +274,12 @@ export class MemoryCopier {
       const k = known.indexOf(i);
       return (k >= 0 ? got[1 + k] : null) ?? source.read(i + BigInt(lo), hi - lo);
     };
+    // the GIL fields read with the pass, by address (read now where an interpreter's moved)
+    const gilRead = new Map<bigint, Uint8Array | null>();
+    for (let k = 0, at = 1 + known.length; k < known.length; k++) {
+      const r = this.gils.get(known[k]!);
+      if (r && !gilRead.has(r.address)) gilRead.set(r.address, got[at++] ?? null);
+    }
     let interp = got[0] ? readPointer(got[0], 0, P) : readPointer(source.read(headAt.address, P), 0, P);
     const seenInterps = this.seenInterps;
     seenInterps.clear();
@@ -286,14 +290,10 @@ export class MemoryCopier {
       const block = interpBlock(interp);
       const interpreterId = BigInt.asIntN(64, readPointer(block, f.id - lo, 8));
       const main = f.threadsMain !== null ? readPointer(block, f.threadsMain - lo, P) : 0n;
-      const gilHolder = f.gilHolder !== null ? readPointer(block, f.gilHolder - lo, P) : null;
-      // 3.13/3.14: the thread holding the GIL is the interpreter's last holder while the GIL is taken
-      const gilTaken = f.gilLocked !== null && new DataView(block.buffer, block.byteOffset + f.gilLocked - lo, 4).getInt32(0, true) !== 0;
-      // the GIL this interpreter runs under, where it is its own (a copy proven by the GIL reads it)
-      if (f.gilInUse !== null && f.gilOwn !== null && f.gilHolder !== null && f.gilSwitchNumber !== null) {
-        const own = readPointer(block, f.gilInUse - lo, P) === interp + BigInt(f.gilOwn);
-        this.gils.set(interp, own ? { address: interp + BigInt(f.gilHolder), length: f.gilSwitchNumber - f.gilHolder + P } : null);
-      }
+      // the GIL this interpreter runs under: its last holder holds it while it is taken
+      const gil = this.gilFields(interp, block, gilRead);
+      const gilHolder = gil ? readPointer(gil, 0, P) : null;
+      const gilTaken = gil !== null && new DataView(gil.buffer, gil.byteOffset + L.gil!.locked - L.gil!.lastHolder, 4).getInt32(0, true) !== 0;
       // the collector runs in the thread holding the GIL
       const collecting = f.gcCollecting !== null && new DataView(block.buffer, block.byteOffset + f.gcCollecting - lo, 4).getInt32(0, true) !== 0;
       // (a thread state freed under the pass ends this walk of the list: see thread-list.ts)
@@ -328,6 +328,45 @@ export class MemoryCopier {
     return threads;
   }
 
+  /**
+   * What every pass reads first: the interpreter list's head, each known interpreter's fields,
+   * and the fields of each GIL they run under (as the last pass found them).
+   */
+  private passLead(headAt: Range): Range[] {
+    const { lo, hi } = this.interpSpan;
+    const ranges: Range[] = [headAt];
+    for (const i of this.knownInterps) ranges.push({ address: i + BigInt(lo), length: hi - lo });
+    const seen = new Set<bigint>();
+    for (const i of this.knownInterps) {
+      const r = this.gils.get(i);
+      if (r && !seen.has(r.address)) {
+        seen.add(r.address);
+        ranges.push(r);
+      }
+    }
+    return ranges;
+  }
+
+  /**
+   * The fields of the GIL interpreter `interp` runs under (Layout.gil: last holder through count
+   * of hand-overs), as the pass read them (`read`, by address) or read now; remembered for the
+   * next pass and for the copies' proof. Null where this Python's GIL is not known, or the
+   * interpreter has none yet.
+   */
+  private gilFields(interp: bigint, block: Uint8Array, read: Map<bigint, Uint8Array | null>): Uint8Array | null {
+    const G = this.layout.gil;
+    if (!G) return null;
+    const at = G.runtime !== null ? this.source.runtimeAddress + BigInt(G.runtime) : readPointer(block, G.interpPointer! - this.interpSpan.lo, this.P);
+    if (at === 0n) {
+      this.gils.delete(interp);
+      return null;
+    }
+    const range = { address: at + BigInt(G.lastHolder), length: G.switchNumber - G.lastHolder + this.P };
+    const had = this.gils.get(interp);
+    if (!had || had.address !== range.address) this.gils.set(interp, range);
+    return read.get(range.address) ?? this.source.tryRead(range.address, range.length);
+  }
+
   /** Is the thread's next copy read with the pass (see passRead)? */
   private inPass(cache: ThreadCache): boolean {
     return cache.live && cache.steady !== null && cache.steadySkip === 0 && !this.allStopped && !this.blocking && !this.mayStopFirst(cache);
@@ -349,7 +388,7 @@ export class MemoryCopier {
    */
   private passRead(headAt: Range): PassRead | null {
     const p = this.pass;
-    let ok = p !== null && p.interps.length === this.knownInterps.length && p.interps.every((i, k) => i === this.knownInterps[k]);
+    let ok = p !== null && p.interps.length === this.knownInterps.length && p.interps.every((i, k) => i === this.knownInterps[k] && p.gils[k] === this.gils.get(i));
     let k = 0;
     for (const [tstate, cache] of this.threads) {
       if (!this.inPass(cache)) continue;
@@ -359,10 +398,9 @@ export class MemoryCopier {
     if (ok && k === p!.tstates.length) return p;
     this.pass = null;
     if (k === 0) return null;
-    const { lo, hi } = this.interpSpan;
-    const ranges: Range[] = [headAt];
-    for (const i of this.knownInterps) ranges.push({ address: i + BigInt(lo), length: hi - lo });
-    const next: PassRead = { read: null!, interps: [...this.knownInterps], tstates: [], steadies: [], slices: [], views: [] };
+    const ranges = this.passLead(headAt);
+    const lead = ranges.length;
+    const next: PassRead = { read: null!, interps: [...this.knownInterps], gils: this.knownInterps.map((i) => this.gils.get(i)), tstates: [], steadies: [], slices: [], views: [] };
     for (const [tstate, cache] of this.threads) {
       if (!this.inPass(cache)) continue;
       next.tstates.push(tstate);
@@ -372,7 +410,7 @@ export class MemoryCopier {
     next.read = (this.source as MemorySource & { prepareRead(r: readonly Range[]): PreparedRead }).prepareRead(ranges);
     const bytes = next.read.bytes;
     let o = 0;
-    for (let r = 0; r < 1 + this.knownInterps.length; r++) {
+    for (let r = 0; r < lead; r++) {
       next.views.push(bytes.subarray(o, o + ranges[r]!.length));
       o += ranges[r]!.length;
     }
@@ -514,12 +552,13 @@ export class MemoryCopier {
     }
     const started = performance.now();
     let steady = cache.steady;
-    const gil = this.gils.get(interp) ?? null;
-    if (!steady || !steady.matches(cache, interp, this.consistency === 'anchor', gil)) {
+    const gil = this.layout.gil && this.gils.get(interp);
+    if (!steady || !steady.matches(cache, interp, this.consistency === 'anchor', gil ?? null)) {
       const plan = { tstateLength: cache.tstateLength, chunks: cache.chunks, outside: cache.outside };
       const source = this.source as MemorySource & { prepareRead(r: readonly Range[]): PreparedRead };
       const I = this.layout.interp;
-      steady = cache.steady = new SteadyCopy(source, this.layout, tstate, interp, interp + BigInt(I.codeObjectGeneration!), plan, this.consistency === 'anchor', this.ctx.maxFrames, this.ctx.tstateMin, this.ctx.tstateCheck, gil, gil ? I.gilSwitchNumber! - I.gilHolder! : 0);
+      const G = this.layout.gil;
+      steady = cache.steady = new SteadyCopy(source, this.layout, tstate, interp, interp + BigInt(I.codeObjectGeneration!), plan, this.consistency === 'anchor', this.ctx.maxFrames, this.ctx.tstateMin, this.ctx.tstateCheck, gil || null, G ? G.switchNumber - G.lastHolder : 0);
       preread = null; // read for the steady copy it replaces
     }
     cache.steadyHooks ??= this.steadyHooks(tstate, cache);
@@ -633,11 +672,13 @@ export class MemoryCopier {
 interface PassRead {
   read: PreparedRead;
   interps: bigint[];
+  /** the GIL fields each interpreter's were (the same objects as the copier's, while unchanged) */
+  gils: (Range | undefined)[];
   tstates: bigint[];
   steadies: SteadyCopy[];
   /** each steady copy's part of the read */
   slices: Uint8Array[];
-  /** the list head, then each interpreter's fields */
+  /** the list head, then each interpreter's fields, then the GILs' (passLead) */
   views: Uint8Array[];
 }
 

@@ -144,7 +144,7 @@ export interface RecordProcessResult {
 export function recordableFacts(layout: Layout, pid: number): SampleFact[] {
   const facts: SampleFact[] = [];
   if (CpuStates.available(pid)) facts.push('cpu');
-  if (layout.tstate.holdsGil !== null || (layout.interp.gilHolder !== null && layout.interp.gilLocked !== null)) facts.push('gil');
+  if (layout.tstate.holdsGil !== null || layout.gil !== null) facts.push('gil');
   if (layout.tstate.currentException !== null && layout.tstate.handledException !== null) facts.push('exception');
   if (facts.includes('gil') && layout.interp.gcCollecting !== null) facts.push('gc');
   return facts;
@@ -154,7 +154,7 @@ export function recordableFacts(layout: Layout, pid: number): SampleFact[] {
 export const FACT_MISSING: Readonly<Record<SamplingMode, string>> = {
   wall: '',
   cpu: "the threads' states cannot be read from /proc",
-  gil: 'which thread holds the GIL is published from CPython 3.13 on',
+  gil: 'which thread holds the GIL is not known for this Python (CPython 3.11 and 3.12 compiled to WebAssembly)',
   exception: "a thread's exception is published in the debug offsets from CPython 3.15 on",
 };
 

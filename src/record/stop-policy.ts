@@ -40,8 +40,8 @@ export function learn(cache: ThreadCache, unproven: boolean): void {
  * May the thread be running Python code (it holds the GIL, or that cannot be told)? Only
  * such a thread can change its frames; the others wait for the GIL first. Told by the
  * thread state's holds_gil (3.15+, from `ts`: the thread state as the pass's first read found
- * it) or the interpreter's GIL holder (3.13+). A wrong answer costs a stop or a check, not a
- * wrong copy: a copy that is not stopped is checked.
+ * it) or the GIL's last holder (Layout.gil). A wrong answer costs a stop or a check, not a
+ * wrong copy: a copy that is not stopped must be proven.
  */
 export function mayRunPython(layout: Layout, tstate: bigint, ts: Uint8Array | null | undefined, gilHolder: bigint | null): boolean {
   const off = layout.tstate.holdsGil;

@@ -329,7 +329,7 @@ function proven(
   const P = L.pointerSize;
   if (!sameFields(L, seen, ctx.tstateCheck, now)) return false;
   if (gilBefore && gilAfter) {
-    const switches = L.interp.gilSwitchNumber! - L.interp.gilHolder!;
+    const switches = L.gil!.switchNumber - L.gil!.lastHolder;
     if (gilProves(seen.tstate, readPointer(gilBefore, 0, P), readPointer(gilBefore, switches, P), readPointer(gilAfter, switches, P))) return true;
   }
   if (ctx.consistency !== 'anchor' || tsLate) return false;

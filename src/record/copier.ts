@@ -378,7 +378,7 @@ export class MemoryCopier {
    * pass: what a pass reads before the stop is of no use to a copy made after it.
    */
   private mayStopFirst(cache: ThreadCache): boolean {
-    return this.canStop && !this.allStopped && !this.blocking && (this.consistency !== 'anchor' || cache.unprovenRate > STOP_FIRST_RATE);
+    return this.canStop && !this.allStopped && !this.blocking && ((this.consistency !== 'anchor' && cache.ranPython) || cache.unprovenRate > STOP_FIRST_RATE);
   }
 
   /**
@@ -451,7 +451,9 @@ export class MemoryCopier {
     // (adaptive, without the anchor: nothing but a stop proves the copy of a thread that may
     // be running Python, so it is stopped first, as blocking does)
     const stopFirst = cache && (this.blocking || (this.canStop && !this.allStopped && (this.consistency !== 'anchor' || stopsFirst(cache))));
-    if (stopFirst && mayRunPython(this.layout, tstate, prefetched ? prefetched.got[prefetched.tstateAt] : undefined, gilHolder)) {
+    const mayRun = mayRunPython(this.layout, tstate, prefetched ? prefetched.got[prefetched.tstateAt] : undefined, gilHolder);
+    if (cache) cache.ranPython = mayRun;
+    if (stopFirst && mayRun) {
       // Stopped first, the copy is of the sample's own moment. (Adaptive: a thread whose copies
       // needed stops lately runs call-heavy code; a copy nothing proved would be made again with it
       // stopped a few hundred microseconds after the sample's moment, by when it is likely

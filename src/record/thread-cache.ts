@@ -40,6 +40,8 @@ export interface ThreadCache {
   unprovenRate: number;
   /** copies made stopped first, in a row */
   stoppedFirst: number;
+  /** at its last copy it may have been running Python (stop-policy.ts mayRunPython) */
+  ranPython: boolean;
 
   // its steady copy (steady-copy.ts)
   /** the thread's steady copy, null until one is made */
@@ -68,6 +70,7 @@ export function newThreadCache(tstateLength: number): ThreadCache {
     anchor: new AnchorTrust(),
     unprovenRate: 0,
     stoppedFirst: 0,
+    ranPython: true,
     steady: null,
     steadySkip: 0,
     steadyFailures: 0,

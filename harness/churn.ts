@@ -50,13 +50,35 @@ export function startChurn(command: string, seconds: number, threads = 1, shape:
   return { child, stacks, rounds };
 }
 
-/** Could the program have this stack (qualnames, outermost first)? */
+/** The names of the program's own functions (every name in its stacks), by its stacks. */
+const ownNames = new WeakMap<ReadonlySet<string>, ReadonlySet<string>>();
+
+/**
+ * Could the program have this stack (qualnames, outermost first)? From `main` on it must be one
+ * the program reported, below `main` one of ROOTS. Without `main`, it is a thread of the
+ * program starting or ending: a prefix of a root; or the main thread in threading's start or
+ * join of the others (`<module>` → `Thread.start` or `Thread.join` → threading's own frames);
+ * or a thread in threading's code before or after its run (`Thread._bootstrap` →
+ * `Thread._bootstrap_inner` → threading's frames, `Thread.run` only last). threading's frames
+ * vary by version and are not traced: taken as any frame that is not one of the program's own,
+ * so that a stack glued from a moment of the churn is still caught.
+ */
 export function possible(stack: readonly string[], stacks: ReadonlySet<string>): boolean {
   const m = stack.indexOf('main');
-  const below = m < 0 ? stack : stack.slice(0, m);
-  const rootOk = ROOTS.some((root) => (m < 0 ? below.length <= root.length : below.length === root.length) && below.every((q, i) => root[i] === q));
-  if (!rootOk) return false;
-  return m < 0 || stacks.has(stack.slice(m).join(';'));
+  if (m >= 0) {
+    const below = stack.slice(0, m);
+    return ROOTS.some((root) => below.length === root.length && below.every((q, i) => root[i] === q)) && stacks.has(stack.slice(m).join(';'));
+  }
+  if (ROOTS.some((root) => stack.length <= root.length && stack.every((q, i) => root[i] === q))) return true;
+  let own = ownNames.get(stacks);
+  if (!own) ownNames.set(stacks, (own = new Set([...stacks].flatMap((s) => s.split(';')))));
+  const threading = (from: number): boolean => stack.slice(from).every((q) => !own.has(q));
+  if (stack[0] === '<module>' && (stack[1] === 'Thread.start' || stack[1] === 'Thread.join')) return threading(2);
+  if (stack[0] === 'Thread._bootstrap' && stack[1] === 'Thread._bootstrap_inner') {
+    const run = stack.indexOf('Thread.run');
+    return (run < 0 || run === stack.length - 1) && threading(2);
+  }
+  return false;
 }
 
 /** What a report in json says of a recording, judged against the oracle. */

@@ -17,7 +17,7 @@
 // whole block on the reference path instead (which reports what is wrong). Its outputs for
 // that block are then dropped: nothing outlives a block but the code table.
 //
-// Memory: the host lays out the areas (see src/block-engine.ts) and passes them in a config
+// Memory: the host lays out the areas (see src/kernel/block-engine.ts) and passes them in a config
 // block of u32 slots; every load and store is checked against the memory size, and every
 // area against its capacity, so no input can make the engine trap or write outside them.
 
@@ -52,14 +52,14 @@ import {
   walkOne,
 } from './walk';
 
-// ---- stop reasons (src/block-engine.ts) ----
+// ---- stop reasons (src/kernel/block-engine.ts) ----
 export const STOP_END: i32 = 0;
 export const STOP_CODE: i32 = 1;
 export const STOP_MALFORMED: i32 = 2;
 /** an output table or arena is full, at a record boundary: harvest (or grow) and resume there */
 export const STOP_FULL: i32 = 3;
 
-// ---- config block: u32 slots (src/block-engine.ts CONFIG_*) ----
+// ---- config block: u32 slots (src/kernel/block-engine.ts CONFIG_*) ----
 const C_THREADS = 0;
 const C_THREADS_CAP = 1;
 const C_DESCS = 2;

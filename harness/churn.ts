@@ -143,7 +143,7 @@ export interface ChurnOutcome extends Judgement {
 
 /** Record workloads/churn.py as `r` says, and judge every accepted stack against what the program says it can have. */
 export async function recordChurn(r: ChurnRecording): Promise<ChurnOutcome> {
-  const { recordProcess } = await import('../src/record/record-process.js');
+  const { recordProcess } = await import('../src/record/linux/record-process.js');
   const run = startChurn(r.command, r.seconds + 1, r.threads ?? 1, r.shape ?? 'rich');
   try {
     const stacks = await run.stacks;

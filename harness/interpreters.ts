@@ -67,7 +67,7 @@ export function nativeInterpreters(): Interpreter[] {
  */
 export async function liveLayout(command: string): Promise<import('../src/layout/layout.js').Layout> {
   const { spawn } = await import('node:child_process');
-  const { openLinuxProcess } = await import('../src/record/linux-process.js');
+  const { openLinuxProcess } = await import('../src/record/linux/process.js');
   const child = spawn(command, ['-c', 'import time; print("up", flush=True); time.sleep(60)'], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });

@@ -12,7 +12,7 @@
 //   profile.html           web/profile.html, its textarea filled with workloads/hotcold.py
 //   profile.js             web/profile.ts, bundled (the in-browser profiler's page)
 //   profile-worker.js      web/profile-worker.ts, bundled (a module Web Worker: Pyodide and the sampler)
-//   pyodide-ticker-worker.js  src/record/pyodide-ticker-worker.ts, bundled (the sampler's ticks)
+//   pyodide-ticker-worker.js  src/record/pyodide/ticker-worker.ts, bundled (the sampler's ticks)
 //   profile.css            web/profile.css
 //   pyodide/               what loadPyodide fetches with no packages, from the npm package pyodide
 //                          (3.15): pyodide.mjs, pyodide.asm.mjs, pyodide.asm.wasm,
@@ -80,7 +80,7 @@ const result = await esbuild.build({
     'block-worker': path.join(web, 'block-worker.ts'),
     profile: path.join(web, 'profile.ts'),
     'profile-worker': path.join(web, 'profile-worker.ts'),
-    'pyodide-ticker-worker': path.join(root, 'src', 'record', 'pyodide-ticker-worker.ts'),
+    'pyodide-ticker-worker': path.join(root, 'src', 'record', 'pyodide', 'ticker-worker.ts'),
   },
   outdir: out,
   bundle: true,

@@ -10,7 +10,7 @@
 // next point.
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openLinuxProcess, type LinuxProcessSource } from '../src/record/linux-process.js';
+import { openLinuxProcess, type LinuxProcessSource } from '../src/record/linux/process.js';
 import { readPointer } from '../src/walk/region-memory.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import { spawnInteractive, type Interactive } from '../harness/spawn.js';

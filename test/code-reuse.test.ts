@@ -14,11 +14,11 @@ import { createInterface } from 'node:readline';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CaptureWriter, memorySink, readCaptureBytes } from '../src/capture/index.js';
 import { formatVersion, layoutFromSource } from '../src/layout/index.js';
-import { SampleProcessor } from '../src/sample-processor.js';
-import { openLinuxProcess } from '../src/record/linux-process.js';
-import { runSampler } from '../src/record/sampler.js';
-import { openStopper } from '../src/record/stopper.js';
-import type { MemorySource, PreparedRead } from '../src/record/source.js';
+import { SampleProcessor } from '../src/pipeline/sample-processor.js';
+import { openLinuxProcess } from '../src/record/linux/process.js';
+import { runSampler } from '../src/record/sampling/sampler.js';
+import { openStopper } from '../src/record/linux/stopper.js';
+import type { MemorySource, PreparedRead } from '../src/record/copy/source.js';
 
 type Range = { address: bigint; length: number };
 import { TRUSTED } from '../src/walk/status.js';

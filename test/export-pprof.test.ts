@@ -14,7 +14,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { exportPprof } from '../src/export/pprof.js';
 import { metaFromHeader, validationLines } from '../src/export/meta.js';
 import { Profile } from '../src/profile/index.js';
-import { reportCapture } from '../src/report.js';
+import { reportCapture } from '../src/pipeline/report-file.js';
 import { recordCoverage } from './helpers/coverage.js';
 import { formatCapture } from './helpers/format-capture.js';
 

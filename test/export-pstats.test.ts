@@ -14,7 +14,7 @@ import { nativeInterpreters } from '../harness/interpreters.js';
 import { metaFromHeader } from '../src/export/meta.js';
 import { exportPstats } from '../src/export/pstats.js';
 import { Profile } from '../src/profile/index.js';
-import { reportCapture } from '../src/report.js';
+import { reportCapture } from '../src/pipeline/report-file.js';
 import { recordCoverage } from './helpers/coverage.js';
 import { formatCapture } from './helpers/format-capture.js';
 

@@ -31,7 +31,7 @@ import {
 import type { ExportMeta } from '../src/export/meta.js';
 import { metaFromHeader } from '../src/export/meta.js';
 import { Profile, Timeline, type SampleInput, type SampleThread, type SourceFrame } from '../src/profile/index.js';
-import { reportCapture } from '../src/report.js';
+import { reportCapture } from '../src/pipeline/report-file.js';
 import { recordCoverage } from './helpers/coverage.js';
 import { formatCapture } from './helpers/format-capture.js';
 

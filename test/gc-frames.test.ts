@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readCaptureBytes } from '../src/capture/reader.js';
-import { reportCapture } from '../src/report.js';
+import { reportCapture } from '../src/pipeline/report-file.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import { recordCoverage } from './helpers/coverage.js';
 

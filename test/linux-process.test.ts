@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { ElfError, parseElf } from '../src/record/elf.js';
+import { ElfError, parseElf } from '../src/record/linux/elf.js';
 import {
   chooseLayout,
   locateRuntime,
@@ -17,9 +17,9 @@ import {
   TargetError,
   targetErrorFromErrno,
   type RuntimeLocation,
-} from '../src/record/linux-process.js';
-import { parseProcMaps, ProcMapsError, readProcMaps } from '../src/record/proc-maps.js';
-import { ReadError } from '../src/record/source.js';
+} from '../src/record/linux/process.js';
+import { parseProcMaps, ProcMapsError, readProcMaps } from '../src/record/linux/proc-maps.js';
+import { ReadError } from '../src/record/copy/source.js';
 import { nobody, runAs } from './helpers/as-nobody.js';
 import { recordCoverage } from './helpers/coverage.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
@@ -357,7 +357,7 @@ describe('target errors', () => {
     }
     // A reader without CAP_SYS_PTRACE and another uid than the target's (root here).
     // (the module loaded as root, then run as nobody: nobody may not be able to enter the checkout)
-    const module = path.resolve('src/record/linux-process.ts');
+    const module = path.resolve('src/record/linux/process.ts');
     const r = runAs(
       user,
       `const m = await import(${JSON.stringify(module)});`,

@@ -82,7 +82,7 @@ describe('the packed package, installed by name into an empty project', () => {
     expect(tsc.status, tsc.stdout + tsc.stderr).toBe(0);
 
     // internal files are not part of the API
-    const deep = spawnSync(process.execPath, ['--input-type=module', '-e', "await import('pyunwind/dist/report.js')"], { cwd: project, encoding: 'utf8' });
+    const deep = spawnSync(process.execPath, ['--input-type=module', '-e', "await import('pyunwind/dist/pipeline/report-file.js')"], { cwd: project, encoding: 'utf8' });
     expect(deep.status).not.toBe(0);
     expect(deep.stderr).toMatch(/ERR_PACKAGE_PATH_NOT_EXPORTED/);
     recordCoverage('package', 'installed', true);

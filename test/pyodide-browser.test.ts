@@ -3,7 +3,7 @@
 // (harness/browser.ts: anything but the server is aborted): the page's prefilled program,
 // workloads/hotcold.py (≈70 % of its time in hot(), ≈30 % in cold()), runs for 3 s in Pyodide
 // 3.15 in a Web Worker, sampled at 1 kHz through the interrupt buffer and a signal handler
-// (profilePyodide, src/record/pyodide-browser.ts). The page must: draw the profile while the
+// (profilePyodide, src/record/pyodide/browser.ts). The page must: draw the profile while the
 // program runs (at least one partial profile before the final one); end with >= 200 trusted
 // samples, every one trusted, only the program's own stacks, hot() first among functions by
 // self time; and give a capture to download that `pyunwind report --format json` reads to the

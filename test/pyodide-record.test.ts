@@ -12,10 +12,10 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { memorySink, readCaptureBytes } from '../src/capture/index.js';
 import { layoutFromSource } from '../src/layout/index.js';
-import { SampleProcessor } from '../src/sample-processor.js';
-import { reportCapture, type ReportOptions } from '../src/report.js';
-import { PYODIDE_PACKAGES, PyodideProgramError, recordPyodide, type PyodideVersion } from '../src/record/pyodide-recorder.js';
-import { KernelWalker } from '../src/walk/kernel-walker.js';
+import { SampleProcessor } from '../src/pipeline/sample-processor.js';
+import { reportCapture, type ReportOptions } from '../src/pipeline/report-file.js';
+import { PYODIDE_PACKAGES, PyodideProgramError, recordPyodide, type PyodideVersion } from '../src/record/pyodide/recorder.js';
+import { KernelWalker } from '../src/kernel/walker.js';
 import { TRUSTED, type Status } from '../src/walk/status.js';
 import { recordCoverage } from './helpers/coverage.js';
 

@@ -10,11 +10,11 @@ import { CaptureWriter, fileSink, openCapture, readCaptureBytes } from '../src/c
 import type { CodeRecord, SampleRecord } from '../src/capture/types.js';
 import { BLOCK_HEADER_SIZE } from '../src/capture/format.js';
 import { formatVersion, layoutFromSource } from '../src/layout/index.js';
-import { SampleProcessor } from '../src/sample-processor.js';
+import { SampleProcessor } from '../src/pipeline/sample-processor.js';
 import { Profile } from '../src/profile/index.js';
-import { openLinuxProcess } from '../src/record/linux-process.js';
-import { runSampler } from '../src/record/sampler.js';
-import { reportCapture, sampleInput } from '../src/report.js';
+import { openLinuxProcess } from '../src/record/linux/process.js';
+import { runSampler } from '../src/record/sampling/sampler.js';
+import { reportCapture, sampleInput } from '../src/pipeline/report-file.js';
 import { recordCoverage } from './helpers/coverage.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import { checkedWalker } from './helpers/walkers.js';

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordCoverage } from './helpers/coverage.js';
 import { waitUntil } from './helpers/wait.js';
 import { exportJson, loadKernel, reportCaptureBytes, VERSION } from '../src/processing.js';
-import { reportCapture } from '../src/report.js';
+import { reportCapture } from '../src/pipeline/report-file.js';
 
 const CAPTURES = ['threadpool-3.12.pyuw', 'hotcold-3.15.pyuw'].map((f) => `test/fixtures/captures/${f}`);
 const SCRIPT = 'test/runtimes/print-json.mjs';
@@ -76,10 +76,10 @@ describe('the processing entry', () => {
     expect(result.errors).toEqual([]);
     const inputs = Object.keys(result.metafile.inputs);
     // the Node-only modules stay out of its graph
-    for (const nodeOnly of ['dist/index.js', 'dist/report.js', 'dist/capture/file.js', 'dist/capture/index.js', 'dist/workers/pool.js', 'dist/workers/block-worker.js']) {
+    for (const nodeOnly of ['dist/index.js', 'dist/pipeline/report-file.js', 'dist/capture/file.js', 'dist/capture/index.js', 'dist/pipeline/workers/pool.js', 'dist/pipeline/workers/block-worker.js']) {
       expect(inputs).not.toContain(nodeOnly);
     }
-    expect(inputs).toContain('dist/report-core.js');
+    expect(inputs).toContain('dist/pipeline/process-capture.js');
     // nothing left outside the bundle (a node: import would be)
     for (const out of Object.values(result.metafile.outputs)) expect(out.imports.filter((i) => i.external)).toEqual([]);
   });

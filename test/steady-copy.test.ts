@@ -1,4 +1,4 @@
-// The steady copy (src/record/steady-copy.ts) against the general copier, on real programs.
+// The steady copy (src/record/copy/steady-copy.ts) against the general copier, on real programs.
 //
 // A real program (threads, asyncio tasks: frames inside and outside the data-stack chunks) is
 // frozen with SIGSTOP at several moments; at each, one copier with steady copies and one
@@ -9,11 +9,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { MemoryCopier } from '../src/record/copier.js';
-import type { ThreadSnapshot } from '../src/record/thread-snapshot.js';
-import { openLinuxProcess } from '../src/record/linux-process.js';
-import { SteadyCopy } from '../src/record/steady-copy.js';
-import { AnchorTrust } from '../src/record/consistency.js';
+import { MemoryCopier } from '../src/record/copy/copier.js';
+import type { ThreadSnapshot } from '../src/record/copy/thread-snapshot.js';
+import { openLinuxProcess } from '../src/record/linux/process.js';
+import { SteadyCopy } from '../src/record/copy/steady-copy.js';
+import { AnchorTrust } from '../src/record/copy/consistency.js';
 import { recordCoverage } from './helpers/coverage.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import { untilReadable, waitUntil } from './helpers/wait.js';

@@ -15,13 +15,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { nativeInterpreters, type Interpreter } from '../harness/interpreters.js';
-import { reportCapture } from '../src/report.js';
-import { subprocessOutput } from '../src/record/record-process.js';
+import { reportCapture } from '../src/pipeline/report-file.js';
+import { subprocessOutput } from '../src/record/linux/record-process.js';
 import { Profile, Timeline, type SampleInput } from '../src/profile/index.js';
 import { exportCollapsed, processLabel, threadLabel } from '../src/export/index.js';
 import { combineProcesses, makeSeveral, type ProcessInput } from '../src/export/formats.js';
-import type { CaptureReport } from '../src/report-core.js';
-import { loadNative } from '../src/record/native.js';
+import type { CaptureReport } from '../src/pipeline/process-capture.js';
+import { loadNative } from '../src/record/linux/native.js';
 import { recordCoverage } from './helpers/coverage.js';
 
 const BIN = path.resolve('bin/pyunwind.js');

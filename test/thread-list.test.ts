@@ -7,8 +7,8 @@
 // thread has its ids, and none is a thread state that could not be read.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openLinuxProcess } from '../src/record/linux-process.js';
-import { MemoryCopier } from '../src/record/copier.js';
+import { openLinuxProcess } from '../src/record/linux/process.js';
+import { MemoryCopier } from '../src/record/copy/copier.js';
 import { recordCoverage } from './helpers/coverage.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 

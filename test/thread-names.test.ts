@@ -16,9 +16,9 @@ import { CaptureWriter, fileSink, openCapture, readCaptureBytes } from '../src/c
 import { BLOCK_TYPE, ByteWriter, RECORD_TYPE, encodeBlock, encodeHeader, encodeTrailer } from '../src/capture/format.js';
 import { unpack } from '../src/capture/reader.js';
 import type { ThreadNameRecord } from '../src/capture/types.js';
-import { openLinuxProcess } from '../src/record/linux-process.js';
-import { readThreadNames, ThreadNamer, NAMES_MIN_GAP_MS, NAMES_REFRESH_MS } from '../src/record/thread-names.js';
-import { reportCapture } from '../src/report.js';
+import { openLinuxProcess } from '../src/record/linux/process.js';
+import { readThreadNames, ThreadNamer, NAMES_MIN_GAP_MS, NAMES_REFRESH_MS } from '../src/record/copy/thread-names.js';
+import { reportCapture } from '../src/pipeline/report-file.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import { recordCoverage } from './helpers/coverage.js';
 

@@ -31,7 +31,7 @@ import { browserMissing, launchOffline, plainServer, testOutputDir, type Offline
 import { BLOCK_HEADER_SIZE } from '../src/capture/format.js';
 import { readCaptureBytes } from '../src/capture/reader.js';
 import { CAPTURE_NAME, defaultWebDir, startViewServer, type ViewServer } from '../src/cli/view.js';
-import { WORKERS_FROM_BYTES } from '../src/report-core.js';
+import { WORKERS_FROM_BYTES } from '../src/pipeline/process-capture.js';
 import type { Processing } from '../web/protocol.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import { recordCoverage } from './helpers/coverage.js';

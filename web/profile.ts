@@ -15,7 +15,7 @@
 
 import { formatCount, formatPercent } from '../src/export/html/page.js';
 import { validationPanel } from '../src/export/html/validation.js';
-import { CONTROL, SIGINT } from '../src/record/pyodide-protocol.js';
+import { CONTROL, SIGINT } from '../src/record/pyodide/protocol.js';
 import { fillDefinitionList } from './definition-list.js';
 import { fitFrame, flameSrcdoc } from './flame-frame.js';
 import type { FromProfileWorker, ToProfileWorker } from './profile-protocol.js';

@@ -20,7 +20,7 @@ import { threadLabel } from '../src/export/common.js';
 import { flamegraphData } from '../src/export/flamegraph.js';
 import { recordingFacts } from '../src/export/html/page.js';
 import { metaFromHeader, type ExportMeta } from '../src/export/meta.js';
-import { reportCaptureBytes, WORKERS_FROM_BYTES, type CaptureReport, type ReportOptions } from '../src/report-core.js';
+import { reportCaptureBytes, WORKERS_FROM_BYTES, type CaptureReport, type ReportOptions } from '../src/pipeline/process-capture.js';
 import { webBlockPool } from './block-pool.js';
 import type { FormatInfo, FromWorker, Processing, ToWorker, ViewChoice, ViewerResult } from './protocol.js';
 

@@ -4,20 +4,20 @@
 // shown as torn) — never printed as a stack of one moment.
 
 import { parseArgs } from 'node:util';
-import { openLinuxProcess } from '../record/linux-process.js';
-import { takeSnapshot } from '../record/snapshot.js';
-import { readThreadNames } from '../record/thread-names.js';
-import { openStopper } from '../record/stopper.js';
-import { unwindSnapshot, unwindSnapshotTasks, type TaskStack, type ThreadStack } from '../unwind.js';
-import { KernelWalker } from '../walk/kernel-walker.js';
+import { openLinuxProcess } from '../record/linux/process.js';
+import { snapshotSamples, takeSnapshot } from '../record/copy/snapshot.js';
+import { readThreadNames } from '../record/copy/thread-names.js';
+import { openStopper } from '../record/linux/stopper.js';
+import { unwindSnapshot, unwindSnapshotTasks, type TaskStack, type ThreadStack } from '../pipeline/snapshot-stacks.js';
+import { KernelWalker } from '../kernel/walker.js';
 import { UsageError } from './errors.js';
 import { asyncModeOption, copyOption, parsePid } from './options.js';
 import { sourceFrame } from '../symbols/types.js';
 import type { SourceFrame } from '../profile/types.js';
-import { asyncioOffsetsNow, TargetError, type AsyncioFound } from '../record/linux-process.js';
-import { copierFor } from '../record/modes.js';
-import type { AnyStopper } from '../record/stopper.js';
-import { asyncioTstateCheck, asyncioTstateEnd, TaskCopier } from '../record/task-copy.js';
+import { asyncioOffsetsNow, TargetError, type AsyncioFound } from '../record/linux/process.js';
+import { copierFor } from '../record/copy/modes.js';
+import type { AnyStopper } from '../record/linux/stopper.js';
+import { asyncioTstateCheck, asyncioTstateEnd, TaskCopier } from '../record/copy/task-copy.js';
 import type { AsyncMode } from '../walk/task-graph.js';
 import { TRUSTED } from '../walk/status.js';
 
@@ -117,8 +117,9 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
     }
     names = new Map(readThreadNames(source).map((n) => [`${n.interpreterId}:${n.threadId}`, n.name]));
     const walker = await KernelWalker.load();
-    stacks = unwindSnapshot(snapshot, walker, undefined, values.opcodes === true);
-    if (tasks) taskStacks = unwindSnapshotTasks(snapshot, stacks, walker, tasks.found.offsets, tasks.mode, values.opcodes === true);
+    const samples = snapshotSamples(snapshot);
+    stacks = unwindSnapshot(samples, walker, undefined, values.opcodes === true);
+    if (tasks) taskStacks = unwindSnapshotTasks(samples, stacks, walker, tasks.found.offsets, tasks.mode, values.opcodes === true);
   } finally {
     stopper?.close();
     source.close();

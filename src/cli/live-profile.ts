@@ -5,14 +5,14 @@
 
 import type { CodeRecord, SampleRecord, ThreadNameRecord } from '../capture/types.js';
 import type { Layout } from '../layout/index.js';
-import { sampleInput, type PseudoFrames } from '../block-processor.js';
+import { sampleInput, type PseudoFrames } from '../pipeline/block-processor.js';
 import { Profile } from '../profile/profile.js';
 import { ThreadNameTable } from '../profile/thread-names.js';
-import { SampleProcessor } from '../sample-processor.js';
+import { SampleProcessor } from '../pipeline/sample-processor.js';
 import { CodeTable } from '../symbols/code-table.js';
-import { TaskStacks } from '../task-stacks.js';
+import { TaskStacks } from '../pipeline/task-stacks.js';
 import type { AsyncioOffsets } from '../layout/asyncio-offsets.js';
-import type { KernelWalker } from '../walk/kernel-walker.js';
+import type { KernelWalker } from '../kernel/walker.js';
 import { TRUSTED } from '../walk/status.js';
 import type { AsyncMode } from '../walk/task-graph.js';
 

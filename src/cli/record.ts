@@ -3,14 +3,14 @@
 import { parseArgs } from 'node:util';
 import type { CodeRecord, SampleRecord, ThreadNameRecord } from '../capture/types.js';
 import type { Layout } from '../layout/index.js';
-import { MAX_RATE_HZ, recordProcess, type RecordProcessResult } from '../record/record-process.js';
-import type { SamplerStats } from '../record/sampler.js';
-import { commandLine } from '../record/subprocesses.js';
-import { KernelWalker } from '../walk/kernel-walker.js';
+import { MAX_RATE_HZ, recordProcess, type RecordProcessResult } from '../record/linux/record-process.js';
+import type { SamplerStats } from '../record/sampling/sampler.js';
+import { commandLine } from '../record/linux/subprocesses.js';
+import { KernelWalker } from '../kernel/walker.js';
 import { UsageError } from './errors.js';
 import { percent } from './format.js';
 import { LiveProfile } from './live-profile.js';
-import { pseudoFrames } from '../report-core.js';
+import { pseudoFrames } from '../pipeline/process-capture.js';
 import { asyncModeOption, copyOption, parsePid, parsePositive, samplingModeOption } from './options.js';
 
 export const RECORD_HELP = `Usage: pyunwind record [OPTIONS] -o FILE [--subprocesses] (--pid PID | -- COMMAND [ARGS...])

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { metaFromHeader } from '../export/meta.js';
 import { asyncModeOption, samplingModeOption } from './options.js';
-import { reportCapture, type CaptureReport } from '../report.js';
+import { reportCapture, type CaptureReport } from '../pipeline/report-file.js';
 import { UsageError } from './errors.js';
 import { openInBrowser } from './open-browser.js';
 import { FORMAT_NAMES, FORMATS, formatsHelp, makeSeveral, type Format, type FormatSpec, type ProcessInput } from '../export/formats.js';

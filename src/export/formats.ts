@@ -3,7 +3,7 @@
 // functions of a profile; this table loads the one asked for. Nothing here needs Node: what
 // only a command has (files on disk, for the heatmap's source) comes in the input.
 
-import type { CaptureReport } from '../report-core.js';
+import type { CaptureReport } from '../pipeline/process-capture.js';
 import { Profile, Timeline, type ProcessTag } from '../profile/index.js';
 import { processLabel } from './common.js';
 import type { ExportMeta } from './meta.js';

@@ -18,23 +18,70 @@ import { CodeTable } from '../symbols/code-table.js';
 import { GC_FRAME, NATIVE_FRAME } from '../symbols/pseudo-frames.js';
 import { sourceFrame } from '../symbols/types.js';
 import { STATUS_NAMES } from '../walk/status.js';
-import { checkParams, encodeParams, PARAM_COUNT, walkParams, type WalkParams } from '../layout/walk-params.js';
+import { checkParams, encodeParams, walkParams, type WalkParams } from '../layout/walk-params.js';
 import { writeCodeTable } from './walker.js';
 import { instantiateKernel, loadKernel } from './load.js';
+import {
+  CODE_SIZE,
+  COPY_BUCKETS,
+  C_COPY_HIST,
+  C_COPY_TOUCHED,
+  C_COUNT,
+  C_DATA,
+  C_DATA_SIZE,
+  C_DESCS,
+  C_DESCS_SIZE,
+  C_FILTER,
+  C_FILTER_HI,
+  C_FILTER_LO,
+  C_FRAMES,
+  C_GC_LEAF,
+  C_HASH,
+  C_HASH_CAP,
+  C_KEEP_FLAGS,
+  C_NATIVE,
+  C_NODES,
+  C_NODES_CAP,
+  C_SLOTS,
+  C_SLOTS_CAP,
+  C_THREADS,
+  C_THREADS_CAP,
+  C_TRACE,
+  DESC_SIZE,
+  FILTER_ALL,
+  FILTER_THREAD,
+  FRAME_SIZE,
+  GC_CODE_LO,
+  NATIVE_CODE_LO,
+  NODE_SIZE,
+  N_CODE,
+  N_IP,
+  N_PARENT,
+  N_SLOT,
+  N_WEIGHT,
+  P_COUNT,
+  PSEUDO_CODE_HI,
+  REGION_SIZE,
+  SLOT_SIZE,
+  STOP_CODE,
+  STOP_END,
+  STOP_FULL,
+  STOP_MALFORMED,
+  S_COUNTS,
+  S_FIRST,
+  S_INTERP,
+  S_LAST,
+  S_MAIN_TIME,
+  S_NTID,
+  S_TID,
+  THREAD_SIZE,
+  TRACE_SIZE,
+} from './abi.js';
+import { SAMPLE_FLAG } from '../capture/types.js';
 
 const PAGE = 65536;
-const THREAD_SIZE = 112;
-const TRACE_SIZE = 16;
-const DESC_SIZE = 24;
-const REGION_SIZE = 16;
-const SLOT_SIZE = 104;
-const NODE_SIZE = 32;
-const CODE_SIZE = 32;
-const FRAME_SIZE = 32;
-const COPY_BUCKETS = 65536;
-const CONFIG_SLOTS = 22;
 
-const STOP = { END: 0, CODE: 1, MALFORMED: 2, FULL: 3 } as const;
+const STOP = { END: STOP_END, CODE: STOP_CODE, MALFORMED: STOP_MALFORMED, FULL: STOP_FULL } as const;
 
 /** The image arena never needs more than a block's region bytes may add up to (the format's limit), twice. */
 const MAX_DATA_BYTES = 128 << 20;
@@ -91,8 +138,8 @@ export class CopyStats {
     if (copyMicros > this.max) this.max = copyMicros;
     const b = Math.min(copyMicros, COPY_BUCKETS - 1);
     this.hist.set(b, (this.hist.get(b) ?? 0) + 1);
-    if (flags & 4) this.stopped++;
-    if (flags & 8) this.retried++;
+    if (flags & SAMPLE_FLAG.STOPPED) this.stopped++;
+    if (flags & SAMPLE_FLAG.RETRIED) this.retried++;
   }
 
   merge(o: CopyStats): void {
@@ -227,8 +274,8 @@ export class BlockEngine {
   private lay(): void {
     const e = this.exports;
     const areas: [string, number][] = [
-      ['params', PARAM_COUNT * 4],
-      ['config', CONFIG_SLOTS * 4],
+      ['params', P_COUNT * 4],
+      ['config', C_COUNT * 4],
       ['frames', this.params.maxDepth * FRAME_SIZE],
       ['trace', this.params.maxDepth * TRACE_SIZE],
       ['threads', CAPACITY.threads * THREAD_SIZE],
@@ -272,26 +319,31 @@ export class BlockEngine {
     const dv = new DataView(this.memory.buffer);
     const cfg = L.get('config')!;
     const filter = this.options.thread;
-    const slots = [
-      L.get('threads')!, CAPACITY.threads,
-      L.get('descs')!, CAPACITY.descBytes,
-      L.get('data')!, this.dataSize,
-      L.get('slots')!, CAPACITY.slots,
-      L.get('nodes')!, this.nodeCapacity,
-      L.get('copyTouched')!,
-      L.get('hash')!, this.nodeCapacity * 2,
-      L.get('frames')!,
-      filter === undefined ? 0 : 1,
-      filter === undefined ? 0 : Number(filter & 0xffffffffn),
-      filter === undefined ? 0 : Number((filter >> 32n) & 0xffffffffn),
-      L.get('copyHist')!,
-      L.get('trace')!,
-      this.options.keepFlags ?? 0,
-      this.options.gcFrames ? 1 : 0,
-      this.options.nativeFrames ? 1 : 0,
-    ];
-    slots.forEach((v, i) => dv.setUint32(cfg + i * 4, v >>> 0, true));
-    new Int32Array(this.memory.buffer, L.get('params')!, PARAM_COUNT).set(encodeParams(this.params));
+    const slots = new Uint32Array(C_COUNT);
+    slots[C_THREADS] = L.get('threads')!;
+    slots[C_THREADS_CAP] = CAPACITY.threads;
+    slots[C_DESCS] = L.get('descs')!;
+    slots[C_DESCS_SIZE] = CAPACITY.descBytes;
+    slots[C_DATA] = L.get('data')!;
+    slots[C_DATA_SIZE] = this.dataSize;
+    slots[C_SLOTS] = L.get('slots')!;
+    slots[C_SLOTS_CAP] = CAPACITY.slots;
+    slots[C_NODES] = L.get('nodes')!;
+    slots[C_NODES_CAP] = this.nodeCapacity;
+    slots[C_COPY_TOUCHED] = L.get('copyTouched')!;
+    slots[C_HASH] = L.get('hash')!;
+    slots[C_HASH_CAP] = this.nodeCapacity * 2;
+    slots[C_FRAMES] = L.get('frames')!;
+    slots[C_FILTER] = filter === undefined ? FILTER_ALL : FILTER_THREAD;
+    slots[C_FILTER_LO] = filter === undefined ? 0 : Number(filter & 0xffffffffn);
+    slots[C_FILTER_HI] = filter === undefined ? 0 : Number((filter >> 32n) & 0xffffffffn);
+    slots[C_COPY_HIST] = L.get('copyHist')!;
+    slots[C_TRACE] = L.get('trace')!;
+    slots[C_KEEP_FLAGS] = this.options.keepFlags ?? 0;
+    slots[C_GC_LEAF] = this.options.gcFrames ? 1 : 0;
+    slots[C_NATIVE] = this.options.nativeFrames ? 1 : 0;
+    slots.forEach((v, i) => dv.setUint32(cfg + i * 4, v, true));
+    new Int32Array(this.memory.buffer, L.get('params')!, P_COUNT).set(encodeParams(this.params));
     if (!this.exports.engineInit(cfg, L.get('params')!)) throw new Error('block engine: its memory layout does not fit (a bug in the host)');
     this.codesVersion = -1;
   }
@@ -430,8 +482,8 @@ export class BlockEngine {
   }
 
   private nameOf(codeLo: number, codeHi: number, ipLo: number, ipHi: number): SourceFrame {
-    if (codeHi === 0xffffffff && codeLo === 0xffffffff) return { ...GC_FRAME }; // the engine's GC_CODE
-    if (codeHi === 0xffffffff && codeLo === 0xfffffffe) return { ...NATIVE_FRAME }; // its NATIVE_CODE
+    if (codeHi === PSEUDO_CODE_HI && codeLo === GC_CODE_LO) return { ...GC_FRAME };
+    if (codeHi === PSEUDO_CODE_HI && codeLo === NATIVE_CODE_LO) return { ...NATIVE_FRAME };
     const sf = this.codes.frame((BigInt(codeHi) << 32n) | BigInt(codeLo), (BigInt(ipHi) << 32n) | BigInt(ipLo), this.options.opcodes === true);
     return sourceFrame(sf);
   }
@@ -450,26 +502,28 @@ export class BlockEngine {
     // each node in its slot's list: parents come before children (a node is made after its caller's)
     const trees: CountedNode[][] = Array.from({ length: slotCount }, () => []);
     const local = new Int32Array(nodeCount);
+    // (u32 words of a node: the 64-bit code and instruction as low, high halves)
+    const [parentAt, slotAt, codeAt, ipAt, weightAt] = [N_PARENT, N_SLOT, N_CODE, N_IP, N_WEIGHT].map((o) => o >>> 2) as [number, number, number, number, number];
     for (let i = 0; i < nodeCount; i++) {
       const n = nodesAt + i * (NODE_SIZE >>> 2);
-      const parent = u32[n]!;
-      const slot = u32[n + 1]!;
+      const parent = u32[n + parentAt]!;
+      const slot = u32[n + slotAt]!;
       const tree = trees[slot]!;
       local[i] = tree.length;
-      tree.push({ parent: parent === 0xffffffff ? -1 : local[parent]!, frame: this.frameName(u32[n + 2]!, u32[n + 3]!, u32[n + 4]!, u32[n + 5]!), weight: u32[n + 6]! });
+      tree.push({ parent: parent === 0xffffffff ? -1 : local[parent]!, frame: this.frameName(u32[n + codeAt]!, u32[n + codeAt + 1]!, u32[n + ipAt]!, u32[n + ipAt + 1]!), weight: u32[n + weightAt]! });
     }
     for (let s = 0; s < slotCount; s++) {
       const sl = slotsAt + s * SLOT_SIZE;
-      const counts = STATUS_NAMES.map((_, k) => dv.getUint32(sl + 56 + k * 4, true));
-      const mainTime = Number(dv.getBigInt64(sl + 48, true));
+      const counts = STATUS_NAMES.map((_, k) => dv.getUint32(sl + S_COUNTS + k * 4, true));
+      const mainTime = Number(dv.getBigInt64(sl + S_MAIN_TIME, true));
       profile.addCounted({
         thread: {
-          interpreterId: dv.getBigUint64(sl + 8, true),
-          threadId: dv.getBigUint64(sl + 16, true),
-          nativeThreadId: dv.getBigUint64(sl + 24, true),
+          interpreterId: dv.getBigUint64(sl + S_INTERP, true),
+          threadId: dv.getBigUint64(sl + S_TID, true),
+          nativeThreadId: dv.getBigUint64(sl + S_NTID, true),
         },
-        firstTime: Number(dv.getBigUint64(sl + 32, true)),
-        lastTime: Number(dv.getBigUint64(sl + 40, true)),
+        firstTime: Number(dv.getBigUint64(sl + S_FIRST, true)),
+        lastTime: Number(dv.getBigUint64(sl + S_LAST, true)),
         ...(mainTime >= 0 ? { name: 'MainThread', nameTime: mainTime } : {}),
         statuses: counts,
         tree: trees[s]!,

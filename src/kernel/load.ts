@@ -11,6 +11,8 @@
 // a bundler's asset URL). workerd compiles no WebAssembly at run time: there the kernel is
 // imported as a precompiled module (`import kernel from 'pyunwind/kernel.wasm'`) and given as is.
 
+import { checkAbi } from './digest.js';
+
 /** build/kernel-unshared.wasm or build/kernel.wasm, next to the package (src/ and dist/ both sit one level below it). */
 export function kernelUrl(shared = false): URL {
   // written out twice (not built from a name) so bundlers that follow `new URL(literal, import.meta.url)` find both files
@@ -43,13 +45,16 @@ export async function readKernelBytes(shared: boolean): Promise<Uint8Array> {
  */
 export async function instantiateKernel(module: WebAssembly.Module): Promise<{ instance: WebAssembly.Instance; memory: WebAssembly.Memory; shared: boolean }> {
   const plain = new WebAssembly.Memory({ initial: 16, maximum: 65536 });
+  let made: { instance: WebAssembly.Instance; memory: WebAssembly.Memory; shared: boolean };
   try {
-    return { instance: await WebAssembly.instantiate(module, { env: { memory: plain } }), memory: plain, shared: false };
+    made = { instance: await WebAssembly.instantiate(module, { env: { memory: plain } }), memory: plain, shared: false };
   } catch (e) {
     if (!(e instanceof WebAssembly.LinkError) || typeof SharedArrayBuffer === 'undefined') throw e;
     const memory = new WebAssembly.Memory({ initial: 16, maximum: 65536, shared: true });
-    return { instance: await WebAssembly.instantiate(module, { env: { memory } }), memory, shared: true };
+    made = { instance: await WebAssembly.instantiate(module, { env: { memory } }), memory, shared: true };
   }
+  checkAbi(made.instance.exports);
+  return made;
 }
 
 /** fetch() reads file: URLs in these runtimes (Node's does not). */

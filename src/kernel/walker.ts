@@ -3,21 +3,44 @@
 // bytes — calls `walk`, and reads the results back. Bytes go into the memory once; only
 // integers cross the call.
 
-import { checkParams, encodeParams, PARAM_COUNT, type WalkParams } from '../layout/walk-params.js';
+import { checkParams, encodeParams, type WalkParams } from '../layout/walk-params.js';
 import { normalizeCodeRanges, sortRegions, U64_MASK } from '../walk/normalize.js';
 import { statusName } from '../walk/status.js';
 import { instantiateKernel, readKernelBytes } from './load.js';
+import { checkAbi } from './digest.js';
+import {
+  CODE_ADDRESS,
+  CODE_END,
+  CODE_FRAME_SIZE,
+  CODE_SIZE,
+  CODE_START,
+  FRAME_ADDRESS,
+  FRAME_CALLS_THROUGH_C,
+  FRAME_CODE,
+  FRAME_FLAGS,
+  FRAME_IP,
+  FRAME_SIZE,
+  P_COUNT,
+  REGION_ADDRESS,
+  REGION_DATA,
+  REGION_LENGTH,
+  REGION_SIZE,
+  RESULT_FAIL,
+  RESULT_FRAME_COUNT,
+  RESULT_FRAME_START,
+  RESULT_LAST,
+  RESULT_SIZE,
+  RESULT_STATUS,
+  RESULT_VISITED,
+  SAMPLE_REGIONS,
+  SAMPLE_REGION_COUNT,
+  SAMPLE_SIZE,
+  SAMPLE_TSTATE,
+} from './abi.js';
 import type { CodeRange, WalkFrame, WalkResult, WalkSample } from '../walk/types.js';
 
 export { readKernelBytes };
 
-const SAMPLE_SIZE = 16;
-const REGION_SIZE = 16;
-const CODE_SIZE = 32;
-const RESULT_SIZE = 32;
-const FRAME_SIZE = 32;
-/** frame flag (assembly/walk.ts FRAME_CALLS_THROUGH_C) */
-const CALLS_THROUGH_C = 1;
 const PAGE = 65536;
 /** frames of output room per call: the kernel stops early and is called again when full */
 const MIN_FRAME_CAPACITY = 1 << 16;
@@ -73,6 +96,7 @@ export class KernelWalker {
       module instanceof WebAssembly.Module
         ? await WebAssembly.instantiate(module, { env: { memory } })
         : (await WebAssembly.instantiate(module, { env: { memory } })).instance;
+    checkAbi(instance.exports);
     return new KernelWalker(instance.exports as unknown as KernelExports, memory, shared);
   }
 
@@ -90,24 +114,24 @@ export class KernelWalker {
       const view = new DataView(this.memory.buffer);
       for (let i = first; i < first + n; i++) {
         const r = batch.pResults + i * RESULT_SIZE;
-        const start = view.getUint32(r + 4, true);
-        const count = view.getUint32(r + 8, true);
+        const start = view.getUint32(r + RESULT_FRAME_START, true);
+        const count = view.getUint32(r + RESULT_FRAME_COUNT, true);
         const frames: WalkFrame[] = new Array(count);
         for (let k = 0; k < count; k++) {
           const f = batch.pFrames + (start + k) * FRAME_SIZE;
           frames[k] = {
-            frame: view.getBigUint64(f, true),
-            code: view.getBigUint64(f + 8, true),
-            instrPtr: view.getBigUint64(f + 16, true),
-            callsThroughC: (view.getUint32(f + 24, true) & CALLS_THROUGH_C) !== 0,
+            frame: view.getBigUint64(f + FRAME_ADDRESS, true),
+            code: view.getBigUint64(f + FRAME_CODE, true),
+            instrPtr: view.getBigUint64(f + FRAME_IP, true),
+            callsThroughC: (view.getUint32(f + FRAME_FLAGS, true) & FRAME_CALLS_THROUGH_C) !== 0,
           };
         }
         results.push({
-          status: statusName(view.getUint32(r, true)),
+          status: statusName(view.getUint32(r + RESULT_STATUS, true)),
           frames,
-          visited: view.getUint32(r + 12, true),
-          lastFrame: view.getBigUint64(r + 16, true),
-          failAddress: view.getBigUint64(r + 24, true),
+          visited: view.getUint32(r + RESULT_VISITED, true),
+          lastFrame: view.getBigUint64(r + RESULT_LAST, true),
+          failAddress: view.getBigUint64(r + RESULT_FAIL, true),
         });
       }
     });
@@ -130,7 +154,7 @@ export class KernelWalker {
     let visited = 0;
     this.run(batch, (first, n) => {
       const u32 = new Uint32Array(this.memory.buffer);
-      for (let i = first; i < first + n; i++) visited += u32[(batch.pResults + i * RESULT_SIZE + 12) >>> 2]!;
+      for (let i = first; i < first + n; i++) visited += u32[(batch.pResults + i * RESULT_SIZE + RESULT_VISITED) >>> 2]!;
     });
     return visited;
   }
@@ -161,11 +185,11 @@ export class KernelWalker {
 export function writeCodeTable(dv: DataView, at: number, codes: readonly CodeRange[]): void {
   codes.forEach((c, i) => {
     const o = at + i * CODE_SIZE;
-    dv.setBigUint64(o, c.address & U64_MASK, true);
-    dv.setBigUint64(o + 8, c.bytecodeStart & U64_MASK, true);
-    dv.setBigUint64(o + 16, c.bytecodeEnd & U64_MASK, true);
-    dv.setUint32(o + 24, c.frameSize, true);
-    dv.setUint32(o + 28, 0, true);
+    dv.setBigUint64(o + CODE_ADDRESS, c.address & U64_MASK, true);
+    dv.setBigUint64(o + CODE_START, c.bytecodeStart & U64_MASK, true);
+    dv.setBigUint64(o + CODE_END, c.bytecodeEnd & U64_MASK, true);
+    dv.setUint32(o + CODE_FRAME_SIZE, c.frameSize, true);
+    dv.setUint32(o + CODE_FRAME_SIZE + 4, 0, true);
   });
 }
 
@@ -188,7 +212,7 @@ export function layBatch(
   const regionBytes = sorted.reduce((n, rs) => rs.reduce((m, r) => m + align(r.bytes.length, 8), n), 0);
 
   const pParams = align(heapBase, 16);
-  const pCodes = align(pParams + PARAM_COUNT * 4, 16);
+  const pCodes = align(pParams + P_COUNT * 4, 16);
   const pSamples = align(pCodes + codes.length * CODE_SIZE, 16);
   const pTables = align(pSamples + samples.length * SAMPLE_SIZE, 16);
   const pResults = align(pTables + regionCount * REGION_SIZE, 16);
@@ -202,19 +226,19 @@ export function layBatch(
   const buf = memory.buffer;
   const u8 = new Uint8Array(buf);
   const dv = new DataView(buf);
-  new Int32Array(buf, pParams, PARAM_COUNT).set(encodeParams(params));
+  new Int32Array(buf, pParams, P_COUNT).set(encodeParams(params));
   writeCodeTable(dv, pCodes, codes);
   let table = pTables;
   let data = pData;
   sorted.forEach((regions, i) => {
     const o = pSamples + i * SAMPLE_SIZE;
-    dv.setBigUint64(o, samples[i]!.threadStateAddress & U64_MASK, true);
-    dv.setUint32(o + 8, table, true);
-    dv.setUint32(o + 12, regions.length, true);
+    dv.setBigUint64(o + SAMPLE_TSTATE, samples[i]!.threadStateAddress & U64_MASK, true);
+    dv.setUint32(o + SAMPLE_REGIONS, table, true);
+    dv.setUint32(o + SAMPLE_REGION_COUNT, regions.length, true);
     for (const r of regions) {
-      dv.setBigUint64(table, r.address & U64_MASK, true);
-      dv.setUint32(table + 8, r.bytes.length, true);
-      dv.setUint32(table + 12, data, true);
+      dv.setBigUint64(table + REGION_ADDRESS, r.address & U64_MASK, true);
+      dv.setUint32(table + REGION_LENGTH, r.bytes.length, true);
+      dv.setUint32(table + REGION_DATA, data, true);
       u8.set(r.bytes, data);
       table += REGION_SIZE;
       data += align(r.bytes.length, 8);

@@ -11,7 +11,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
-import { BlockProcessor, openBlock, type PseudoFrames } from '../src/pipeline/block-processor.js';
+import { BlockProcessor, openBlock } from '../src/pipeline/block-processor.js';
+import type { PseudoFrames } from '../src/pipeline/sample-chain.js';
 import { BLOCK_TYPE, encodeBlock, encodeTrailer } from '../src/capture/format.js';
 import { readCaptureBytes, type RawBlock } from '../src/capture/reader.js';
 import { CaptureError, type CodeRecord } from '../src/capture/types.js';

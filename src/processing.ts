@@ -35,7 +35,7 @@
 export { reportCaptureBytes, recordingStats, WORKERS_FROM_BYTES, type BlockPool, type BytesReportOptions, type CaptureReport, type ProcessHost, type RecordingStats, type ReportOptions } from './pipeline/process-capture.js';
 // a pool of processing workers of the caller's runtime (a page's Web Workers): the ordered pool,
 // and what each worker runs
-export { OrderedBlockPool, LateCodes, type BlockPort, type PortEvents } from './pipeline/workers/ordered-pool.js';
+export { OrderedBlockPool, type BlockPort, type PortEvents } from './pipeline/workers/ordered-pool.js';
 export { handleBlockJob } from './pipeline/workers/block-job.js';
 export { BlockProcessor } from './pipeline/block-processor.js';
 export type { BlockJob, BlockReply, WorkerSetup } from './pipeline/workers/messages.js';

@@ -20,7 +20,7 @@ import { KernelWalker } from '../kernel/walker.js';
 import { UsageError } from './errors.js';
 import { LiveProfile } from './live-profile.js';
 import { pseudoFrames } from '../pipeline/process-capture.js';
-import type { PseudoFrames } from '../pipeline/block-processor.js';
+import type { PseudoFrames } from '../pipeline/sample-chain.js';
 import { asyncModeOption, copyOption, parsePid, parsePositive, samplingModeOption } from './options.js';
 import type { AsyncMode } from '../walk/task-graph.js';
 import { renderTop, type TopSort } from './top-view.js';

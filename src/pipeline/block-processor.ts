@@ -11,22 +11,19 @@
 import { blockCodes, decodeBlock, unpack, type RawBlock } from '../capture/reader.js';
 import { COMPRESSION } from '../capture/format.js';
 import type { CaptureWarning, CodeRecord, SampleRecord } from '../capture/types.js';
-import { FACT_FLAG, SAMPLE_FLAG, type SamplingMode } from '../capture/types.js';
+import { FACT_FLAG, type SamplingMode } from '../capture/types.js';
 import type { Layout } from '../layout/layout.js';
-import { SampleProcessor, type ProcessedSample } from './sample-processor.js';
+import type { ProcessedSample } from './sample-processor.js';
+import { SampleChain, type PseudoFrames } from './sample-chain.js';
 import { Profile } from '../profile/index.js';
-import { GC_FRAME, NATIVE_FRAME } from '../symbols/pseudo-frames.js';
-import { TRUSTED } from '../walk/status.js';
 import type { ProfileTransfer } from '../profile/profile.js';
-import type { SampleInput, SourceFrame } from '../profile/types.js';
-import { sourceFrame } from '../symbols/types.js';
+import type { SampleInput } from '../profile/types.js';
 import { CodeTable } from '../symbols/code-table.js';
 import { BlockEngine, CopyStats, type BlockResult, type PayloadBlock } from '../kernel/block-engine.js';
 import type { Walker } from '../walk/index.js';
 import { KernelWalker } from '../kernel/walker.js';
 import type { AsyncioOffsets } from '../layout/asyncio-offsets.js';
 import type { AsyncMode } from '../walk/task-graph.js';
-import { TaskStacks } from './task-stacks.js';
 
 export interface BlockProcessorOptions {
   /** keep only samples of this thread (native thread id, or thread_id) */
@@ -80,38 +77,6 @@ export function skipped(warning: CaptureWarning): LocalBlock {
   };
 }
 
-/** The frames that are not code objects a profile shows (pseudo-frames.ts). */
-export interface PseudoFrames {
-  /** <GC> above the stack of a thread in which the collector was running (SAMPLE_FLAG.GC) */
-  gcFrames?: boolean;
-  /** <native> between a frame and the callee it reached through C code (WalkFrame.callsThroughC) */
-  nativeFrames?: boolean;
-}
-
-/** A processed sample as the profile takes it, with the pseudo-frames asked for, as the engine counts them. */
-export function sampleInput(p: ProcessedSample, pseudo: PseudoFrames = {}): SampleInput {
-  const s = p.sample;
-  const walked = pseudo.nativeFrames && p.walk ? p.walk.frames : null;
-  const frames: SourceFrame[] = [];
-  p.frames.forEach((f, k) => {
-    // (innermost first: a caller's <native> goes before it, above its callee)
-    if (walked?.[k]?.callsThroughC) frames.push({ ...NATIVE_FRAME });
-    frames.push(sourceFrame(f));
-  });
-  if (pseudo.gcFrames && (s.flags & SAMPLE_FLAG.GC) !== 0 && frames.length > 0 && TRUSTED.has(p.status)) frames.unshift({ ...GC_FRAME });
-  return {
-    time: s.time,
-    thread: {
-      interpreterId: s.interpreterId,
-      threadId: s.threadId,
-      nativeThreadId: s.nativeThreadId,
-      ...(s.flags & SAMPLE_FLAG.MAIN ? { name: 'MainThread' } : {}),
-    },
-    status: p.status,
-    frames,
-  };
-}
-
 /** The samples a profile keeps: of one thread (or every one), with the mode's flag (or every one). */
 const keep = (thread: bigint | undefined, keepFlags: number) => (s: SampleRecord) =>
   (thread === undefined || s.nativeThreadId === thread || s.threadId === thread) && (keepFlags === 0 || (s.flags & keepFlags) !== 0);
@@ -122,10 +87,9 @@ export const modeFlag = (mode: SamplingMode | undefined): number => (mode === un
 export class BlockProcessor {
   private constructor(
     readonly codes: CodeTable,
-    private readonly processor: SampleProcessor,
+    private readonly chain: SampleChain,
     private readonly engine: BlockEngine | null,
     private readonly options: BlockProcessorOptions,
-    private readonly tasks: TaskStacks | null,
   ) {}
 
   static async load(layout: Layout, options: BlockProcessorOptions = {}): Promise<BlockProcessor> {
@@ -143,8 +107,8 @@ export class BlockProcessor {
     const codes = engine?.codes ?? new CodeTable(layout);
     // (a module given may be either build: the walker takes the memory it imports)
     const walker = options.walker ?? (await KernelWalker.load(options.module ? { module: options.module } : {}));
-    const tasks = options.tasks ? new TaskStacks(layout, options.tasks.offsets, options.tasks.mode, codes) : null;
-    return new BlockProcessor(codes, new SampleProcessor(layout, walker, undefined, codes, options.opcodes === true), engine, options, tasks);
+    const chain = new SampleChain(layout, walker, codes, { pseudo: options, opcodes: options.opcodes === true, tasks: options.tasks ?? null });
+    return new BlockProcessor(codes, chain, engine, options);
   }
 
   /** Code records, in file order: each replaces any earlier one at its address. */
@@ -177,13 +141,12 @@ export class BlockProcessor {
     }
     const chosen = decoded.samples.filter(keep(this.options.thread, modeFlag(this.options.mode)));
     for (const s of chosen) copied.add(s.copyMicros, s.flags);
-    for (const p of this.processor.process(chosen)) {
-      const input = sampleInput(p, this.options);
-      for (const i of this.tasks ? this.tasks.inputs(p, input) : [input]) {
+    for (const { processed, inputs } of this.chain.run(chosen)) {
+      for (const i of inputs) {
         into.add(i);
         this.options.onInput?.(i);
       }
-      this.options.onSample?.(p);
+      this.options.onSample?.(processed);
     }
     return result;
   };

@@ -17,7 +17,8 @@ import type { CaptureHeader, CaptureWarning, CodeRecord, SamplingMode } from '..
 import type { LayoutSource } from '../layout/layout.js';
 import { layoutFromSource } from '../layout/index.js';
 import { OPCODE_TABLES, opcodeTable } from '../symbols/opcodes.js';
-import { BlockProcessor, openBlock, sampleInput, skipped, type ProcessedBlock, type PseudoFrames } from './block-processor.js';
+import { BlockProcessor, openBlock, skipped, type ProcessedBlock } from './block-processor.js';
+import { sampleInput, type PseudoFrames } from './sample-chain.js';
 import type { ProcessedSample } from './sample-processor.js';
 import { Profile, ThreadNameTable, Timeline } from '../profile/index.js';
 import type { SampleInput } from '../profile/types.js';
@@ -176,14 +177,7 @@ export interface BytesReportOptions extends Omit<ReportOptions, 'workers'> {
 export async function reportCaptureBytes(bytes: Uint8Array, options: BytesReportOptions = {}): Promise<CaptureReport> {
   const { module, name, pool, workers = 0, ...rest } = options;
   const host: ProcessHost = { module: await loadKernel(module), ...(pool ? { pool } : {}) };
-  try {
-    return await processCapture(readCaptureBytes(bytes, name), { ...rest, workers }, host);
-  } catch (e) {
-    // a block whose code records are not all at its start cannot be spread over workers
-    // (blocks processed meanwhile may have needed them): one thread then, exactly
-    if (workers > 0 && e instanceof Error && e.name === 'LateCodes') return processCapture(readCaptureBytes(bytes, name), { ...rest, workers: 0 }, host);
-    throw e;
-  }
+  return processCapture(() => readCaptureBytes(bytes, name), { ...rest, workers }, host);
 }
 
 /** Captures smaller than this are processed in the calling thread by default: workers would cost more than they save. */
@@ -200,8 +194,17 @@ export interface BlockPool {
   /** resolves at the next answer */
   answered(): Promise<void>;
   /** the answers of the oldest blocks, in submission order, as far as they are there */
-  takeReady(): Iterable<ProcessedBlock>;
+  takeReady(): Iterable<ProcessedBlock | LateCodes>;
   close(): Promise<void>;
+}
+
+/**
+ * A pool's answer for a block whose code records are not all at its start (pyunwind never
+ * writes one, but a capture may hold it): the blocks processed meanwhile by other workers may
+ * have needed them, so the capture is processed again in one thread (processCapture).
+ */
+export interface LateCodes {
+  lateCodes: true;
 }
 
 /** What the runtime offers processCapture besides this thread. */
@@ -214,8 +217,12 @@ export interface ProcessHost {
   pool?(workers: number, setup: { layoutSource: LayoutSource; module: WebAssembly.Module; thread?: bigint; mode?: SamplingMode; gcFrames?: boolean; nativeFrames?: boolean; opcodes?: boolean }): Promise<BlockPool>;
 }
 
-/** The report of a capture being read (the reader is closed at the end). */
-export async function processCapture(reader: CaptureReader, options: ReportOptions, host: ProcessHost = {}): Promise<CaptureReport> {
+/**
+ * The report of a capture, read from the reader `open` gives (closed at the end; opened again,
+ * to be processed in this thread, if a pool met a block it cannot take: LateCodes).
+ */
+export async function processCapture(open: () => CaptureReader | Promise<CaptureReader>, options: ReportOptions, host: ProcessHost = {}): Promise<CaptureReport> {
+  const reader = await open();
   let timeline: Timeline | undefined;
   // every sample as the profile takes it, in time order (the reference path)
   let onInput: ((i: SampleInput) => void) | undefined;
@@ -269,7 +276,12 @@ export async function processCapture(reader: CaptureReader, options: ReportOptio
     // a tick samples every thread at one time: its samples share that time and follow each
     // other, also across the end of a block
     let lastTime: number | null = null;
-    const take = (done: ProcessedBlock): void => {
+    let late = false;
+    const take = (done: ProcessedBlock | LateCodes): void => {
+      if ('lateCodes' in done) {
+        late = true;
+        return;
+      }
       const r = done.result;
       for (const w of r.warnings) reader.report(w);
       if (engineOnly && r.fallback) fallbackBlocks++;
@@ -289,7 +301,7 @@ export async function processCapture(reader: CaptureReader, options: ReportOptio
     const enough = (): boolean => options.maxSamples !== undefined && samples + (pool ? pool.queued * perBlock : 0) >= options.maxSamples;
     let perBlock = 0;
     for (const raw of reader.rawBlocks()) {
-      if (enough()) break;
+      if (enough() || late) break;
       if (pool) {
         while (!pool.hasRoom) {
           await pool.answered();
@@ -307,9 +319,15 @@ export async function processCapture(reader: CaptureReader, options: ReportOptio
       local!.addCodes(opened.codes);
       take(local!.process(opened.block));
     }
-    while (pool && pool.queued > 0) {
+    while (pool && pool.queued > 0 && !late) {
       await pool.answered();
       for (const done of pool.takeReady()) take(done);
+    }
+    if (late) {
+      await pool?.close();
+      pool = null;
+      reader.close();
+      return processCapture(open, { ...options, workers: 0 }, host);
     }
     names.nameProfile(profile);
     if (timeline) names.nameTimeline(timeline);

@@ -25,13 +25,6 @@ const host: ProcessHost = {
   pool: async (workers, setup) => new WorkerPool(workers, setup),
 };
 
-export async function reportCapture(path: string, options: ReportOptions = {}): Promise<CaptureReport> {
-  try {
-    return await processCapture(await openCapture(path), options, host);
-  } catch (e) {
-    // a block whose code records are not all at its start cannot be spread over workers
-    // (blocks processed meanwhile may have needed them): one thread then, exactly
-    if (e instanceof Error && e.name === 'LateCodes') return processCapture(await openCapture(path), { ...options, workers: 0 }, host);
-    throw e;
-  }
+export function reportCapture(path: string, options: ReportOptions = {}): Promise<CaptureReport> {
+  return processCapture(() => openCapture(path), options, host);
 }

@@ -10,10 +10,8 @@ import { walkParams, type Walker } from '../walk/index.js';
 import type { Status } from '../walk/status.js';
 import type { WalkResult } from '../walk/types.js';
 import type { AsyncioOffsets } from '../layout/asyncio-offsets.js';
-import { sampleInput } from './block-processor.js';
 import type { SourceFrame } from '../profile/types.js';
-import { SampleProcessor } from './sample-processor.js';
-import { TaskStacks } from './task-stacks.js';
+import { SampleChain } from './sample-chain.js';
 import { TRUSTED } from '../walk/status.js';
 import type { AsyncMode } from '../walk/task-graph.js';
 import { SAMPLE_FLAG, type CodeRecord, type SampleRecord } from '../capture/types.js';
@@ -95,17 +93,15 @@ export function unwindSnapshotTasks(
   mode: AsyncMode,
   opcodes = false,
 ): Map<ThreadStack, TaskStack[]> {
-  const table = new CodeTable(snapshot.layout, snapshot.codeObjects);
-  const processor = new SampleProcessor(snapshot.layout, walker, undefined, table, opcodes);
-  const tasks = new TaskStacks(snapshot.layout, offsets, mode, table);
-  const processed = processor.process(snapshot.samples);
+  const chain = new SampleChain(snapshot.layout, walker, new CodeTable(snapshot.layout, snapshot.codeObjects), { opcodes, tasks: { offsets, mode } });
   const out = new Map<ThreadStack, TaskStack[]>();
-  processed.forEach((p, i) => {
-    const stack = stacks[i]!;
-    if (!TRUSTED.has(stack.status) || !TRUSTED.has(p.status)) return;
-    const views = tasks.views(p, sampleInput(p));
+  let i = 0;
+  for (const { processed: p, input } of chain.run(snapshot.samples)) {
+    const stack = stacks[i++]!;
+    if (!TRUSTED.has(stack.status) || !TRUSTED.has(p.status)) continue;
+    const views = chain.tasks!.views(p, input);
     // only the thread's own stack: no task to show
-    if (views.length === 1 && views[0]!.task === null && TRUSTED.has(views[0]!.input.status)) return;
+    if (views.length === 1 && views[0]!.task === null && TRUSTED.has(views[0]!.input.status)) continue;
     const list: TaskStack[] = views.map((v) => ({
       task: v.task === null ? null : (v.task.name ?? '(no name)'),
       running: v.running,
@@ -113,6 +109,6 @@ export function unwindSnapshotTasks(
       frames: v.input.frames,
     }));
     out.set(stack, list);
-  });
+  }
   return out;
 }

@@ -15,7 +15,7 @@ import type { CodeRecord } from '../../capture/types.js';
 import type { RawBlock } from '../../capture/reader.js';
 import type { ProcessedBlock } from '../block-processor.js';
 import { CopyStats } from '../../kernel/block-engine.js';
-import type { BlockPool } from '../process-capture.js';
+import type { BlockPool, LateCodes } from '../process-capture.js';
 import type { BlockJob, BlockReply } from './messages.js';
 
 /** Jobs in flight per worker: enough to keep each busy while the parent reads the file. */
@@ -34,13 +34,6 @@ export interface PortEvents {
   fail(message: string): void;
 }
 
-/** A block held code records after other records: process the capture in one thread instead. */
-export class LateCodes extends Error {
-  constructor() {
-    super('a block holds code records after its samples');
-    this.name = 'LateCodes';
-  }
-}
 
 interface Slot {
   port: BlockPort;
@@ -52,7 +45,7 @@ interface Slot {
 interface Pending {
   slot: Slot;
   /** the answer, once there */
-  done?: ProcessedBlock | Error;
+  done?: ProcessedBlock | LateCodes | Error;
 }
 
 /**
@@ -136,7 +129,7 @@ export class OrderedBlockPool implements BlockPool {
   }
 
   /** The answers of the oldest blocks not yet taken, in submission order, as far as they are there. Throws a failed block's error. */
-  *takeReady(): Generator<ProcessedBlock> {
+  *takeReady(): Generator<ProcessedBlock | LateCodes> {
     if (this.failure) throw this.failure;
     while (this.order.length > 0) {
       const id = this.order[0]!;
@@ -159,7 +152,7 @@ export class OrderedBlockPool implements BlockPool {
     if (!p) return;
     p.slot.inFlight--;
     if ('error' in m) p.done = new Error(`processing worker: ${m.error}`);
-    else if ('lateCodes' in m) p.done = new LateCodes();
+    else if ('lateCodes' in m) p.done = { lateCodes: true };
     else p.done = { result: m.result, profile: m.profile, copies: CopyStats.fromJSON(m.copies) };
     this.wake();
   }

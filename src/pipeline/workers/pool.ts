@@ -6,7 +6,6 @@ import { Worker } from 'node:worker_threads';
 import { OrderedBlockPool, type BlockPort } from './ordered-pool.js';
 import type { BlockReply, WorkerSetup } from './messages.js';
 
-export { LateCodes } from './ordered-pool.js';
 
 /** How long a worker may take to finish its jobs and exit when the pool closes. */
 const CLOSE_MS = 30_000;

@@ -12,7 +12,7 @@ export {
   type NotFollowed,
 } from './linux/record-process.js';
 export { openLinuxProcess, processIsRunning, TargetError, type LinuxProcessSource, type TargetErrorKind } from './linux/process.js';
-export { takeSnapshot, type Snapshot, type SnapshotOptions, type ThreadSnapshot } from './copy/snapshot.js';
+export { snapshotSamples, takeSnapshot, type Snapshot, type SnapshotOptions, type ThreadSnapshot } from './copy/snapshot.js';
 export type { CodeRecord } from '../capture/types.js';
 export { COPY_MODES, type CopyMode } from './copy/modes.js';
 export { ASYNC_MODES, type AsyncMode } from '../walk/task-graph.js';

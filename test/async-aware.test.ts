@@ -29,7 +29,7 @@ import { TaskStacks } from '../src/pipeline/task-stacks.js';
 import { RegionMemory } from '../src/walk/region-memory.js';
 import { TaskGraph } from '../src/walk/task-graph.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { recordCoverage, skipTest, cannotRun } from './helpers/coverage.js';
 
 const BIN = path.resolve('bin/pyunwind.js');
 const WORKLOAD = path.resolve('workloads/asynctasks.py');
@@ -168,7 +168,7 @@ function againstGraphs(json: JsonReport, truth: Told): { inSpin: number; matched
 
 describe.each(nativeInterpreters())('async-aware stacks, $label', (py) => {
   if (py.missing) {
-    it(`is skipped: ${py.missing}`, () => recordCoverage('async-aware', py.label, false, py.missing!));
+    cannotRun('async-aware', py.label, py.missing!);
     return;
   }
   const version = spawnSync(py.command, ['-c', 'import sys; print(sys.version_info[1])'], { encoding: 'utf8' });
@@ -446,12 +446,11 @@ describe.each(nativeInterpreters())('async-aware stacks, $label', (py) => {
 });
 
 describe('async-aware reports of captures without tasks', () => {
-  it('are refused in one line', () => {
+  it('are refused in one line', (ctx) => {
     const fixtures = path.resolve('test/fixtures/captures');
     const any = fs.readdirSync(fixtures).find((f) => f.endsWith('.pyuw'));
     if (!any) {
-      recordCoverage('async-aware', 'plain capture', false, 'no capture in test/fixtures/captures');
-      return;
+      return skipTest(ctx, 'async-aware', 'plain capture', 'no capture in test/fixtures/captures');
     }
     const r = pyunwind(['report', '-q', path.join(fixtures, any), '--async-aware']);
     expect(r.status).not.toBe(0);

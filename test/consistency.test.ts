@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { anchors } from './helpers/anchors.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { recordCoverage, cannotRun } from './helpers/coverage.js';
 import { recordChurn, startChurn as startOracle, type ChurnOutcome, type ChurnRecording } from '../harness/churn.js';
 import { nativeInterpreters, type Interpreter } from '../harness/interpreters.js';
 import { untilReadable, waitUntil } from './helpers/wait.js';
@@ -81,7 +81,7 @@ const churnTargets = nativeInterpreters().filter((p) => /^debian-3\.1[3-9]/.test
 
 describe.each(churnTargets)('the churn oracle on $label', (py) => {
   if (py.missing) {
-    it(`is skipped: ${py.missing}`, () => recordCoverage('consistency', py.label, false, py.missing!));
+    cannotRun('consistency', py.label, py.missing!);
     return;
   }
   const anchored = py.label === 'debian-3.15';
@@ -134,7 +134,7 @@ const anchorSet = (pid: number): Promise<void> => waitUntil(() => anchors(pid).s
 describe('the profiler anchor after recording', () => {
   if (!anchored || anchored.missing) {
     const why = anchored?.missing ?? 'no Debian 3.15 interpreter';
-    it(`is skipped: ${why}`, () => recordCoverage('consistency', 'anchor', false, why));
+    cannotRun('consistency', 'anchor', why);
     return;
   }
   const ends: { name: string; run: (pid: number, file: string) => Promise<number | null> }[] = [
@@ -217,7 +217,7 @@ async function functionShares(py: Interpreter, mode: string): Promise<Map<string
 
 describe.each(churnTargets)('bias on a steady program, $label', (py) => {
   if (py.missing) {
-    it(`is skipped: ${py.missing}`, () => recordCoverage('consistency', `${py.label} bias`, false, py.missing!));
+    cannotRun('consistency', `${py.label} bias`, py.missing!);
     return;
   }
   // Two recordings of two runs on a 2-core machine shared with other test files: a run whose
@@ -249,7 +249,7 @@ function stateOf(pid: number): string {
 describe('--blocking and a recorder killed with SIGKILL', () => {
   const py = nativeInterpreters().find((p) => !p.missing);
   if (!py) {
-    it('is skipped: no native interpreter', () => recordCoverage('consistency', 'blocking kill', false, 'no native interpreter'));
+    cannotRun('consistency', 'blocking kill', 'no native interpreter');
     return;
   }
   it('leaves the target running', async () => {

@@ -17,7 +17,7 @@ import { blockCodes, unpack } from '../src/capture/reader.js';
 import { instantiateKernel, loadKernel, readKernelBytes } from '../src/kernel/load.js';
 import { reportCapture, reportCaptureBytes, type CaptureReport, type ReportOptions } from '../src/pipeline/report-file.js';
 import { WorkerPool } from '../src/pipeline/workers/pool.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { recordCoverage, cannotRun } from './helpers/coverage.js';
 import { reblocked } from './helpers/reblock.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import { BIN } from '../harness/real-programs.js';
@@ -112,7 +112,7 @@ function jsonOf(r: CaptureReport): string {
 
 describe.each(nativeInterpreters())('block engine == reference path on real captures, $label', (py) => {
   if (py.missing) {
-    it(`is skipped: ${py.missing}`, () => recordCoverage('engine', py.label, false, py.missing!));
+    cannotRun('engine', py.label, py.missing!);
     return;
   }
   it.each(PROGRAMS)('$name', async ({ name, args }) => {
@@ -169,7 +169,7 @@ describe.each(nativeInterpreters())('block engine == reference path on real capt
 describe('pyunwind bench on a real capture', () => {
   const py = [...nativeInterpreters()].reverse().find((p) => !p.missing);
   if (!py) {
-    it('is skipped: no native interpreter available', () => recordCoverage('bench', 'native', false, 'no native interpreter'));
+    cannotRun('bench', 'native', 'no native interpreter');
     return;
   }
   it(`prints the walk and end-to-end tables (${py.label})`, () => {

@@ -15,7 +15,7 @@ import { exportPprof } from '../src/export/pprof.js';
 import { metaFromHeader, validationLines } from '../src/export/meta.js';
 import { Profile } from '../src/profile/index.js';
 import { reportCapture } from '../src/pipeline/report-file.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { recordCoverage, cannotRun } from './helpers/coverage.js';
 import { formatCapture } from './helpers/format-capture.js';
 
 const BIN = path.resolve('bin/pyunwind.js');
@@ -41,7 +41,7 @@ const cap = await formatCapture();
 
 if (typeof cap === 'string') {
   describe('pprof export of a real capture', () => {
-    it(`is skipped: ${cap}`, () => recordCoverage('formats', 'pprof', false, cap));
+    cannotRun('formats', 'pprof', cap);
   });
 } else {
   describe(`pprof export of threadpool.py recorded from ${cap.label}`, () => {

@@ -20,7 +20,7 @@ import type { MemorySource, PreparedRead } from '../src/record/copy/source.js';
 import { openStopper } from '../src/record/linux/stopper.js';
 import { unwindSnapshot, type ThreadStack } from '../src/pipeline/snapshot-stacks.js';
 import { TRUSTED } from '../src/walk/status.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { recordCoverage, cannotRun } from './helpers/coverage.js';
 import { checkedWalker } from './helpers/walkers.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import { spawnInteractive, type Interactive } from '../harness/spawn.js';
@@ -96,7 +96,7 @@ function oneTear(inner: MemorySource, address: bigint, bytes: Uint8Array): Memor
 
 describe.each(nativeInterpreters())('a frame caught while it was set up, $label', (py) => {
   if (py.missing) {
-    it(`is skipped: ${py.missing}`, () => recordCoverage('frame-setup', py.label, false, py.missing!));
+    cannotRun('frame-setup', py.label, py.missing!);
     return;
   }
 

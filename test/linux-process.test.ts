@@ -21,7 +21,7 @@ import {
 import { parseProcMaps, ProcMapsError, readProcMaps } from '../src/record/linux/proc-maps.js';
 import { ReadError } from '../src/record/copy/source.js';
 import { nobody, runAs } from './helpers/as-nobody.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { recordCoverage, skipTest, cannotRun } from './helpers/coverage.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 
 const SUITE = 'linux-process';
@@ -131,7 +131,7 @@ describe('native interpreters', () => {
   for (const py of nativeInterpreters()) {
     describe(py.label, () => {
       if (py.missing) {
-        it(`is skipped: ${py.missing}`, () => recordCoverage(SUITE, py.label, false, py.missing!));
+        cannotRun(SUITE, py.label, py.missing!);
         return;
       }
       let target: Target;
@@ -210,7 +210,7 @@ describe('patchelf-patched interpreter (an extra PT_LOAD below the first)', () =
       ? 'no Debian 3.13+ interpreter is provisioned'
       : null;
   if (why) {
-    it(`is skipped: ${why}`, () => recordCoverage(SUITE, 'patchelf', false, why));
+    cannotRun(SUITE, 'patchelf', why);
     return;
   }
   it('finds _PyRuntime at the same address as in the unpatched binary', async () => {
@@ -244,10 +244,10 @@ describe('an interpreter binary deleted after it started', () => {
   const base = nativeInterpreters().find((p) => /^debian-3\.1[3-9]/.test(p.label) && !p.missing);
   if (!base) {
     const why = 'no Debian 3.13+ interpreter is provisioned';
-    it(`is skipped: ${why}`, () => recordCoverage(SUITE, 'deleted-binary', false, why));
+    cannotRun(SUITE, 'deleted-binary', why);
     return;
   }
-  it('is read through /proc/PID/map_files, never from a different file at its path', async () => {
+  it('is read through /proc/PID/map_files, never from a different file at its path', async (ctx) => {
     const original = await spawnPython(base.command);
     const origLoc = locateRuntime(original.pid);
     const ldso = fs.readlinkSync(`/proc/${original.pid}/exe`);
@@ -271,8 +271,7 @@ describe('an interpreter binary deleted after it started', () => {
     }
     if (!mapFilesReadable) {
       expect(() => locateRuntime(target.pid)).toThrow(/cannot open the mapped file \(deleted\)/);
-      recordCoverage(SUITE, 'deleted-binary', false, '/proc/PID/map_files is not readable (needs CAP_SYS_ADMIN)');
-      return;
+      return skipTest(ctx, SUITE, 'deleted-binary', '/proc/PID/map_files is not readable (needs CAP_SYS_ADMIN)');
     }
     const loc = locateRuntime(target.pid);
     expect(loc.file).toBe(copy);
@@ -338,7 +337,7 @@ describe('target errors', () => {
     );
   });
 
-  it('memory of another user’s process: permission denied', async () => {
+  it('memory of another user’s process: permission denied', async (ctx) => {
     const victim = await spawnOther('sleep', ['60']);
     const expected = `cannot read memory of pid ${victim.pid}: permission denied (run as the same user as the target, or with CAP_SYS_PTRACE)`;
     const user = nobody();
@@ -346,8 +345,7 @@ describe('target errors', () => {
       // Not root: a process of another user (pid 1 is root's) must be refused to us directly.
       const owner = fs.statSync('/proc/1').uid;
       if (owner === process.getuid?.()) {
-        recordCoverage(SUITE, 'permission-denied', false, 'not root, and pid 1 belongs to this user');
-        return;
+        return skipTest(ctx, SUITE, 'permission-denied', 'not root, and pid 1 belongs to this user', false);
       }
       const denied = 'cannot read memory of pid 1: permission denied (run as the same user as the target, or with CAP_SYS_PTRACE)';
       expect(() => locateRuntime(1)).toThrow(denied);

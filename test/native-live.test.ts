@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { openLinuxProcess } from '../src/record/linux/process.js';
 import { takeSnapshot, snapshotSamples } from '../src/record/copy/snapshot.js';
 import { unwindSnapshot } from '../src/pipeline/snapshot-stacks.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { recordCoverage, cannotRun } from './helpers/coverage.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import { spawnUntilReady, type ReportedStack, type Spawned } from '../harness/spawn.js';
 import { checkedWalker } from './helpers/walkers.js';
@@ -29,9 +29,7 @@ afterAll(() => spawned.forEach((s) => s.kill()));
 
 describe.each(nativeInterpreters())('live $label', (py) => {
   if (py.missing) {
-    it(`is skipped: ${py.missing}`, () => {
-      recordCoverage('native-live', py.label, false, py.missing!);
-    });
+    cannotRun('native-live', py.label, py.missing);
     return;
   }
 

@@ -19,7 +19,7 @@ import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { browserMissing, launchOffline, testOutputDir } from '../harness/browser.js';
 import { PROFILE_PAGE, defaultWebDir, startViewServer, type ViewServer } from '../src/cli/view.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { recordCoverage, cannotRun } from './helpers/coverage.js';
 
 const run = promisify(execFile);
 const BIN = path.resolve('bin/pyunwind.js');
@@ -56,7 +56,7 @@ function bySelf(rows: [string, number][]): [string, number][] {
 describe('the in-browser profiler (Pyodide 3.15 in a Web Worker), in Chromium, offline', () => {
   const missing = browserMissing();
   if (missing) {
-    it(`is skipped: ${missing}`, () => recordCoverage('pyodide-browser', 'chromium', false, missing));
+    cannotRun('pyodide-browser', 'chromium', missing);
     return;
   }
 

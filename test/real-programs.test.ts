@@ -20,7 +20,7 @@ import { runSampler } from '../src/record/sampling/sampler.js';
 import { openStopper } from '../src/record/linux/stopper.js';
 import { KernelWalker } from '../src/kernel/walker.js';
 import { TRUSTED } from '../src/walk/status.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { recordCoverage, cannotRun } from './helpers/coverage.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import { REAL_PROGRAMS, largestGap, topShares, type RealProgram, type Shares } from '../harness/real-programs.js';
 
@@ -121,7 +121,7 @@ const targets = nativeInterpreters().filter((p) => /^debian-3\.1[345]$/.test(p.l
 
 describe.each(targets)('real programs on $label', (py) => {
   if (py.missing) {
-    it(`is skipped: ${py.missing}`, () => recordCoverage('real-programs', py.label, false, py.missing!));
+    cannotRun('real-programs', py.label, py.missing!);
     return;
   }
   describe.each(REAL_PROGRAMS)('$name', (program) => {

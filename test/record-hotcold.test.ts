@@ -12,7 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { openLinuxProcess } from '../src/record/linux/process.js';
 import { takeSnapshot, snapshotSamples } from '../src/record/copy/snapshot.js';
 import { unwindSnapshot } from '../src/pipeline/snapshot-stacks.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { recordCoverage, cannotRun } from './helpers/coverage.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import { checkedWalker } from './helpers/walkers.js';
 
@@ -60,7 +60,7 @@ async function waitForMain(pid: number): Promise<void> {
 
 describe.each(nativeInterpreters())('record + report hotcold on $label', (py) => {
   if (py.missing) {
-    it(`is skipped: ${py.missing}`, () => recordCoverage('record-hotcold', py.label, false, py.missing!));
+    cannotRun('record-hotcold', py.label, py.missing!);
     return;
   }
   it('gets the split, only possible stacks, and counts that add up', async () => {

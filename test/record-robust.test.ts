@@ -15,7 +15,7 @@ import { Profile } from '../src/profile/index.js';
 import { openLinuxProcess } from '../src/record/linux/process.js';
 import { runSampler } from '../src/record/sampling/sampler.js';
 import { reportCapture, sampleInput } from '../src/pipeline/report-file.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { recordCoverage, skipTest, cannotRun } from './helpers/coverage.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import { checkedWalker } from './helpers/walkers.js';
 
@@ -84,7 +84,7 @@ function blocksOf(bytes: Uint8Array): { offset: number; end: number; samples: nu
 
 describe('record → report on a live interpreter', () => {
   if (!py) {
-    it('is skipped: no native interpreter is available', () => recordCoverage('record-robust', 'native', false, 'no native interpreter'));
+    cannotRun('record-robust', 'native', 'no native interpreter');
     return;
   }
   let capture: string;
@@ -245,11 +245,10 @@ describe('record → report on a live interpreter', () => {
     recordCoverage('record-robust', 'target exits', true);
   });
 
-  it('output that cannot be written (a file size limit): one line, exit 1, the program it started ended, every block written before reads back', async () => {
+  it('output that cannot be written (a file size limit): one line, exit 1, the program it started ended, every block written before reads back', async (ctx) => {
     const prlimit = ['/usr/bin/prlimit', '/bin/prlimit'].find((p) => fs.existsSync(p));
     if (!prlimit) {
-      recordCoverage('record-robust', 'output cannot be written', false, 'no prlimit to limit the file size');
-      return;
+      return skipTest(ctx, 'record-robust', 'output cannot be written', 'no prlimit to limit the file size');
     }
     const file = path.join(dir, 'limited.pyuw');
     // a file size limit makes writes past 30,000 bytes fail (EFBIG) as a full disk would

@@ -14,7 +14,7 @@ import type { ThreadSnapshot } from '../src/record/copy/thread-snapshot.js';
 import { openLinuxProcess } from '../src/record/linux/process.js';
 import { SteadyCopy } from '../src/record/copy/steady-copy.js';
 import { AnchorTrust } from '../src/record/copy/consistency.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { recordCoverage, skipTest, cannotRun } from './helpers/coverage.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import { untilReadable, waitUntil } from './helpers/wait.js';
 
@@ -60,7 +60,7 @@ const PROGRAMS = [
 
 describe.each(nativeInterpreters())('steady copies equal the general copier, $label', (py) => {
   if (py.missing) {
-    it(`is skipped: ${py.missing}`, () => recordCoverage('steady-copy', py.label, false, py.missing!));
+    cannotRun('steady-copy', py.label, py.missing!);
     return;
   }
   it.each(PROGRAMS)('$name: the same copy at each of 6 moments', async (program) => {
@@ -123,7 +123,7 @@ describe.each(nativeInterpreters())('steady copies equal the general copier, $la
 // one read before them, the copy is left to the general copier.
 describe.each(nativeInterpreters())('the steady copy\'s later readings, $label', (py) => {
   if (py.missing) {
-    it(`is skipped: ${py.missing}`, () => recordCoverage('steady-copy-readings', py.label, false, py.missing!));
+    cannotRun('steady-copy-readings', py.label, py.missing!);
     return;
   }
   it('takes the first reading the next one agrees with, and says unproven when none does', async (ctx) => {
@@ -138,9 +138,7 @@ describe.each(nativeInterpreters())('the steady copy\'s later readings, $label',
       child.kill('SIGKILL');
       // no steady copies on this version (the test above checks that none is made): said, not silent
       const why = L.interp.codeObjectGeneration === null ? 'no steady copy before 3.14: no count of code-object deaths' : 'no steady copy: frames behind a cframe';
-      recordCoverage('steady-copy-readings', py.label, false, why);
-      ctx.skip();
-      return;
+      return skipTest(ctx, 'steady-copy-readings', py.label, why, false);
     }
     const general = new MemoryCopier(source, { steady: false, consistency: 'reread', keepAgreeing: true });
     try {

@@ -16,7 +16,7 @@ import { unwindSnapshot, type ThreadStack } from '../src/pipeline/snapshot-stack
 import { TRUSTED } from '../src/walk/status.js';
 import { readPointer } from '../src/walk/region-memory.js';
 import type { Region } from '../src/walk/types.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { recordCoverage, cannotRun } from './helpers/coverage.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import { spawnInteractive, type Interactive } from '../harness/spawn.js';
 import { checkedWalker } from './helpers/walkers.js';
@@ -61,7 +61,7 @@ interface Case {
 
 describe.each(nativeInterpreters())('torn copies from real memory, $label', (py) => {
   if (py.missing) {
-    it(`is skipped: ${py.missing}`, () => recordCoverage('torn-copies', py.label, false, py.missing!));
+    cannotRun('torn-copies', py.label, py.missing!);
     return;
   }
 

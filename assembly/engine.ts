@@ -61,6 +61,7 @@ import {
   C_HASH,
   C_HASH_CAP,
   C_KEEP_FLAGS,
+  C_UNKNOWN_FLAGS,
   C_NATIVE,
   C_NODES,
   C_NODES_CAP,
@@ -213,6 +214,7 @@ let walks: u32 = 0;
 let filterKind: u32 = 0;
 let filterValue: u64 = 0;
 let keepFlags: u32 = 0;
+let unknownFlags: u32 = 0;
 let gcLeaf: u32 = 0;
 let nativeNodes: u32 = 0;
 let copyHist: u32 = 0;
@@ -226,6 +228,8 @@ let retriedCount: u32 = 0;
 
 // per block, reported to the host
 let samplesSeen: u32 = 0;
+// samples the mode left out whose fact the recorder could not tell (C_UNKNOWN_FLAGS)
+let undetermined: u32 = 0;
 let ticks: u32 = 0;
 let lastTime: u64 = NONE;
 let firstBlockTime: u64 = 0;
@@ -304,6 +308,7 @@ export function engineInit(config: u32, params: u32): bool {
   filterKind = load<u32>(cfg + C_FILTER * 4);
   filterValue = (<u64>load<u32>(cfg + C_FILTER_LO * 4)) | ((<u64>load<u32>(cfg + C_FILTER_HI * 4)) << 32);
   keepFlags = load<u32>(cfg + C_KEEP_FLAGS * 4);
+  unknownFlags = load<u32>(cfg + C_UNKNOWN_FLAGS * 4);
   gcLeaf = load<u32>(cfg + C_GC_LEAF * 4);
   nativeNodes = load<u32>(cfg + C_NATIVE * 4);
   copyHist = load<u32>(cfg + C_COPY_HIST * 4);
@@ -341,6 +346,7 @@ export function engineBeginBlock(): void {
   dataUsed = 0;
   blockBytes = 0;
   samplesSeen = 0;
+  undetermined = 0;
   ticks = 0;
   lastTime = NONE;
   firstBlockTime = 0;
@@ -376,6 +382,10 @@ export function engineSamples(): u32 {
 }
 export function engineTicks(): u32 {
   return ticks;
+}
+/** samples of the block the mode left out because the recorder could not tell whether its fact held */
+export function engineUndetermined(): u32 {
+  return undetermined;
 }
 export function engineFirstTime(): u64 {
   return firstBlockTime;
@@ -714,7 +724,9 @@ function sample(end: u32): i32 {
 
   // a sample left out (another thread, or without the mode's flag) is not counted, but its
   // image stands: what the thread's next sample reuses must be of this image, and its slot of these ids
-  if ((filterKind == 1 && ntid != filterValue && tid != filterValue) || (keepFlags != 0 && (flags & keepFlags) == 0)) {
+  const otherThread = filterKind == 1 && ntid != filterValue && tid != filterValue;
+  if (otherThread || (keepFlags != 0 && (flags & keepFlags) == 0)) {
+    if (!otherThread && (flags & unknownFlags) != 0) undetermined++;
     if (changed || idsChanged) {
       store<u32>(th, NONE, T_LAST_STATUS);
       store<u32>(th, NONE, T_LAST_STACK);

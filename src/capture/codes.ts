@@ -36,6 +36,8 @@ export const FLAG_ON_CPU = 16;
 export const FLAG_EXCEPTION = 32;
 /** the garbage collector was running in the thread (a `<GC>` frame above its stack) */
 export const FLAG_GC = 64;
+/** the recorder could not tell whether the thread was on a CPU (its state was unreadable; format 1.2+) */
+export const FLAG_CPU_UNKNOWN = 128;
 
 /** the most a block's payload may inflate to */
 export const MAX_BLOCK_RAW = 64 << 20;

@@ -11,6 +11,7 @@ import { snapshotSamples, takeSnapshot } from '../record/copy/snapshot.js';
 import { readThreadNames } from '../record/copy/thread-names.js';
 import { openStopper } from '../record/linux/stopper.js';
 import { unwindSnapshot, unwindSnapshotTasks, type TaskStack, type ThreadStack } from '../pipeline/snapshot-stacks.js';
+import { MAX_TASKS } from '../walk/task-graph.js';
 import { KernelWalker } from '../kernel/walker.js';
 import { UsageError } from './errors.js';
 import { asyncModeOption, copyOption, parsePid } from './options.js';
@@ -80,6 +81,8 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
   let stopper: AnyStopper | null = null;
   let stacks: ThreadStack[];
   let taskStacks: Map<ThreadStack, TaskStack[]> | null = null;
+  // threads with more tasks than are followed (MAX_TASKS): said, not silently cut
+  const cutTasks = new Set<ThreadStack>();
   // the names threading gives the threads (read after the copies; unknown: null)
   let names = new Map<string, string>();
   try {
@@ -114,7 +117,7 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
     const walker = await KernelWalker.load();
     const samples = snapshotSamples(snapshot);
     stacks = unwindSnapshot(samples, walker, undefined, values.opcodes === true);
-    if (tasks) taskStacks = unwindSnapshotTasks(samples, stacks, walker, tasks.found.offsets, tasks.mode, values.opcodes === true);
+    if (tasks) taskStacks = unwindSnapshotTasks(samples, stacks, walker, tasks.found.offsets, tasks.mode, values.opcodes === true, cutTasks);
   } finally {
     stopper?.close();
     source.close();
@@ -137,6 +140,7 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
             copyErrors: t.copyErrors.length ? t.copyErrors : undefined,
             frames: t.frames.map(sourceFrame),
             ...(taskStacks ? { tasks: taskStacks.get(t) ?? [] } : {}),
+            ...(cutTasks.has(t) ? { tasksCut: MAX_TASKS } : {}),
           })),
         },
         null,
@@ -167,6 +171,7 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
       else lines.push(TRUSTED.has(k.status) ? '  no task running: the thread\'s own stack' : `  its tasks: ${k.status} (not shown)`);
       for (const f of k.frames) lines.push(frameLine(f, '    '));
     }
+    if (cutTasks.has(t)) lines.push(`  … more than ${MAX_TASKS} tasks on its list: those past ${MAX_TASKS} are not shown`);
   }
   out(lines.join('\n') + '\n');
   return 0;

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { metaFromHeader } from '../export/meta.js';
+import { metaFromReport } from '../export/meta.js';
 import { asyncModeOption, samplingModeOption } from './options.js';
 import { reportCapture, type CaptureReport } from '../pipeline/report-file.js';
 import { UsageError } from './errors.js';
@@ -130,21 +130,21 @@ export async function report(argv: string[], out: (s: string | Uint8Array) => vo
   const filename = values['full-filenames'] ? (f: string): string => f : (f: string): string => shortFilename(f, process.cwd());
   let made: string | Uint8Array;
   if (files.length > 1) {
-    const inputs: ProcessInput[] = [{ file, report: result, meta: metaFromHeader(result.header, result.mode) }];
+    const inputs: ProcessInput[] = [{ file, report: result, meta: metaFromReport(result) }];
     for (const f of files.slice(1)) {
       const r = await load(f, ` ${f}`);
-      inputs.push({ file: f, report: r, meta: metaFromHeader(r.header, r.mode) });
+      inputs.push({ file: f, report: r, meta: metaFromReport(r) });
     }
     made = await makeSeveral(format, inputs, { top: Number(values.top), readSource, filename });
   } else {
     const base = values.diff !== undefined ? await load(values.diff, ' (base)') : undefined;
     made = await spec.make({
       report: result,
-      meta: metaFromHeader(result.header, result.mode),
+      meta: metaFromReport(result),
       top: Number(values.top),
       readSource,
       filename,
-      ...(base ? { base: { report: base, meta: metaFromHeader(base.header, base.mode) } } : {}),
+      ...(base ? { base: { report: base, meta: metaFromReport(base) } } : {}),
     });
   }
 

@@ -6,7 +6,7 @@
 import type { CaptureReport } from '../pipeline/process-capture.js';
 import { Profile, Timeline, type ProcessTag } from '../profile/index.js';
 import { processLabel } from './common.js';
-import type { ExportMeta } from './meta.js';
+import { captureHealth, captureLines, type ExportMeta } from './meta.js';
 
 export interface FormatInput {
   report: CaptureReport;
@@ -77,13 +77,18 @@ export function combineProcesses(inputs: readonly ProcessInput[]): { report: Cap
     ...first.report,
     header: { ...first.report.header, target: title, startTime: start },
     profile,
-    warnings: inputs.flatMap((p) => p.report.warnings),
+    // (offsets are each file's own: the message says which file)
+    warnings: inputs.flatMap((p) => p.report.warnings.map((w) => ({ offset: w.offset, message: `${p.file ?? processLabel(p.report.header)}: ${w.message}` }))),
     closedCleanly: inputs.every((p) => p.report.closedCleanly),
     blocks: inputs.reduce((n, p) => n + p.report.blocks, 0),
+    skippedBlocks: inputs.reduce((n, p) => n + p.report.skippedBlocks, 0),
+    undetermined: inputs.reduce((n, p) => n + p.report.undetermined, 0),
+    cutTaskLists: inputs.reduce((n, p) => n + p.report.cutTaskLists, 0),
+    lostSamples: inputs.some((p) => p.report.lostSamples === null) ? null : inputs.reduce((n, p) => n + p.report.lostSamples!, 0),
     fallbackBlocks: inputs.reduce((n, p) => n + p.report.fallbackBlocks, 0),
     ...(timeline ? { timeline } : {}),
   };
-  return { report, meta: { ...first.meta, title, startTime: start }, tags };
+  return { report, meta: { ...first.meta, title, startTime: start, ...(first.meta.capture ? { capture: captureHealth(report) } : {}) }, tags };
 }
 
 /**
@@ -107,7 +112,10 @@ async function makeText({ report, meta, top, filename }: FormatInput): Promise<s
     exportText(report.profile, { top, title: `${header.target}, recorded at ${header.rateHz} Hz by ${header.recorder}`, ...(filename ? { filename } : {}) }) +
     `\nRecording: mode ${meta.mode}; copies ${meta.copy ?? 'unknown'}; copy window ${recording.copyMicros.mean} µs mean, ` +
     `${recording.copyMicros.p50} µs median, ${recording.copyMicros.p99} µs p99, ${recording.copyMicros.max} µs max; ` +
-    `copied again (not proven at first) ${pct(recording.retried)}, copied with the target stopped ${pct(recording.stopped)}\n`
+    `copied again (not proven at first) ${pct(recording.retried)}, copied with the target stopped ${pct(recording.stopped)}\n` +
+    captureLines(meta)
+      .map((l) => `${l[0]!.toUpperCase()}${l.slice(1)}\n`)
+      .join('')
   );
 }
 
@@ -125,6 +133,7 @@ async function makeJson({ report, meta }: FormatInput): Promise<string> {
       mode: meta.mode,
       copy: meta.copy,
       recording: { samples: recording.samples, copyMicros: { ...recording.copyMicros }, stopped: recording.stopped, retried: recording.retried },
+      ...(meta.capture ? { capture: { ...meta.capture, warnings: meta.capture.warnings.map((w) => ({ offset: w.offset, message: w.message })) } } : {}),
     },
   });
 }

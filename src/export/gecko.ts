@@ -316,7 +316,7 @@ export function geckoDocument(profile: Profile, timeline: Timeline, meta: Export
   const threads = timeline.threads();
   let endMs = 0;
   for (const t of threads) for (const us of t.time) endMs = Math.max(endMs, us / 1000);
-  const lines = validationLines(profile);
+  const lines = validationLines(profile, meta);
 
   const out: GeckoThread[] = threads.map((t, ti) => {
     // timeline stack → shared stack, parents first (a timeline parent has a smaller index)

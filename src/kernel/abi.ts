@@ -124,7 +124,12 @@ export const C_KEEP_FLAGS = 19;
 export const C_GC_LEAF = 20;
 /** 1: a <native> node (code NATIVE_CODE) between a frame and the callee it reached through C */
 export const C_NATIVE = 21;
-export const C_COUNT = 22;
+/**
+ * 0, or the sample flag that says the recorder could not tell whether the mode's fact held
+ * (cpu: FLAG_CPU_UNKNOWN): a sample left out by C_KEEP_FLAGS with it is counted (engineUndetermined)
+ */
+export const C_UNKNOWN_FLAGS = 22;
+export const C_COUNT = 23;
 /** C_FILTER: which samples are counted */
 export const FILTER_ALL = 0;
 export const FILTER_THREAD = 1;

@@ -39,6 +39,7 @@ import {
   C_HASH,
   C_HASH_CAP,
   C_KEEP_FLAGS,
+  C_UNKNOWN_FLAGS,
   C_NATIVE,
   C_NODES,
   C_NODES_CAP,
@@ -107,6 +108,7 @@ interface EngineExports {
   engineStopAt(): number;
   engineSamples(): number;
   engineTicks(): number;
+  engineUndetermined(): number;
   engineFirstTime(): bigint;
   engineLastTime(): bigint;
   engineSlotCount(): number;
@@ -195,6 +197,10 @@ export interface BlockResult {
   samples: number;
   /** ticks among them: runs of samples with one time */
   ticks: number;
+  /** samples the mode left out because the recorder could not tell whether its fact held (EngineOptions.unknownFlags) */
+  undetermined: number;
+  /** samples whose thread's task list was cut at MAX_TASKS (async-aware, reference path) */
+  cutTaskLists: number;
   /** time of the block's first and last sample (null: none) */
   firstTime: number | null;
   lastTime: number | null;
@@ -213,6 +219,8 @@ export interface EngineOptions {
   thread?: bigint;
   /** keep only samples with this SAMPLE_FLAG bit (report --mode: FACT_FLAG of the mode); 0 or none: all */
   keepFlags?: number;
+  /** with keepFlags: the SAMPLE_FLAG bit that says the recorder could not tell the mode's fact (FACT_UNKNOWN_FLAG); such samples left out are counted */
+  unknownFlags?: number;
   /** a sample whose thread was collecting garbage (SAMPLE_FLAG.GC) gets a <GC> frame above its stack */
   gcFrames?: boolean;
   /** a frame whose callee it reached through C code gets a <native> frame between them (report --native) */
@@ -340,6 +348,7 @@ export class BlockEngine {
     slots[C_COPY_HIST] = L.get('copyHist')!;
     slots[C_TRACE] = L.get('trace')!;
     slots[C_KEEP_FLAGS] = this.options.keepFlags ?? 0;
+    slots[C_UNKNOWN_FLAGS] = this.options.unknownFlags ?? 0;
     slots[C_GC_LEAF] = this.options.gcFrames ? 1 : 0;
     slots[C_NATIVE] = this.options.nativeFrames ? 1 : 0;
     slots.forEach((v, i) => dv.setUint32(cfg + i * 4, v, true));
@@ -437,6 +446,8 @@ export class BlockEngine {
     return {
       samples,
       ticks: e.engineTicks(),
+      undetermined: e.engineUndetermined(),
+      cutTaskLists: 0,
       firstTime: samples ? Number(e.engineFirstTime()) : null,
       lastTime: samples ? Number(e.engineLastTime()) : null,
       missed,

@@ -11,7 +11,7 @@
 import { blockCodes, decodeBlock, unpack, type RawBlock } from '../capture/reader.js';
 import { COMPRESSION } from '../capture/format.js';
 import type { CaptureWarning, CodeRecord, SampleRecord } from '../capture/types.js';
-import { FACT_FLAG, type SamplingMode } from '../capture/types.js';
+import { FACT_FLAG, FACT_UNKNOWN_FLAG, type SamplingMode } from '../capture/types.js';
 import type { Layout } from '../layout/layout.js';
 import type { ProcessedSample } from './sample-processor.js';
 import { SampleChain, type PseudoFrames } from './sample-chain.js';
@@ -71,7 +71,7 @@ export function openBlock(raw: RawBlock): { block: PayloadBlock; codes: CodeReco
 /** What a block that could not be inflated adds: its warning. */
 export function skipped(warning: CaptureWarning): LocalBlock {
   return {
-    result: { samples: 0, ticks: 0, firstTime: null, lastTime: null, missed: 0, warnings: [warning], fallback: false, decoded: false, names: [] },
+    result: { samples: 0, ticks: 0, undetermined: 0, cutTaskLists: 0, firstTime: null, lastTime: null, missed: 0, warnings: [warning], fallback: false, decoded: false, names: [] },
     profile: new Profile(),
     copies: new CopyStats(),
   };
@@ -83,6 +83,9 @@ const keep = (thread: bigint | undefined, keepFlags: number) => (s: SampleRecord
 
 /** The sample flag a mode keeps (0: every sample). */
 export const modeFlag = (mode: SamplingMode | undefined): number => (mode === undefined || mode === 'wall' ? 0 : FACT_FLAG[mode]);
+
+/** The sample flag that says the recorder could not tell the mode's fact (0: none). */
+export const unknownFlag = (mode: SamplingMode | undefined): number => (mode === undefined || mode === 'wall' ? 0 : FACT_UNKNOWN_FLAG[mode]);
 
 export class BlockProcessor {
   private constructor(
@@ -98,6 +101,7 @@ export class BlockProcessor {
       ? await BlockEngine.load(layout, {
           ...(options.thread === undefined ? {} : { thread: options.thread }),
           keepFlags: modeFlag(options.mode),
+          unknownFlags: unknownFlag(options.mode),
           gcFrames: options.gcFrames === true,
           nativeFrames: options.nativeFrames === true,
           opcodes: options.opcodes === true,
@@ -127,7 +131,7 @@ export class BlockProcessor {
   private readonly reference = (block: PayloadBlock, into: Profile, copied: CopyStats): BlockResult => {
     const raw = { index: block.index, offset: block.offset, compression: COMPRESSION.NONE, flags: 0, rawLength: block.payload.length, stored: block.payload };
     const { block: decoded, warnings } = decodeBlock(raw);
-    const result: BlockResult = { samples: 0, ticks: 0, firstTime: null, lastTime: null, missed: 0, warnings, fallback: this.engine !== null, decoded: decoded !== null, names: [] };
+    const result: BlockResult = { samples: 0, ticks: 0, undetermined: 0, cutTaskLists: 0, firstTime: null, lastTime: null, missed: 0, warnings, fallback: this.engine !== null, decoded: decoded !== null, names: [] };
     if (!decoded) return result;
     result.missed = decoded.missed;
     result.names = decoded.names;
@@ -139,8 +143,14 @@ export class BlockProcessor {
       result.lastTime = s.time;
       result.samples++;
     }
-    const chosen = decoded.samples.filter(keep(this.options.thread, modeFlag(this.options.mode)));
+    const keepFlags = modeFlag(this.options.mode);
+    const chosen = decoded.samples.filter(keep(this.options.thread, keepFlags));
+    // (as the engine counts them: of the thread kept, left out by the mode, the fact unknown)
+    const unknown = unknownFlag(this.options.mode);
+    const ofThread = keep(this.options.thread, 0);
+    if (unknown) for (const s of decoded.samples) if ((s.flags & unknown) !== 0 && (s.flags & keepFlags) === 0 && ofThread(s)) result.undetermined++;
     for (const s of chosen) copied.add(s.copyMicros, s.flags);
+    const cutBefore = this.chain.tasks?.cutLists ?? 0;
     for (const { processed, inputs } of this.chain.run(chosen)) {
       for (const i of inputs) {
         into.add(i);
@@ -148,6 +158,7 @@ export class BlockProcessor {
       }
       this.options.onSample?.(processed);
     }
+    result.cutTaskLists = (this.chain.tasks?.cutLists ?? 0) - cutBefore;
     return result;
   };
 }

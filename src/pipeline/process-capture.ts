@@ -92,9 +92,23 @@ export interface CaptureReport {
   header: CaptureHeader;
   profile: Profile;
   recording: RecordingStats;
+  /** every problem reading the capture found, in file order */
   warnings: CaptureWarning[];
+  /** the file ends with the recorder's end block (otherwise it was cut short) */
   closedCleanly: boolean;
+  /** record blocks whose samples are in the profile */
   blocks: number;
+  /**
+   * record blocks skipped as damaged: those seen but not decoded, or, when the file has an end
+   * block and every block was read, as many as it counts beyond those read
+   */
+  skippedBlocks: number;
+  /** sample records lost in damaged blocks, from the end block's count; null when it cannot be counted */
+  lostSamples: number | null;
+  /** samples the mode left out because the recorder could not tell whether its fact held (cpu: the thread's state unreadable) */
+  undetermined: number;
+  /** samples whose thread had more asyncio tasks on its list than a report follows (MAX_TASKS, async mode all) */
+  cutTaskLists: number;
   /** blocks processed on the reference path although the engine was asked for */
   fallbackBlocks: number;
   /** every sample in time order (with the `timeline` option) */
@@ -271,6 +285,9 @@ export async function processCapture(open: () => CaptureReader | Promise<Capture
     // the names threading gave the threads: applied once every block is in (thread-names.ts)
     const names = new ThreadNameTable();
     let blocks = 0;
+    let undecoded = 0;
+    let undetermined = 0;
+    let cutTaskLists = 0;
     let samples = 0;
     let fallbackBlocks = 0;
     // a tick samples every thread at one time: its samples share that time and follow each
@@ -285,7 +302,10 @@ export async function processCapture(open: () => CaptureReader | Promise<Capture
       const r = done.result;
       for (const w of r.warnings) reader.report(w);
       if (engineOnly && r.fallback) fallbackBlocks++;
-      if (!r.decoded) return;
+      if (!r.decoded) {
+        undecoded++;
+        return;
+      }
       names.addAll(r.names ?? []);
       if (done.profile instanceof Profile) profile.merge(done.profile);
       else profile.mergeTransfer(done.profile);
@@ -295,13 +315,19 @@ export async function processCapture(open: () => CaptureReader | Promise<Capture
       if (r.lastTime !== null) lastTime = r.lastTime;
       if (r.missed) profile.addMissed(r.missed);
       samples += r.samples;
+      undetermined += r.undetermined;
+      cutTaskLists += r.cutTaskLists;
       perBlock = samples / blocks;
       options.onProgress?.(samples, blocks);
     };
     const enough = (): boolean => options.maxSamples !== undefined && samples + (pool ? pool.queued * perBlock : 0) >= options.maxSamples;
     let perBlock = 0;
+    let readAll = true;
     for (const raw of reader.rawBlocks()) {
-      if (enough() || late) break;
+      if (enough() || late) {
+        readAll = false;
+        break;
+      }
       if (pool) {
         while (!pool.hasRoom) {
           await pool.answered();
@@ -333,7 +359,27 @@ export async function processCapture(open: () => CaptureReader | Promise<Capture
     if (timeline) names.nameTimeline(timeline);
     // in file order, whichever thread found them when
     const warnings = [...reader.warnings].sort((a, b) => a.offset - b.offset);
-    return { header, profile, recording: recordingStats(copies), warnings, closedCleanly: reader.closedCleanly, blocks, fallbackBlocks, mode, ...(timeline ? { timeline } : {}) };
+    // the end block counts what the recorder wrote: the difference is what damage took (a
+    // damaged block header loses the blocks up to the next intact one, unseen)
+    const trailer = readAll ? reader.trailer : null;
+    const skippedBlocks = trailer ? Math.max(undecoded, trailer.blocks - blocks) : undecoded;
+    // (without it, what a damaged or cut block held is unknown)
+    const lostSamples = trailer ? Math.max(0, trailer.samples - samples) : skippedBlocks === 0 && warnings.length === 0 ? 0 : null;
+    return {
+      header,
+      profile,
+      recording: recordingStats(copies),
+      warnings,
+      closedCleanly: reader.closedCleanly,
+      blocks,
+      skippedBlocks,
+      lostSamples,
+      undetermined,
+      cutTaskLists,
+      fallbackBlocks,
+      mode,
+      ...(timeline ? { timeline } : {}),
+    };
   } finally {
     reader.close();
     await pool?.close();

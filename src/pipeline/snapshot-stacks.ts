@@ -84,6 +84,7 @@ export interface TaskStack {
  * report --async-aware makes them — the running task's first, then (mode `all`) each waiting
  * task's. A thread with no task to show, or whose stack is not trusted, gets none (its thread
  * stack stands); one whose tasks could not be read gets one entry, rejected with that status.
+ * `cut` receives the threads whose task list was longer than a report follows (MAX_TASKS).
  */
 export function unwindSnapshotTasks(
   snapshot: SnapshotSamples,
@@ -92,6 +93,7 @@ export function unwindSnapshotTasks(
   offsets: AsyncioOffsets,
   mode: AsyncMode,
   opcodes = false,
+  cut?: Set<ThreadStack>,
 ): Map<ThreadStack, TaskStack[]> {
   const chain = new SampleChain(snapshot.layout, walker, new CodeTable(snapshot.layout, snapshot.codeObjects), { opcodes, tasks: { offsets, mode } });
   const out = new Map<ThreadStack, TaskStack[]>();
@@ -99,7 +101,9 @@ export function unwindSnapshotTasks(
   for (const { processed: p, input } of chain.run(snapshot.samples)) {
     const stack = stacks[i++]!;
     if (!TRUSTED.has(stack.status) || !TRUSTED.has(p.status)) continue;
+    const before = chain.tasks!.cutLists;
     const views = chain.tasks!.views(p, input);
+    if (chain.tasks!.cutLists !== before) cut?.add(stack);
     // only the thread's own stack: no task to show
     if (views.length === 1 && views[0]!.task === null && TRUSTED.has(views[0]!.input.status)) continue;
     const list: TaskStack[] = views.map((v) => ({

@@ -53,6 +53,9 @@ export interface TaskView {
 }
 
 export class TaskStacks {
+  /** samples whose thread had more tasks on its list than are followed (MAX_TASKS): the rest are not shown */
+  cutLists = 0;
+
   constructor(
     readonly layout: Layout,
     readonly offsets: AsyncioOffsets,
@@ -97,7 +100,9 @@ export class TaskStacks {
       }
       if (!shown) out.push({ input: base, task: null, running: false });
       if (this.mode === 'all') {
-        for (const task of graph.tasks(tstate)) {
+        const tasks = graph.tasks(tstate);
+        if (graph.listCut) this.cutLists++;
+        for (const task of tasks) {
           if (task === running && shown) continue;
           // each waiting task's stack is counted on its own, and rejected on its own: a task
           // read while it ran (its step began after the thread's copy) is `torn`. The running

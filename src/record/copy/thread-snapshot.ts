@@ -16,6 +16,8 @@ export interface ThreadSnapshot {
   handlingException: boolean;
   /** the kernel had it running or runnable just after the copy (set by the sampler; false where unknown) */
   onCpu: boolean;
+  /** the sampler asked the kernel and could not tell (the thread's state unreadable): neither on nor off a CPU */
+  cpuUnknown: boolean;
   /** the garbage collector was running in it: collecting, and it held the GIL (3.13+; false where unknown) */
   inGc: boolean;
   /** the main thread of its interpreter (false where unknown) */
@@ -53,6 +55,7 @@ export function emptySnapshot(interpreterId: bigint, threadStateAddress: bigint,
     holdsGil: false,
     handlingException: false,
     onCpu: false,
+    cpuUnknown: false,
     inGc: false,
     mainThread: false,
     regions,

@@ -11,7 +11,7 @@
 // docs/validation.md: 4 points on a real program).
 
 import type { SampleRecord, SamplingMode } from '../../capture/types.js';
-import { FACT_FLAG, SAMPLE_FLAG } from '../../capture/types.js';
+import { FACT_FLAG, FACT_UNKNOWN_FLAG, SAMPLE_FLAG } from '../../capture/types.js';
 import type { Consistency } from '../copy/consistency.js';
 import type { MemoryCopier } from '../copy/copier.js';
 import type { Stopper } from '../linux/stopper.js';
@@ -193,6 +193,7 @@ export class TargetSampler {
   private readonly copyOptions: CopyOptions;
   private readonly copier: MemoryCopier;
   private readonly keepFlag: number;
+  private readonly unknownFlag: number;
   private readonly cpuStates: SamplerOptions['cpuStates'] | null;
   private schedule: TickSchedule | null = null;
   private start = 0;
@@ -226,6 +227,7 @@ export class TargetSampler {
     this.namer = options.threadNames !== false && sink.addThreadName ? new ThreadNamer(source) : null;
     const mode = options.sampling ?? 'wall';
     this.keepFlag = mode === 'wall' ? 0 : FACT_FLAG[mode];
+    this.unknownFlag = mode === 'wall' ? 0 : FACT_UNKNOWN_FLAG[mode];
     this.cpuStates = options.cpuStates ?? null;
   }
 
@@ -313,12 +315,17 @@ export class TargetSampler {
     stats.ticks++;
     const samples: SampleRecord[] = [];
     for (const t of threads) {
-      if (cpuStates) t.onCpu = cpuStates.onCpu(t.nativeThreadId) === true;
+      if (cpuStates) {
+        const on = cpuStates.onCpu(t.nativeThreadId);
+        t.onCpu = on === true;
+        t.cpuUnknown = on === null;
+      }
       const s = sampleRecord(t, tickTime);
       // (the code objects go to the file whatever the mode keeps: the copier sends each once)
       if (t.codes.length > 0 || t.codeReplaced) emitCodes(sink, t);
       stats.codeObjects += t.codes.length;
-      if (keepFlag !== 0 && (s.flags & keepFlag) === 0) {
+      // (a sample whose fact could not be told is written: the report counts it, as left out)
+      if (keepFlag !== 0 && (s.flags & keepFlag) === 0 && (s.flags & this.unknownFlag) === 0) {
         stats.leftOut++;
         continue;
       }

@@ -41,6 +41,7 @@ export function sampleRecord(t: ThreadSnapshot, time: number, onlyThread = false
     flags:
       (t.holdsGil ? SAMPLE_FLAG.GIL : 0) |
       (t.onCpu ? SAMPLE_FLAG.ON_CPU : 0) |
+      (t.cpuUnknown ? SAMPLE_FLAG.CPU_UNKNOWN : 0) |
       (t.handlingException ? SAMPLE_FLAG.EXCEPTION : 0) |
       (t.inGc ? SAMPLE_FLAG.GC : 0) |
       (t.mainThread || onlyThread ? SAMPLE_FLAG.MAIN : 0) |

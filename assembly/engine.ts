@@ -77,6 +77,9 @@ import {
   FRAME_FLAGS,
   FRAME_IP,
   FRAME_SIZE,
+  REGION_ADDRESS,
+  REGION_DATA,
+  REGION_LENGTH,
   GC_CODE_LO,
   NATIVE_CODE_LO,
   NODE_SIZE,
@@ -781,14 +784,14 @@ function sample(end: u32): i32 {
         const d = list + i * DESC_SIZE;
         const addr = load<u64>(d, D_ADDR);
         let k = i;
-        while (k > 0 && load<u64>(sorted + (k - 1) * REGION_SIZE) > addr) {
+        while (k > 0 && load<u64>(sorted + (k - 1) * REGION_SIZE, REGION_ADDRESS) > addr) {
           memory.copy(sorted + k * REGION_SIZE, sorted + (k - 1) * REGION_SIZE, REGION_SIZE);
           k--;
         }
         const e = sorted + k * REGION_SIZE;
-        store<u64>(e, addr);
-        store<u32>(e, load<u32>(d, D_LEN), 8);
-        store<u32>(e, load<u32>(d, D_DATA), 12);
+        store<u64>(e, addr, REGION_ADDRESS);
+        store<u32>(e, load<u32>(d, D_LEN), REGION_LENGTH);
+        store<u32>(e, load<u32>(d, D_DATA), REGION_DATA);
       }
       store<u32>(th, 1, T_SORTED_OK);
     }
@@ -801,7 +804,7 @@ function sample(end: u32): i32 {
       // the first frame from which every frame of the last walk is unchanged
       let from = traceN;
       while (from > 0) {
-        const d = load<u32>(buf + (from - 1) * TRACE_SIZE, 8);
+        const d = load<u32>(buf + (from - 1) * TRACE_SIZE, TRACE_BYTES_AT);
         if (patched(d, d + frSize)) break;
         from--;
       }
@@ -823,7 +826,7 @@ function sample(end: u32): i32 {
       const head = outSpliceVisited;
       const at = outSpliceAt;
       const headPy = outSplicePy;
-      const pyAt = load<u32>(buf + at * TRACE_SIZE, 12);
+      const pyAt = load<u32>(buf + at * TRACE_SIZE, TRACE_PY);
       const rest = traceN - at - 1;
       const pyRest = pyCount - headPy;
       if (head != at + 1) memory.copy(buf + head * TRACE_SIZE, buf + (at + 1) * TRACE_SIZE, rest * TRACE_SIZE);
@@ -832,7 +835,7 @@ function sample(end: u32): i32 {
         memory.copy(bufNodes + headPy * 4, bufNodes + pyAt * 4, pyRest * 4);
         for (let k: u32 = 0; k < rest; k++) {
           const e = buf + (head + k) * TRACE_SIZE;
-          store<u32>(e, load<u32>(e, 12) - pyAt + headPy, 12);
+          store<u32>(e, load<u32>(e, TRACE_PY) - pyAt + headPy, TRACE_PY);
         }
       }
       memory.copy(buf, trace, head * TRACE_SIZE);
@@ -861,7 +864,7 @@ function sample(end: u32): i32 {
         const f = chain + <u32>k * FRAME_SIZE;
         node = internNode(node, sl, load<u64>(f, 8), load<u64>(f, 16));
         // (kept in the frame's node: the frame and its flag come back together in a spliced walk)
-        if (nativeNodes != 0 && (load<u32>(f, 24) & FRAME_CALLS_THROUGH_C) != 0) node = internNode(node, sl, NATIVE_CODE, 0);
+        if (nativeNodes != 0 && (load<u32>(f, FRAME_FLAGS) & FRAME_CALLS_THROUGH_C) != 0) node = internNode(node, sl, NATIVE_CODE, 0);
         if (chain == bufPy) store<u32>(bufNodes + <u32>k * 4, node);
       }
       if (chain == bufPy) store<u32>(th, 1, T_NODES_OK);

@@ -1,5 +1,5 @@
 // pyunwind report FILE: walk, validate, symbolize and aggregate a capture, then write it in one
-// of the formats of report-formats.ts.
+// of the formats of src/export/formats.ts.
 
 import { shortFilename } from '../export/filenames.js';
 import fs from 'node:fs';

@@ -7,6 +7,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { gunzipSync } from 'node:zlib';
+import { Profile as PprofProfile } from 'pprof-format';
 import { openCapture } from '../src/capture/index.js';
 
 const BIN = path.resolve('bin/pyunwind.js');
@@ -26,10 +28,18 @@ interface Json {
   summary: { attempted: number };
 }
 
-function report(file: string, format: 'json' | 'text'): string {
+function report(file: string, format: string): string {
   const r = spawnSync(process.execPath, [BIN, 'report', '-q', '-f', format, file], { encoding: 'utf8', timeout: 60_000 });
   expect(r.status, r.stderr).toBe(0);
   return r.stdout;
+}
+
+/** The export written to a file (binary formats), as bytes. */
+function exported(file: string, format: string): Buffer {
+  const out = `${file}.${format}`;
+  const r = spawnSync(process.execPath, [BIN, 'report', '-q', '-f', format, '-o', out, file], { encoding: 'utf8', timeout: 60_000 });
+  expect(r.status, r.stderr).toBe(0);
+  return fs.readFileSync(out);
 }
 
 /** The fixture's blocks: where each starts, how long it is stored, how many samples it holds. */
@@ -80,6 +90,26 @@ describe('a damaged capture, reported', () => {
     const text = report(file, 'text');
     expect(text).toContain(`Capture: ${b.length - 1} blocks read, 1 skipped as damaged (${hit.samples} samples lost); closed cleanly\n`);
     expect(text).toContain(`Warning: byte ${hit.offset}: ${c.warnings[0]!.message}\n`);
+    // and every other export with a place for it
+    const capture = `capture: ${b.length - 1} blocks read, 1 skipped as damaged (${hit.samples} samples lost); closed cleanly`;
+    const warning = `byte ${hit.offset}: ${c.warnings[0]!.message}`;
+    const pprof = PprofProfile.decode(gunzipSync(exported(file, 'pprof')));
+    const comments = pprof.comment.map((i) => pprof.stringTable.strings[Number(i)]!);
+    expect(comments).toContain(capture);
+    expect(comments).toContain(`warning: ${warning}`);
+    const gecko = JSON.parse(report(file, 'gecko')) as { meta: { extra: { entries: { label: string; value: string }[] }[] } };
+    const entries = gecko.meta.extra[0]!.entries;
+    expect(entries).toContainEqual(expect.objectContaining({ label: 'Capture', value: capture.slice('capture: '.length) }));
+    expect(entries).toContainEqual(expect.objectContaining({ label: 'Warning', value: warning }));
+    const jsonl = JSON.parse(report(file, 'jsonl').split('\n')[0]!) as { capture: Capture };
+    expect(jsonl.capture).toEqual(c);
+    for (const format of ['flamegraph', 'heatmap']) {
+      const html = exported(file, format).toString('utf8');
+      expect(html, format).toContain(`data-key="capture-skipped" data-value="1"`);
+      expect(html, format).toContain(`data-key="capture-lost" data-value="${hit.samples}"`);
+      expect(html, format).toContain(`<li>${warning.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;')}</li>`);
+      expect(html, format).toContain('The capture is damaged: 1 block skipped');
+    }
   });
 
   it("a damaged block header: the reader scans past the block; the end block's count says one was lost", async () => {

@@ -157,7 +157,7 @@ async function openPage(browser: OfflineBrowser, file: string, errors: string[])
 
 /** The validation panel must say what the json's summary says. */
 function checkValidation(page: Page, json: JsonDoc): Promise<void> {
-  return expectValidationPanel(page, json.summary);
+  return expectValidationPanel(page, json);
 }
 
 async function tableRows(page: Page): Promise<[string, string, number, number][]> {

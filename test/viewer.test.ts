@@ -343,7 +343,7 @@ async function openViewer(browser: OfflineBrowser, file: string, errors: string[
 
 /** The validation panel must say what the json's summary says. */
 function checkValidation(page: Page, json: JsonDoc): Promise<void> {
-  return expectValidationPanel(page, json.summary);
+  return expectValidationPanel(page, json);
 }
 
 async function checkThreads(page: Page, json: JsonDoc): Promise<void> {

@@ -253,8 +253,8 @@ export function exportDiffFlamegraph(current: Profile, base: Profile, meta: Expo
     `</section>`,
     functionTable(diff.all.functions),
     `<div class="validations">`,
-    validationPanel(diff.current.stats, { id: 'validation-current', title: 'Validation: current', subtitle: meta.title }),
-    validationPanel(diff.base.stats, { id: 'validation-base', title: 'Validation: base', subtitle: baseMeta.title }),
+    validationPanel(diff.current.stats, { id: 'validation-current', title: 'Validation: current', subtitle: meta.title, ...(meta.capture ? { capture: meta.capture } : {}) }),
+    validationPanel(diff.base.stats, { id: 'validation-base', title: 'Validation: base', subtitle: baseMeta.title, ...(baseMeta.capture ? { capture: baseMeta.capture } : {}) }),
     `</div>`,
   ].join('\n');
   return htmlPage({

@@ -447,6 +447,11 @@ export function geckoDocument(profile: Profile, timeline: Timeline, meta: Export
             entry('Copy mode', meta.copy ?? 'unknown'),
             entry('Samples', lines[0]!),
             entry('Ticks', lines[1]!),
+            // the capture's health (captureLines: "capture: …", "warning: …"), each under its own label
+            ...lines.slice(2).map((l) => {
+              const at = l.indexOf(': ');
+              return entry(`${l[0]!.toUpperCase()}${l.slice(1, at)}`, l.slice(at + 2));
+            }),
           ],
         },
       ],

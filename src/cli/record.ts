@@ -9,6 +9,9 @@ import { commandLine } from '../record/linux/subprocesses.js';
 import { KernelWalker } from '../kernel/walker.js';
 import { UsageError } from './errors.js';
 import { percent } from './format.js';
+
+/** A recording shorter than this gives no rates or shares in its summary: too short to measure. */
+const MIN_MEASURED_MS = 10;
 import { LiveProfile } from './live-profile.js';
 import { pseudoFrames } from '../pipeline/process-capture.js';
 import { asyncModeOption, copyOption, parsePid, parsePositive, samplingModeOption } from './options.js';
@@ -155,12 +158,19 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
     err(`pyunwind: warning: could not write the profiler anchor (${stats.anchorWriteFailure}); copies were checked by comparing two readings alone (as with --read-only)\n`);
   }
   const secs = stats.elapsedMs / 1000;
-  err(
-    `pyunwind: recorded ${stats.samples} samples of ${result.target} in ${secs.toFixed(1)} s ` +
-      `(${Math.round(stats.ticks / Math.max(secs, 1e-9))} ticks/s; missed ${percent(stats.missed, stats.scheduled)}, ` +
+  // shares of a recording that took no tick, or lasted too little to time, would be of nothing
+  const measured = stats.ticks > 0 && stats.elapsedMs >= MIN_MEASURED_MS;
+  const shares = measured
+    ? `(${Math.round(stats.ticks / secs)} ticks/s; missed ${percent(stats.missed, stats.scheduled)}, ` +
       `torn ${percent(stats.torn, stats.samples)}, copied with the target stopped ${percent(stats.stopped, stats.samples)} ` +
-      `(stopped ${percent(result.stoppedMicros, stats.elapsedMs * 1000)} of the time); ` +
-      `copy ${stats.samples ? Math.round(stats.copyMicros.total / stats.samples) : 0} µs mean) → ${values.output}` +
+      // (the stopped time is measured around each stop, the recording's time once: never more than it)
+      `(stopped ${percent(Math.min(result.stoppedMicros, stats.elapsedMs * 1000), stats.elapsedMs * 1000)} of the time)` +
+      (stats.offCpu > 0 ? `, proven asleep ${percent(stats.offCpu, stats.samples)}` : '') +
+      '; ' +
+      `copy ${stats.samples ? Math.round(stats.copyMicros.total / stats.samples) : 0} µs mean)`
+    : `(too short to measure: ${stats.ticks} tick${stats.ticks === 1 ? '' : 's'} in ${stats.elapsedMs.toFixed(1)} ms)`;
+  err(
+    `pyunwind: recorded ${stats.samples} samples of ${result.target} in ${secs.toFixed(1)} s ${shares} → ${values.output}` +
       (result.targetExited ? ' (the target exited)' : '') +
       (sampling !== 'wall' ? `; mode ${sampling}: ${stats.leftOut} samples of threads it leaves out were not written` : '') +
       '\n',

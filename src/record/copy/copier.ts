@@ -454,6 +454,10 @@ export class MemoryCopier {
     const mayRun = mayRunPython(this.layout, tstate, prefetched ? prefetched.got[prefetched.tstateAt] : undefined, gilHolder);
     if (cache) cache.ranPython = mayRun;
     if (stopFirst && mayRun) {
+      // A thread off its CPU that stays off while it is copied needs no stop (off-cpu.ts): the
+      // waiting threads of a program before 3.15, whose last GIL holder is often asleep.
+      const quiet = this.blocking ? null : this.offCpuCopy(interp, interpreterId, tstate, cache.nativeThreadId);
+      if (quiet) return this.finish(quiet, 1);
       // Stopped first, the copy is of the sample's own moment. (Adaptive: a thread whose copies
       // needed stops lately runs call-heavy code; a copy nothing proved would be made again with it
       // stopped a few hundred microseconds after the sample's moment, by when it is likely
@@ -483,6 +487,31 @@ export class MemoryCopier {
     }
     return this.finish(attempt, attempts);
   }
+
+  /**
+   * A copy of a thread the kernel shows off its CPU before the copy and not put on one until
+   * after it (off-cpu.ts): nothing of it ran meanwhile, so the copy is proven as a stopped one
+   * is, without stopping it. Null where that cannot be shown (the thread runs, or ran during the
+   * copy, or the kernel cannot tell): the caller stops it.
+   */
+  private offCpuCopy(interp: bigint, interpreterId: bigint, tstate: bigint, tid: bigint): Attempt | null {
+    const watch = this.stopper?.offCpu;
+    if (!watch || tid <= 0n || this.allStopped) return null;
+    const mark = watch.mark(Number(tid));
+    if (mark === null) return null;
+    // (never bytes the pass read before the mark)
+    const cache = this.threads.get(tstate);
+    if (cache) cache.preread = null;
+    const attempt = this.steadyCopy(interp, interpreterId, tstate) ?? this.copyThread(interp, interpreterId, tstate, false);
+    if (attempt.entry !== 'thread' || !watch.stillOff(Number(tid), mark)) return null;
+    attempt.snap.unproven = false;
+    attempt.snap.offCpuProof = true;
+    this.offCpuProofs++;
+    return attempt;
+  }
+
+  /** copies proven by the kernel showing the thread off its CPU throughout (offCpuCopy) */
+  offCpuProofs = 0;
 
   /**
    * A copy made with the thread stopped — for as short a time as can be: the thread runs on as

@@ -36,6 +36,8 @@ export interface ThreadSnapshot {
   attempts: number;
   /** the last copy was made with the target stopped */
   stopped: boolean;
+  /** the copy was proven by the kernel showing the thread off its CPU throughout (off-cpu.ts), without a stop */
+  offCpuProof: boolean;
   /**
    * Code objects to record before this sample: seen for the first time, changed at their
    * address, or withdrawn (empty regions). Empty for a copy nothing proved.
@@ -64,6 +66,7 @@ export function emptySnapshot(interpreterId: bigint, threadStateAddress: bigint,
     copyMicros: 0,
     attempts: 1,
     stopped: false,
+    offCpuProof: false,
     codes: [],
     codeReplaced: false,
   };

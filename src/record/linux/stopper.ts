@@ -17,6 +17,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import { loadNative, type NativeCalls } from './native.js';
+import { OffCpuWatch } from './off-cpu.js';
 
 /** Stops and resumes the whole target (every thread), for copies that must not move. */
 export interface Stopper {
@@ -31,6 +32,11 @@ export interface Stopper {
   resume(): void;
   /** time the target has spent stopped by this stopper so far, µs */
   readonly stoppedMicros: number;
+  /**
+   * Where the kernel can tell it, whether a thread stayed off its CPU while it was copied — a
+   * proof as good as a stop, without stopping it (off-cpu.ts); null where it cannot.
+   */
+  readonly offCpu: OffCpuWatch | null;
 }
 
 /** How long to wait for a thread (or every thread) to be stopped before copying anyway. */
@@ -56,7 +62,10 @@ export class ProcessStopper implements Stopper {
     return this.stats.stoppedMicros;
   }
 
+  readonly offCpu: OffCpuWatch | null;
+
   constructor(readonly pid: number) {
+    this.offCpu = OffCpuWatch.open(pid);
     // sh reads its stdin until EOF — the recorder's end, however it comes — then resumes the target
     this.watchdog = spawn('sh', ['-c', `read _ ; kill -CONT ${pid} 2>/dev/null`], {
       stdio: ['pipe', 'ignore', 'ignore'],
@@ -97,6 +106,7 @@ export class ProcessStopper implements Stopper {
   /** Resume the target (if stopped) and let the watchdog go. */
   close(): void {
     this.resume();
+    this.offCpu?.close();
     if (this.watchdog?.stdin) this.watchdog.stdin.end();
     this.watchdog = null;
   }
@@ -142,10 +152,14 @@ export class ThreadStopper implements Stopper {
   private readonly held: number[] = [];
   private stoppedAt = 0;
 
+  readonly offCpu: OffCpuWatch | null;
+
   constructor(
     readonly pid: number,
     private readonly native: NativeCalls,
-  ) {}
+  ) {
+    this.offCpu = OffCpuWatch.open(pid);
+  }
 
   get stoppedMicros(): number {
     return this.stats.stoppedMicros;
@@ -179,6 +193,7 @@ export class ThreadStopper implements Stopper {
 
   close(): void {
     this.resume();
+    this.offCpu?.close();
     // a thread that stopped too late for its copy is let go as soon as it stops
     this.native.releaseLingering(1000);
   }

@@ -98,6 +98,8 @@ export interface SamplerStats {
   retried: number;
   /** thread samples copied with the target stopped */
   stopped: number;
+  /** thread samples proven by the thread being off its CPU throughout the copy, without a stop (off-cpu.ts) */
+  offCpu: number;
   elapsedMs: number;
   ended: SamplerEnd | null;
   /** why the profiler anchor could not be written (copies were then checked by re-reading) */
@@ -185,6 +187,7 @@ export class TargetSampler {
     copyMicros: { total: 0, max: 0 },
     retried: 0,
     stopped: 0,
+    offCpu: 0,
     elapsedMs: 0,
     ended: null,
     anchorWriteFailure: null,
@@ -336,6 +339,7 @@ export class TargetSampler {
       if (s.recorderStatus === 'torn') stats.torn++;
       if (s.flags & SAMPLE_FLAG.STOPPED) stats.stopped++;
       if (s.flags & SAMPLE_FLAG.RETRIED) stats.retried++;
+      if (t.offCpuProof) stats.offCpu++;
       stats.copyMicros.total += s.copyMicros;
       if (s.copyMicros > stats.copyMicros.max) stats.copyMicros.max = s.copyMicros;
     }

@@ -1,7 +1,7 @@
 // Recording and reporting on real memory: a capture reports exactly what walking the same
 // samples in memory gives; a recorder killed part-way, a file cut at any offset and a block
 // with a flipped byte all still report every intact block.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -243,6 +243,22 @@ describe('record → report on a live interpreter', () => {
     expect(stats.attempted).toBeGreaterThan(0);
     expect(stats.trusted / stats.attempted).toBeGreaterThan(0.9);
     recordCoverage('record-robust', 'target exits', true);
+  });
+
+  it('a program that ends at once: the summary says too short to measure, no share of nothing', () => {
+    // on every interpreter: some exit before the recorder sees their interpreter (an error,
+    // one line), the others give a recording of no tick or a few
+    for (const p of nativeInterpreters().filter((q) => !q.missing)) {
+      const r = spawnSync(process.execPath, [BIN, 'record', '-o', path.join(dir, `pass-${p.label}.pyuw`), '--', p.command, '-c', 'pass'], { encoding: 'utf8', timeout: 60_000 });
+      const line = r.stderr.trim().split('\n').pop()!;
+      if (r.status !== 0) {
+        expect(line, p.label).toMatch(/exited \(0\) before it could be recorded/);
+        continue;
+      }
+      expect(line, p.label).toMatch(/^pyunwind: recorded \d+ samples/);
+      for (const share of line.matchAll(/([\d.]+)%/g)) expect(Number(share[1]), `${p.label}: ${line}`).toBeLessThanOrEqual(100);
+      if (!/ticks\/s/.test(line)) expect(line, p.label).toMatch(/too short to measure: \d+ ticks? in [\d.]+ ms/);
+    }
   });
 
   it('output that cannot be written (a file size limit): one line, exit 1, the program it started ended, every block written before reads back', async (ctx) => {

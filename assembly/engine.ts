@@ -17,17 +17,11 @@
 // whole block on the reference path instead (which reports what is wrong). Its outputs for
 // that block are then dropped: nothing outlives a block but the code table.
 //
-// Memory: the host lays out the areas (see src/block-engine.ts) and passes them in a config
+// Memory: the host lays out the areas (see src/kernel/block-engine.ts) and passes them in a config
 // block of u32 slots; every load and store is checked against the memory size, and every
 // area against its capacity, so no input can make the engine trap or write outside them.
 
 import {
-  COMPLETE,
-  COMPLETE_UNVERIFIABLE,
-  FRAME_SIZE,
-  FRAME_CALLS_THROUGH_C,
-  IDLE,
-  REGION_SIZE,
   inMemory,
   loadParams,
   frSize,
@@ -48,71 +42,109 @@ import {
   setRegions,
   setSplice,
   setTrace,
-  TRACE_SIZE,
   walkOne,
 } from './walk';
+import {
+  COPY_BUCKETS,
+  C_COPY_HIST,
+  C_COPY_TOUCHED,
+  C_COUNT,
+  C_DATA,
+  C_DATA_SIZE,
+  C_DESCS,
+  C_DESCS_SIZE,
+  C_FILTER,
+  C_FILTER_HI,
+  C_FILTER_LO,
+  C_FRAMES,
+  C_GC_LEAF,
+  C_HASH,
+  C_HASH_CAP,
+  C_KEEP_FLAGS,
+  C_UNKNOWN_FLAGS,
+  C_NATIVE,
+  C_NODES,
+  C_NODES_CAP,
+  C_SLOTS,
+  C_SLOTS_CAP,
+  C_THREADS,
+  C_THREADS_CAP,
+  C_TRACE,
+  DESC_SIZE,
+  FRAME_ADDRESS,
+  FRAME_CALLS_THROUGH_C,
+  FRAME_CODE,
+  FRAME_FLAGS,
+  FRAME_IP,
+  FRAME_SIZE,
+  REGION_ADDRESS,
+  REGION_DATA,
+  REGION_LENGTH,
+  GC_CODE_LO,
+  NATIVE_CODE_LO,
+  NODE_SIZE,
+  N_CODE,
+  N_HASH_AT,
+  N_IP,
+  N_PARENT,
+  N_SLOT,
+  N_WEIGHT,
+  PSEUDO_CODE_HI,
+  REGION_ADDRESS,
+  REGION_DATA,
+  REGION_LENGTH,
+  REGION_SIZE,
+  SLOT_SIZE,
+  STATUS_COMPLETE as COMPLETE,
+  STATUS_COMPLETE_UNVERIFIABLE as COMPLETE_UNVERIFIABLE,
+  STATUS_COUNT,
+  STATUS_IDLE as IDLE,
+  STATUS_TORN,
+  STOP_CODE,
+  STOP_END,
+  STOP_FULL,
+  STOP_MALFORMED,
+  S_COUNTS,
+  S_FIRST,
+  S_INTERP,
+  S_LAST,
+  S_MAIN_TIME,
+  S_NTID,
+  S_TID,
+  S_TSA,
+  THREAD_SIZE,
+  TRACE_BYTES_AT,
+  TRACE_PY,
+  TRACE_SIZE,
+} from '../src/kernel/abi';
+import {
+  FLAG_GC,
+  FLAG_MAIN,
+  FLAG_RETRIED,
+  FLAG_STOPPED,
+  FORM_PATCH,
+  FORM_WHOLE,
+  ID_INTERPRETER,
+  ID_NATIVE,
+  ID_THREAD,
+  KIND_LITERAL,
+  KIND_PATCH,
+  MAX_BLOCK_RAW,
+  RECORD_CODE,
+  RECORD_SAMPLE,
+  RECORD_THREAD_NAME,
+} from '../src/capture/codes';
 
-// ---- stop reasons (src/block-engine.ts) ----
-export const STOP_END: i32 = 0;
-export const STOP_CODE: i32 = 1;
-export const STOP_MALFORMED: i32 = 2;
-/** an output table or arena is full, at a record boundary: harvest (or grow) and resume there */
-export const STOP_FULL: i32 = 3;
+export { STOP_CODE, STOP_END, STOP_FULL, STOP_MALFORMED };
 
-// ---- config block: u32 slots (src/block-engine.ts CONFIG_*) ----
-const C_THREADS = 0;
-const C_THREADS_CAP = 1;
-const C_DESCS = 2;
-const C_DESCS_SIZE = 3;
-const C_DATA = 4;
-const C_DATA_SIZE = 5;
-const C_SLOTS = 6;
-const C_SLOTS_CAP = 7;
-const C_NODES = 8;
-const C_NODES_CAP = 9;
-const C_COPY_TOUCHED = 10; // COPY_BUCKETS u32: the copy-time buckets counted since the outputs were cleared
-const C_HASH = 11;
-const C_HASH_CAP = 12;
-const C_FRAMES = 13;
-const C_FILTER = 14;
-const C_FILTER_LO = 15;
-const C_FILTER_HI = 16;
-const C_COPY_HIST = 17; // COPY_BUCKETS u32: copy times of the counted samples, one bucket per µs
-const C_TRACE = 18; // maxDepth TRACE_SIZE entries: the current walk's trace
-const C_KEEP_FLAGS = 19; // 0, or the sample flag a sample must have to be counted (report --mode)
-const C_GC_LEAF = 20; // 1: a sample with FLAG_GC is counted on a <GC> node above its stack (code GC_CODE)
-const C_NATIVE = 21; // 1: a <native> node (code NATIVE_CODE) between a frame and the callee it reached through C
-const C_COUNT = 22;
-const COPY_BUCKETS: u32 = 65536;
-const FLAG_STOPPED: u32 = 4;
-const FLAG_RETRIED: u32 = 8;
-const FLAG_GC: u32 = 64;
-/** the code address of the <GC> node (no code object is there): the host names it */
-const GC_CODE: u64 = 0xffffffffffffffff;
-/** the code address of the <native> node */
-const NATIVE_CODE: u64 = 0xfffffffffffffffe;
-
-// ---- record layout constants (src/capture/format.ts) ----
-const RECORD_CODE: u32 = 1;
-const RECORD_SAMPLE: u32 = 2;
-const RECORD_THREAD_NAME: u32 = 3;
-const FORM_WHOLE: u32 = 0;
-const FORM_PATCH: u32 = 1;
-const KIND_LITERAL: u32 = 0;
-const KIND_PATCH: u32 = 1;
-const ID_INTERPRETER: u32 = 1;
-const ID_THREAD: u32 = 2;
-const ID_NATIVE: u32 = 4;
-const FLAG_MAIN: u32 = 2;
-const MAX_BLOCK_RAW: u64 = 64 << 20;
+/** the engine's pseudo-codes: a <GC> node, and a <native> node (PSEUDO_CODE_HI, GC_CODE_LO / NATIVE_CODE_LO) */
+const GC_CODE: u64 = (<u64>PSEUDO_CODE_HI << 32) | <u64>GC_CODE_LO;
+const NATIVE_CODE: u64 = (<u64>PSEUDO_CODE_HI << 32) | <u64>NATIVE_CODE_LO;
 const MAX_BLOCK_SAMPLE_BYTES: u64 = 64 << 20;
 const MAX_SAFE: u64 = 0x1fffffffffffff;
-const STATUS_TORN: u32 = 9;
-const STATUS_COUNT: u32 = 10;
 
-// ---- table entry layouts ----
+// ---- the engine's own tables (the host only sizes them: THREAD_SIZE, DESC_SIZE) ----
 // thread image: tsa, ids, time, region list and its sorted table, last result
-const THREAD_SIZE: u32 = 112;
 const T_TSA = 0;
 const T_INTERP = 8;
 const T_TID = 16;
@@ -148,31 +180,13 @@ const hulls = memory.data(HULLS_MAX * 8, 8);
 let hullCount: u32 = 0;
 const NONE: u32 = 0xffffffff;
 // region descriptor: address, length, capacity of its bytes, where its bytes are
-const DESC_SIZE: u32 = 24;
 const D_ADDR = 0;
 const D_LEN = 8;
 const D_CAP = 12;
 const D_DATA = 16;
 const D_USED = 20; // scratch: taken as a base by the sample being decoded
-// slot: one thread's counts in this block
-const SLOT_SIZE: u32 = 104;
-const S_TSA = 0;
-const S_INTERP = 8;
-const S_TID = 16;
-const S_NTID = 24;
-const S_FIRST = 32;
-const S_LAST = 40;
-const S_MAIN_TIME = 48; // latest time of a sample flagged as the main thread (-1: none)
-const S_COUNTS = 56; // STATUS_COUNT u32
-// node: a stack as a tree node — its caller's node (NONE: a root of its slot), its slot, its
-// innermost (code, instruction), how many samples ended on it, and where the hash holds it
-const NODE_SIZE: u32 = 32;
-const N_PARENT = 0;
-const N_SLOT = 4;
-const N_CODE = 8;
-const N_IP = 16;
-const N_WEIGHT = 24;
-const N_HASH_AT = 28;
+// slots (one thread's counts in this block) and nodes (a stack as a tree node): SLOT_SIZE,
+// NODE_SIZE, S_*, N_* in src/kernel/abi.ts, which the host reads them by
 
 // ---- engine state ----
 let cfg: u32 = 0;
@@ -203,6 +217,7 @@ let walks: u32 = 0;
 let filterKind: u32 = 0;
 let filterValue: u64 = 0;
 let keepFlags: u32 = 0;
+let unknownFlags: u32 = 0;
 let gcLeaf: u32 = 0;
 let nativeNodes: u32 = 0;
 let copyHist: u32 = 0;
@@ -216,6 +231,8 @@ let retriedCount: u32 = 0;
 
 // per block, reported to the host
 let samplesSeen: u32 = 0;
+// samples the mode left out whose fact the recorder could not tell (C_UNKNOWN_FLAGS)
+let undetermined: u32 = 0;
 let ticks: u32 = 0;
 let lastTime: u64 = NONE;
 let firstBlockTime: u64 = 0;
@@ -294,6 +311,7 @@ export function engineInit(config: u32, params: u32): bool {
   filterKind = load<u32>(cfg + C_FILTER * 4);
   filterValue = (<u64>load<u32>(cfg + C_FILTER_LO * 4)) | ((<u64>load<u32>(cfg + C_FILTER_HI * 4)) << 32);
   keepFlags = load<u32>(cfg + C_KEEP_FLAGS * 4);
+  unknownFlags = load<u32>(cfg + C_UNKNOWN_FLAGS * 4);
   gcLeaf = load<u32>(cfg + C_GC_LEAF * 4);
   nativeNodes = load<u32>(cfg + C_NATIVE * 4);
   copyHist = load<u32>(cfg + C_COPY_HIST * 4);
@@ -331,6 +349,7 @@ export function engineBeginBlock(): void {
   dataUsed = 0;
   blockBytes = 0;
   samplesSeen = 0;
+  undetermined = 0;
   ticks = 0;
   lastTime = NONE;
   firstBlockTime = 0;
@@ -366,6 +385,10 @@ export function engineSamples(): u32 {
 }
 export function engineTicks(): u32 {
   return ticks;
+}
+/** samples of the block the mode left out because the recorder could not tell whether its fact held */
+export function engineUndetermined(): u32 {
+  return undetermined;
 }
 export function engineFirstTime(): u64 {
   return firstBlockTime;
@@ -542,7 +565,7 @@ function sample(end: u32): i32 {
     if (kind == KIND_LITERAL) {
       varint(); // address
       const n = number();
-      if (bad || n > MAX_BLOCK_RAW || <u64>pos + n > <u64>limit) return STOP_MALFORMED;
+      if (bad || n > <u64>MAX_BLOCK_RAW || <u64>pos + n > <u64>limit) return STOP_MALFORMED;
       pos += <u32>n;
       need += (n + 7) & ~7;
       budget += n;
@@ -556,7 +579,7 @@ function sample(end: u32): i32 {
       store<u32>(base, 1, D_USED);
       const baseLen = <u64>load<u32>(base, D_LEN);
       const n = number();
-      if (bad || n > MAX_BLOCK_RAW) return STOP_MALFORMED;
+      if (bad || n > <u64>MAX_BLOCK_RAW) return STOP_MALFORMED;
       budget += n;
       const runs = number();
       if (bad) return STOP_MALFORMED;
@@ -704,7 +727,9 @@ function sample(end: u32): i32 {
 
   // a sample left out (another thread, or without the mode's flag) is not counted, but its
   // image stands: what the thread's next sample reuses must be of this image, and its slot of these ids
-  if ((filterKind == 1 && ntid != filterValue && tid != filterValue) || (keepFlags != 0 && (flags & keepFlags) == 0)) {
+  const otherThread = filterKind == 1 && ntid != filterValue && tid != filterValue;
+  if (otherThread || (keepFlags != 0 && (flags & keepFlags) == 0)) {
+    if (!otherThread && (flags & unknownFlags) != 0) undetermined++;
     if (changed || idsChanged) {
       store<u32>(th, NONE, T_LAST_STATUS);
       store<u32>(th, NONE, T_LAST_STACK);
@@ -759,14 +784,14 @@ function sample(end: u32): i32 {
         const d = list + i * DESC_SIZE;
         const addr = load<u64>(d, D_ADDR);
         let k = i;
-        while (k > 0 && load<u64>(sorted + (k - 1) * REGION_SIZE) > addr) {
+        while (k > 0 && load<u64>(sorted + (k - 1) * REGION_SIZE, REGION_ADDRESS) > addr) {
           memory.copy(sorted + k * REGION_SIZE, sorted + (k - 1) * REGION_SIZE, REGION_SIZE);
           k--;
         }
         const e = sorted + k * REGION_SIZE;
-        store<u64>(e, addr);
-        store<u32>(e, load<u32>(d, D_LEN), 8);
-        store<u32>(e, load<u32>(d, D_DATA), 12);
+        store<u64>(e, addr, REGION_ADDRESS);
+        store<u32>(e, load<u32>(d, D_LEN), REGION_LENGTH);
+        store<u32>(e, load<u32>(d, D_DATA), REGION_DATA);
       }
       store<u32>(th, 1, T_SORTED_OK);
     }
@@ -779,7 +804,7 @@ function sample(end: u32): i32 {
       // the first frame from which every frame of the last walk is unchanged
       let from = traceN;
       while (from > 0) {
-        const d = load<u32>(buf + (from - 1) * TRACE_SIZE, 8);
+        const d = load<u32>(buf + (from - 1) * TRACE_SIZE, TRACE_BYTES_AT);
         if (patched(d, d + frSize)) break;
         from--;
       }
@@ -801,7 +826,7 @@ function sample(end: u32): i32 {
       const head = outSpliceVisited;
       const at = outSpliceAt;
       const headPy = outSplicePy;
-      const pyAt = load<u32>(buf + at * TRACE_SIZE, 12);
+      const pyAt = load<u32>(buf + at * TRACE_SIZE, TRACE_PY);
       const rest = traceN - at - 1;
       const pyRest = pyCount - headPy;
       if (head != at + 1) memory.copy(buf + head * TRACE_SIZE, buf + (at + 1) * TRACE_SIZE, rest * TRACE_SIZE);
@@ -810,7 +835,7 @@ function sample(end: u32): i32 {
         memory.copy(bufNodes + headPy * 4, bufNodes + pyAt * 4, pyRest * 4);
         for (let k: u32 = 0; k < rest; k++) {
           const e = buf + (head + k) * TRACE_SIZE;
-          store<u32>(e, load<u32>(e, 12) - pyAt + headPy, 12);
+          store<u32>(e, load<u32>(e, TRACE_PY) - pyAt + headPy, TRACE_PY);
         }
       }
       memory.copy(buf, trace, head * TRACE_SIZE);
@@ -839,7 +864,7 @@ function sample(end: u32): i32 {
         const f = chain + <u32>k * FRAME_SIZE;
         node = internNode(node, sl, load<u64>(f, 8), load<u64>(f, 16));
         // (kept in the frame's node: the frame and its flag come back together in a spliced walk)
-        if (nativeNodes != 0 && (load<u32>(f, 24) & FRAME_CALLS_THROUGH_C) != 0) node = internNode(node, sl, NATIVE_CODE, 0);
+        if (nativeNodes != 0 && (load<u32>(f, FRAME_FLAGS) & FRAME_CALLS_THROUGH_C) != 0) node = internNode(node, sl, NATIVE_CODE, 0);
         if (chain == bufPy) store<u32>(bufNodes + <u32>k * 4, node);
       }
       if (chain == bufPy) store<u32>(th, 1, T_NODES_OK);

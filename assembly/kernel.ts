@@ -13,9 +13,20 @@
 import {
   CODE_SIZE,
   FRAME_SIZE,
-  RESULT_SIZE,
-  SAMPLE_SIZE,
   REGION_SIZE,
+  RESULT_FAIL,
+  RESULT_FRAME_COUNT,
+  RESULT_FRAME_START,
+  RESULT_LAST,
+  RESULT_SIZE,
+  RESULT_STATUS,
+  RESULT_VISITED,
+  SAMPLE_REGIONS,
+  SAMPLE_REGION_COUNT,
+  SAMPLE_SIZE,
+  SAMPLE_TSTATE,
+} from '../src/kernel/abi';
+import {
   inMemory,
   loadParams,
   maxDepth,
@@ -29,7 +40,14 @@ import {
   walkOne,
 } from './walk';
 
+import { ABI_DIGEST } from './abi-digest';
+
 export * from './engine';
+
+/** The digest of the ABI this kernel was built from (scripts/abi-digest.ts; src/kernel/digest.ts checks it). */
+export function abiDigest(): u32 {
+  return ABI_DIGEST;
+}
 
 /**
  * Walk `count` samples. Returns how many were walked (fewer than `count` only when the frame
@@ -56,18 +74,18 @@ export function walk(
   for (let i: u32 = 0; i < count; i++) {
     if (framesCapacity - used < maxDepth) return <i32>i;
     const s = samples + i * SAMPLE_SIZE;
-    const table = load<u32>(s, 8);
-    const regions = load<u32>(s, 12);
+    const table = load<u32>(s, SAMPLE_REGIONS);
+    const regions = load<u32>(s, SAMPLE_REGION_COUNT);
     const r = results + i * RESULT_SIZE;
     // the host never builds a table outside memory; report it rather than read there
     setRegions(table, inMemory(<u64>table, <u64>regions * REGION_SIZE) ? regions : 0);
-    walkOne(load<u64>(s), frames + used * FRAME_SIZE);
-    store<u32>(r, outStatus);
-    store<u32>(r, used, 4);
-    store<u32>(r, outFrames, 8);
-    store<u32>(r, outVisited, 12);
-    store<u64>(r, outLast, 16);
-    store<u64>(r, outFail, 24);
+    walkOne(load<u64>(s, SAMPLE_TSTATE), frames + used * FRAME_SIZE);
+    store<u32>(r, outStatus, RESULT_STATUS);
+    store<u32>(r, used, RESULT_FRAME_START);
+    store<u32>(r, outFrames, RESULT_FRAME_COUNT);
+    store<u32>(r, outVisited, RESULT_VISITED);
+    store<u64>(r, outLast, RESULT_LAST);
+    store<u64>(r, outFail, RESULT_FAIL);
     used += outFrames;
   }
   return <i32>count;

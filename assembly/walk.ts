@@ -3,51 +3,59 @@
 // (kernel.ts `walk`) and the block engine (engine.ts). src/walk/reference-walker.ts has exactly
 // the same semantics in TypeScript — change both together.
 
-// ---- statuses (src/walk/status.ts) ----
-export const COMPLETE: u32 = 0;
-export const COMPLETE_UNVERIFIABLE: u32 = 1;
-export const IDLE: u32 = 2;
-export const INCOMPLETE: u32 = 3;
-export const DANGLING: u32 = 4;
-export const CYCLE: u32 = 5;
-export const TOO_DEEP: u32 = 6;
-export const CORRUPT: u32 = 7;
-export const NO_THREAD_STATE: u32 = 8;
-
-// ---- parameter block: i32 slots (src/layout/walk-params.ts) ----
-const P_PTR_SIZE = 0;
-const P_TS_NEED = 1;
-const P_TS_CURRENT_FRAME = 2;
-const P_CFRAME_CURRENT = 3;
-const P_TS_BASE_FRAME = 4;
-const P_FR_SIZE = 5;
-const P_FR_PREVIOUS = 6;
-const P_FR_EXECUTABLE = 7;
-const P_FR_INSTR_PTR = 8;
-const P_FR_OWNER = 9;
-const P_FR_IS_ENTRY = 10;
-const P_TAG_MASK = 11;
-const P_OWNER_PYTHON = 12;
-const P_OWNER_SKIP = 13;
-const P_BOTTOM = 14;
-const P_IP_PREVIOUS = 15;
-const P_MAX_DEPTH = 16;
-const P_OWNER_THREAD = 17;
-const P_CFRAME_PREVIOUS = 18;
-const P_COUNT = 19;
-
-const BOTTOM_BASE_FRAME = 0;
-const BOTTOM_ENTRY_FRAME = 1;
-const BOTTOM_IS_ENTRY_FLAG = 2;
-
-// ---- record sizes ----
-export const SAMPLE_SIZE: u32 = 16; // u64 tstate, u32 regionTable, u32 regionCount
-export const REGION_SIZE: u32 = 16; // u64 address, u32 length, u32 data offset
-export const CODE_SIZE: u32 = 32; // u64 address, u64 bytecode start, u64 bytecode end, u32 frame size, u32 unused
-export const RESULT_SIZE: u32 = 32; // u32 status, u32 frameStart, u32 frameCount, u32 visited, u64 last, u64 fail
-export const FRAME_SIZE: u32 = 32; // u64 frame, u64 code, u64 instr ptr, u32 frame flags, u32 unused
-/** frame flag: this frame's callee (the next frame in) was reached through C code (an entry frame lies between) */
-export const FRAME_CALLS_THROUGH_C: u32 = 1;
+import {
+  BOTTOM_BASE_FRAME,
+  BOTTOM_ENTRY_FRAME,
+  BOTTOM_IS_ENTRY_FLAG,
+  CODE_ADDRESS,
+  CODE_END,
+  CODE_FRAME_SIZE,
+  CODE_SIZE,
+  CODE_START,
+  FRAME_ADDRESS,
+  FRAME_CALLS_THROUGH_C,
+  FRAME_CODE,
+  FRAME_FLAGS,
+  FRAME_IP,
+  FRAME_SIZE,
+  P_BOTTOM,
+  P_CFRAME_CURRENT,
+  P_CFRAME_PREVIOUS,
+  P_COUNT,
+  P_FR_EXECUTABLE,
+  P_FR_INSTR_PTR,
+  P_FR_IS_ENTRY,
+  P_FR_OWNER,
+  P_FR_PREVIOUS,
+  P_FR_SIZE,
+  P_IP_PREVIOUS,
+  P_MAX_DEPTH,
+  P_OWNER_PYTHON,
+  P_OWNER_SKIP,
+  P_OWNER_THREAD,
+  P_PTR_SIZE,
+  P_TAG_MASK,
+  P_TS_BASE_FRAME,
+  P_TS_CURRENT_FRAME,
+  P_TS_NEED,
+  REGION_ADDRESS,
+  REGION_DATA,
+  REGION_LENGTH,
+  REGION_SIZE,
+  STATUS_COMPLETE as COMPLETE,
+  STATUS_COMPLETE_UNVERIFIABLE as COMPLETE_UNVERIFIABLE,
+  STATUS_CORRUPT as CORRUPT,
+  STATUS_CYCLE as CYCLE,
+  STATUS_DANGLING as DANGLING,
+  STATUS_IDLE as IDLE,
+  STATUS_INCOMPLETE as INCOMPLETE,
+  STATUS_NO_THREAD_STATE as NO_THREAD_STATE,
+  STATUS_TOO_DEEP as TOO_DEEP,
+  TRACE_BYTES_AT,
+  TRACE_FRAME,
+  TRACE_PY,
+  TRACE_SIZE,
+} from '../src/kernel/abi';
 
 // ---- parameters of the current batch ----
 export let ptrSize: u32 = 8;
@@ -107,7 +115,7 @@ function locate(addr: u64, len: u32): i32 {
   let found: i32 = -1;
   while (lo <= hi) {
     const mid = (lo + hi) >>> 1;
-    const start = load<u64>(regTable + <u32>mid * REGION_SIZE);
+    const start = load<u64>(regTable + <u32>mid * REGION_SIZE, REGION_ADDRESS);
     if (start <= addr) {
       found = mid;
       lo = mid + 1;
@@ -117,9 +125,9 @@ function locate(addr: u64, len: u32): i32 {
   }
   if (found < 0) return LOC_MISSING;
   const entry = regTable + <u32>found * REGION_SIZE;
-  const start = load<u64>(entry);
-  const length = <u64>load<u32>(entry, 8);
-  const data = <u64>load<u32>(entry, 12);
+  const start = load<u64>(entry, REGION_ADDRESS);
+  const length = <u64>load<u32>(entry, REGION_LENGTH);
+  const data = <u64>load<u32>(entry, REGION_DATA);
   const off = addr - start;
   if (off >= length) return LOC_MISSING;
   if (off + <u64>len > length) return LOC_CROSSES;
@@ -158,11 +166,11 @@ function findCode(addr: u64): bool {
   while (lo <= hi) {
     const mid = (lo + hi) >>> 1;
     const entry = codeTable + <u32>mid * CODE_SIZE;
-    const a = load<u64>(entry);
+    const a = load<u64>(entry, CODE_ADDRESS);
     if (a == addr) {
-      codeStart = load<u64>(entry, 8);
-      codeEnd = load<u64>(entry, 16);
-      codeFrameSize = <u64>load<u32>(entry, 24);
+      codeStart = load<u64>(entry, CODE_START);
+      codeEnd = load<u64>(entry, CODE_END);
+      codeFrameSize = <u64>load<u32>(entry, CODE_FRAME_SIZE);
       return true;
     }
     if (a < addr) lo = mid + 1;
@@ -224,9 +232,9 @@ export function loadParams(p: u32): bool {
 // results are taken as they are. The combined chain cannot hold a cycle (the old one ended at
 // NULL and each frame's `previous` is its own unchanged bytes); a combined chain longer than
 // maxDepth is walked in full instead, so statuses are exactly those of a full walk.
-export const TRACE_SIZE: u32 = 16;
 /** how far past the first clean frame the new walk looks for the frame to splice at */
 const SPLICE_WINDOW: u32 = 4;
+
 let traceOut: u32 = 0;
 let spliceOld: u32 = 0;
 let spliceCount: u32 = 0;
@@ -422,11 +430,11 @@ export function walkOne(tstate: u64, frames: u32): void {
         }
         if (owner == ownerThread) nextCallee = frame;
         const out = frames + pyCount * FRAME_SIZE;
-        store<u64>(out, frame);
-        store<u64>(out, code, 8);
-        store<u64>(out, ip, 16);
-        store<u32>(out, throughC, 24);
-        store<u32>(out, 0, 28);
+        store<u64>(out, frame, FRAME_ADDRESS);
+        store<u64>(out, code, FRAME_CODE);
+        store<u64>(out, ip, FRAME_IP);
+        store<u32>(out, throughC, FRAME_FLAGS);
+        store<u32>(out, 0, FRAME_FLAGS + 4);
         pyCount++;
       }
     } else if (!ownerIn(ownerSkip, owner)) {
@@ -455,15 +463,15 @@ export function walkOne(tstate: u64, frames: u32): void {
     visited++;
     if (traceOut != 0) {
       const t = traceOut + (visited - 1) * TRACE_SIZE;
-      store<u64>(t, frame);
-      store<u32>(t, f, 8);
-      store<u32>(t, pyCount, 12);
+      store<u64>(t, frame, TRACE_FRAME);
+      store<u32>(t, f, TRACE_BYTES_AT);
+      store<u32>(t, pyCount, TRACE_PY);
     }
     if (spliceOld != 0) {
       const hi = spliceFrom + SPLICE_WINDOW < spliceCount ? spliceFrom + SPLICE_WINDOW : spliceCount;
       let at: u32 = NO_SPLICE;
       for (let j = spliceFrom; j < hi; j++) {
-        if (load<u64>(spliceOld + j * TRACE_SIZE) == frame) {
+        if (load<u64>(spliceOld + j * TRACE_SIZE, TRACE_FRAME) == frame) {
           at = j;
           break;
         }
@@ -474,7 +482,7 @@ export function walkOne(tstate: u64, frames: u32): void {
           // longer than a splice may be (or than maxDepth: then the full walk finds too-deep)
           spliceOld = 0;
         } else {
-          const pyAt = load<u32>(spliceOld + at * TRACE_SIZE, 12);
+          const pyAt = load<u32>(spliceOld + at * TRACE_SIZE, TRACE_PY);
           outSpliceAt = at;
           outSpliceVisited = visited;
           outSplicePy = pyCount;

@@ -30,16 +30,17 @@
 // --kernel adds a column for another build of the kernel (e.g. an experiment compiled with
 // `npx asc ... -o /tmp/k.wasm`), instantiated with a shared memory if it imports one; --only
 // keeps the scenarios whose name (e.g. "main thread ×1000") contains the text.
+import * as abi from '../src/kernel/abi.js';
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { openLinuxProcess } from '../src/record/linux-process.js';
-import { takeSnapshot } from '../src/record/snapshot.js';
-import { CodeTable } from '../src/unwind.js';
+import { openLinuxProcess } from '../src/record/linux/process.js';
+import { takeSnapshot } from '../src/record/copy/snapshot.js';
+import { CodeTable } from '../src/pipeline/snapshot-stacks.js';
 import { KernelWalker, statusName, walkParams, type WalkParams } from '../src/walk/index.js';
-import { layBatch } from '../src/walk/kernel-walker.js';
+import { layBatch } from '../src/kernel/walker.js';
 import type { CodeRange, WalkResult, WalkSample } from '../src/walk/types.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import { spawnUntilReady } from '../harness/spawn.js';
@@ -295,7 +296,9 @@ async function main(): Promise<void> {
   try {
     const exe = path.join(tmp, 'walk');
     const cflags = [...CFLAGS, '-std=c11', '-Wall'];
-    execFileSync(CC, [...cflags, '-o', exe, path.resolve('bench/c-walker/walk.c')], { stdio: 'inherit' });
+    // the ABI as a C header, from the one source both sides of the kernel import
+    fs.writeFileSync(path.join(tmp, 'abi.h'), Object.entries(abi).map(([k, v]) => `#define ${k} ${Number(v) >>> 0}u\n`).join(''));
+    execFileSync(CC, [...cflags, '-I', tmp, '-o', exe, path.resolve('bench/c-walker/walk.c')], { stdio: 'inherit' });
     const ccVersion = execFileSync(CC, ['--version'], { encoding: 'utf8' }).split('\n')[0];
 
     // the walker the library uses: what every layout here must reproduce

@@ -1,6 +1,6 @@
 // What keeping the bytecode costs the recorder (docs/benchmarks.md, "Opcodes"): each code
 // object copied with its bytecode, and that bytecode read again on the refresh schedule of
-// src/record/code-cache.ts (re-recorded when the interpreter re-specialized it) — against code
+// src/record/copy/code-cache.ts (re-recorded when the interpreter re-specialized it) — against code
 // objects copied without it (the recorder before opcodes: CopierOptions.bytecode false).
 //
 // 1. The copies: two copiers on one running program, one keeping bytecode and one not, copy
@@ -29,10 +29,10 @@ import path from 'node:path';
 import { CaptureWriter, memorySink, readCaptureBytes } from '../src/capture/index.js';
 import type { CodeRecord } from '../src/capture/types.js';
 import { layoutFromSource } from '../src/layout/index.js';
-import { MemoryCopier } from '../src/record/copier.js';
-import { openLinuxProcess } from '../src/record/linux-process.js';
-import { recordProcess } from '../src/record/record-process.js';
-import { reportCapture } from '../src/report.js';
+import { MemoryCopier } from '../src/record/copy/copier.js';
+import { openLinuxProcess } from '../src/record/linux/process.js';
+import { recordProcess } from '../src/record/linux/record-process.js';
+import { reportCapture } from '../src/pipeline/report-file.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 
 const ROUNDS = Number(process.env.ROUNDS ?? 20);

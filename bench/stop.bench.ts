@@ -9,8 +9,8 @@
 import { spawn } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
-import { loadNative } from '../src/record/native.js';
-import { ThreadStopper } from '../src/record/stopper.js';
+import { loadNative } from '../src/record/linux/native.js';
+import { ThreadStopper } from '../src/record/linux/stopper.js';
 
 const PY = path.resolve(process.argv[2] ?? '.cache/cpython/bin/python3.15');
 const STOPS = Number(process.argv[3] ?? 2000);

@@ -7,9 +7,9 @@
 import os from 'node:os';
 import path from 'node:path';
 import { Bench } from 'tinybench';
-import { openLinuxProcess } from '../src/record/linux-process.js';
-import { takeSnapshot } from '../src/record/snapshot.js';
-import { CodeTable } from '../src/unwind.js';
+import { openLinuxProcess } from '../src/record/linux/process.js';
+import { takeSnapshot } from '../src/record/copy/snapshot.js';
+import { CodeTable } from '../src/pipeline/snapshot-stacks.js';
 import { KernelWalker, ReferenceWalker, walkParams } from '../src/walk/index.js';
 import type { WalkSample } from '../src/walk/types.js';
 import { nativeInterpreters } from '../harness/interpreters.js';

@@ -11,7 +11,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
-import { BlockProcessor, openBlock, type PseudoFrames } from '../src/block-processor.js';
+import { BlockProcessor, openBlock } from '../src/pipeline/block-processor.js';
+import type { PseudoFrames } from '../src/pipeline/sample-chain.js';
 import { BLOCK_TYPE, encodeBlock, encodeTrailer } from '../src/capture/format.js';
 import { readCaptureBytes, type RawBlock } from '../src/capture/reader.js';
 import { CaptureError, type CodeRecord } from '../src/capture/types.js';
@@ -22,7 +23,7 @@ import { opcodeTable } from '../src/symbols/opcodes.js';
 import { decodeLocationTable, SymbolError } from '../src/symbols/location-table.js';
 import { checkParams, walkParams, type WalkParams } from '../src/layout/walk-params.js';
 import { ReferenceWalker } from '../src/walk/reference-walker.js';
-import { KernelWalker, readKernelBytes } from '../src/walk/kernel-walker.js';
+import { KernelWalker, readKernelBytes } from '../src/kernel/walker.js';
 import { RegionMemory } from '../src/walk/region-memory.js';
 import { concat, hostileParams, randomMemory, structuredMemory, WALK_PARAMS } from './arbitraries.js';
 import { SAMPLING_MODES, type SamplingMode } from '../src/capture/types.js';

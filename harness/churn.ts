@@ -5,7 +5,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 
 /** the shapes of its loop (workloads/churn.py ROUNDS) */
-export type ChurnShape = 'rich' | 'short';
+export type ChurnShape = 'rich' | 'short' | 'naps';
 
 export const CHURN = path.resolve('workloads/churn.py');
 const BIN = path.resolve('bin/pyunwind.js');
@@ -161,18 +161,20 @@ export interface ChurnOutcome extends Judgement {
   targetStopped: number;
   /** ticks the recorder took per second */
   ticksPerSecond: number;
+  /** the share of the samples proven by their thread being off its CPU throughout the copy, without a stop */
+  provenAsleep: number;
 }
 
 /** Record workloads/churn.py as `r` says, and judge every accepted stack against what the program says it can have. */
 export async function recordChurn(r: ChurnRecording): Promise<ChurnOutcome> {
-  const { recordProcess } = await import('../src/record/record-process.js');
+  const { recordProcess } = await import('../src/record/linux/record-process.js');
   const run = startChurn(r.command, r.seconds + 1, r.threads ?? 1, r.shape ?? 'rich');
   try {
     const stacks = await run.stacks;
     const res = await recordProcess({ pid: run.child.pid!, output: r.file, rateHz: r.rateHz, durationMs: r.seconds * 1000, copy: r.copy, readOnly: r.readOnly ?? false });
     const rounds = await run.rounds;
     const elapsed = res.stats.elapsedMs / 1000;
-    return { ...judgeCapture(r.file, stacks), rounds, targetStopped: res.stoppedMicros / Math.max(1, res.stats.elapsedMs * 1000), ticksPerSecond: res.stats.ticks / Math.max(elapsed, 1e-9) };
+    return { ...judgeCapture(r.file, stacks), rounds, targetStopped: res.stoppedMicros / Math.max(1, res.stats.elapsedMs * 1000), ticksPerSecond: res.stats.ticks / Math.max(elapsed, 1e-9), provenAsleep: res.stats.offCpu / Math.max(1, res.stats.samples) };
   } finally {
     run.child.kill('SIGKILL');
   }

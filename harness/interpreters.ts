@@ -23,14 +23,13 @@ function pyenvRoot(): string | null {
   }
 }
 
+/**
+ * An interpreter is missing only when it is not there. One that is there but does not run is
+ * broken: it is not skipped, its tests fail saying why.
+ */
 function check(label: string, command: string | null, why: string): Interpreter {
   if (command === null) return { label, command: '', missing: why };
   if (!fs.existsSync(command)) return { label, command, missing: `${command} not found (${why})` };
-  try {
-    execFileSync(command, ['-c', 'import threading'], { stdio: 'ignore', timeout: 20_000 });
-  } catch (e) {
-    return { label, command, missing: `${command} does not run: ${(e as Error).message.split('\n')[0]}` };
-  }
   return { label, command, missing: null };
 }
 
@@ -67,7 +66,7 @@ export function nativeInterpreters(): Interpreter[] {
  */
 export async function liveLayout(command: string): Promise<import('../src/layout/layout.js').Layout> {
   const { spawn } = await import('node:child_process');
-  const { openLinuxProcess } = await import('../src/record/linux-process.js');
+  const { openLinuxProcess } = await import('../src/record/linux/process.js');
   const child = spawn(command, ['-c', 'import time; print("up", flush=True); time.sleep(60)'], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });

@@ -8,20 +8,22 @@
 //   kernel.wasm            build/kernel.wasm, the shared-memory build (run where the page is cross-origin isolated)
 //   viewer.css             BASE_CSS (the HTML exports' shared styles) + web/viewer.css
 //   flamegraph.js          FLAMEGRAPH_SCRIPT: the HTML exports' flame graph renderer, unchanged
+//                          (src/export/html/browser/flamegraph.ts, bundled by build-html.mjs)
 //   flamegraph.css         BASE_CSS + FLAMEGRAPH_CSS + web/embed.css
 //   profile.html           web/profile.html, its textarea filled with workloads/hotcold.py
 //   profile.js             web/profile.ts, bundled (the in-browser profiler's page)
 //   profile-worker.js      web/profile-worker.ts, bundled (a module Web Worker: Pyodide and the sampler)
-//   pyodide-ticker-worker.js  src/record/pyodide-ticker-worker.ts, bundled (the sampler's ticks)
+//   pyodide-ticker-worker.js  src/record/pyodide/ticker-worker.ts, bundled (the sampler's ticks)
 //   profile.css            web/profile.css
 //   pyodide/               what loadPyodide fetches with no packages, from the npm package pyodide
 //                          (3.15): pyodide.mjs, pyodide.asm.mjs, pyodide.asm.wasm,
 //                          python_stdlib.zip, pyodide-lock.json
 //
-// The renderer's script and styles are taken from src/export/html/ at build time, so the
-// viewer and `pyunwind report --format flamegraph` draw with the same code. Modules that only
-// run under Node (node:*: reached by paths the browser never takes, e.g. reading the kernel from
-// disk, worker threads) are bundled as empty modules.
+// The renderer's script and styles are built from src/export/html/browser/ by the same code as
+// the HTML exports' (build-html.mjs), so the viewer and `pyunwind report --format flamegraph`
+// draw with the same code, even when this script runs on its own. Modules that only run under
+// Node (node:*: reached by paths the browser never takes, e.g. reading the kernel from disk,
+// worker threads) are bundled as empty modules.
 //
 // Run: node scripts/build-web.mjs (npm run build:web).
 
@@ -29,6 +31,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
+import { buildHtml } from './build-html.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const web = path.join(root, 'web');
@@ -51,24 +54,9 @@ const nodeStub = {
   },
 };
 
-// the renderer's pieces, from the TypeScript sources
-const pieces = await esbuild.build({
-  stdin: {
-    contents: [
-      "export { FLAMEGRAPH_SCRIPT, FLAMEGRAPH_CSS } from './src/export/html/flamegraph-script.ts';",
-      "export { BASE_CSS } from './src/export/html/page.ts';",
-    ].join('\n'),
-    resolveDir: root,
-    loader: 'ts',
-    sourcefile: 'renderer-pieces.ts',
-  },
-  bundle: true,
-  format: 'esm',
-  platform: 'neutral',
-  write: false,
-  logLevel: 'warning',
-});
-const { FLAMEGRAPH_SCRIPT, FLAMEGRAPH_CSS, BASE_CSS } = await import(`data:text/javascript;base64,${Buffer.from(pieces.outputFiles[0].text).toString('base64')}`);
+// the renderer's pieces, built from their sources now (build-html.mjs), which also brings up to
+// date the generated modules the bundles below take in (the worker's HTML exports inline them)
+const { FLAMEGRAPH_SCRIPT, FLAMEGRAPH_CSS, BASE_CSS } = (await buildHtml()).pieces;
 
 fs.rmSync(out, { recursive: true, force: true });
 fs.mkdirSync(out, { recursive: true });
@@ -80,7 +68,7 @@ const result = await esbuild.build({
     'block-worker': path.join(web, 'block-worker.ts'),
     profile: path.join(web, 'profile.ts'),
     'profile-worker': path.join(web, 'profile-worker.ts'),
-    'pyodide-ticker-worker': path.join(root, 'src', 'record', 'pyodide-ticker-worker.ts'),
+    'pyodide-ticker-worker': path.join(root, 'src', 'record', 'pyodide', 'ticker-worker.ts'),
   },
   outdir: out,
   bundle: true,

@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { recordChurn, type ChurnOutcome } from '../harness/churn.js';
+import { recordChurn, type ChurnOutcome, type ChurnShape } from '../harness/churn.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 
 const MODES = {
@@ -76,6 +76,9 @@ function main(): Promise<number> | number {
   return run(pythons, modes, enough, seconds);
 }
 
+/** The program's shapes, in turn (with one thread, then two): calls at a very high rate, a rich mix of them, and short rounds between naps (workloads/churn.py). */
+const SHAPES: readonly ChurnShape[] = ['short', 'rich', 'naps'];
+
 async function run(pythons: ReturnType<typeof nativeInterpreters>, modes: ModeName[], enough: number, seconds: number): Promise<number> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pyunwind-churn-'));
   const totals: Total[] = [];
@@ -93,7 +96,7 @@ async function run(pythons: ReturnType<typeof nativeInterpreters>, modes: ModeNa
         while (t.accepted < enough) {
           const k = t.recordings++;
           const file = path.join(dir, 'churn.pyuw');
-          const o: ChurnOutcome = await recordChurn({ command: py.command, copy: mode.copy, readOnly: mode.readOnly, rateHz: mode.rateHz, seconds, file, shape: k % 2 === 0 ? 'short' : 'rich', threads: 1 + (Math.floor(k / 2) % 2) });
+          const o: ChurnOutcome = await recordChurn({ command: py.command, copy: mode.copy, readOnly: mode.readOnly, rateHz: mode.rateHz, seconds, file, shape: SHAPES[k % SHAPES.length]!, threads: 1 + (Math.floor(k / SHAPES.length) % 2) });
           fs.rmSync(file, { force: true });
           t.attempted += o.attempted;
           t.accepted += o.accepted;
@@ -105,7 +108,7 @@ async function run(pythons: ReturnType<typeof nativeInterpreters>, modes: ModeNa
           const mins = ((Date.now() - started) / 60000).toFixed(1);
           console.log(
             `${py.label} ${name} #${k + 1}: ${o.accepted} accepted of ${o.attempted} (${t.accepted} in all), impossible ${o.impossibleSamples}, ` +
-              `copied stopped ${(100 * o.copiedStopped).toFixed(1)} %, target stopped ${(100 * o.targetStopped).toFixed(1)} % of its time, ${o.ticksPerSecond.toFixed(0)} ticks/s [${mins} min]`,
+              `${SHAPES[k % SHAPES.length]}, copied stopped ${(100 * o.copiedStopped).toFixed(1)} %, proven asleep ${(100 * o.provenAsleep).toFixed(1)} %, target stopped ${(100 * o.targetStopped).toFixed(1)} % of its time, ${o.ticksPerSecond.toFixed(0)} ticks/s [${mins} min]`,
           );
           if (o.attempted === 0) throw new Error(`${py.label} ${name}: a recording took no sample`);
         }

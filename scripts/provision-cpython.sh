@@ -9,12 +9,15 @@
 # than the one they were built against.
 #
 # Suites are tried in order (sid, then forky, then trixie) per version; a version that no
-# suite offers is reported and skipped (its tests then skip, loudly). Set STDLIB=1 to
+# suite offers is reported, and the script exits non-zero once it has done the others (their
+# tests skip with the reason; under CI they fail). Set STDLIB=1 to
 # also unpack libpython3.X-stdlib (asyncio, json, profiling.sampling, ...).
 # The interpreters' C headers (libpython3.X-dev) come too, for the test that checks the layouts
 # against offsetof(); HEADERS=0 leaves them out.
 # Set MIRROR= to override the Debian mirror taken from the host's apt sources.
 set -euo pipefail
+ok=()
+failed=()
 DEST=$(realpath -m "${1:-.cache/cpython}"); [ $# -gt 0 ] && shift
 VERSIONS=${*:-3.13 3.14 3.15}
 STDLIB=${STDLIB:-0}
@@ -70,10 +73,9 @@ if [ ! -x "$DEST/bin/patchelf" ]; then
     dpkg-deb -x "$S"/debs/patchelf_*.deb "$S/root" && ln -sf "$S/root/usr/bin/patchelf" "$DEST/bin/patchelf"
     "$DEST/bin/patchelf" --version >/dev/null 2>&1 && echo "provision-cpython: $("$DEST/bin/patchelf" --version)" || rm -f "$DEST/bin/patchelf"
   fi
-  [ -x "$DEST/bin/patchelf" ] || echo "provision-cpython: patchelf not provisioned; its test will skip" >&2
+  [ -x "$DEST/bin/patchelf" ] || { echo "provision-cpython: patchelf not provisioned; its test will skip" >&2; failed+=(patchelf); }
 fi
 
-ok=()
 for v in $VERSIONS; do
   have_headers() { [ "$HEADERS" = 0 ] || [ -n "$(compgen -G "$DEST/suites/*/root/usr/include/python$v/internal")" ]; }
   have_stdlib() { [ "$STDLIB" = 0 ] || { "$DEST/bin/python$v" -c 'import asyncio, json, tomllib, difflib' 2>/dev/null && [ -x "$DEST/bin/python${v}p" ]; }; }
@@ -120,6 +122,13 @@ for v in $VERSIONS; do
     rm -f "$DEST/bin/python$v"
     echo "provision-cpython: python$v from $suite does not run here" >&2
   done
-  [ "$done_v" = 1 ] || [ -x "$DEST/bin/python$v" ] || echo "provision-cpython: python$v NOT provisioned; its tests will skip" >&2
+  if [ "$done_v" != 1 ] && [ ! -x "$DEST/bin/python$v" ]; then
+    echo "provision-cpython: python$v NOT provisioned; its tests will skip" >&2
+    failed+=("python$v")
+  fi
 done
 echo "provision-cpython: ready: ${ok[*]:-none}"
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "provision-cpython: not provisioned: ${failed[*]}" >&2
+  exit 1
+fi

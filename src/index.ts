@@ -6,5 +6,5 @@
 // (CPython in WebAssembly). Everything not exported from an entry is internal.
 
 export * from './processing.js';
-export { reportCapture, type ReportOptions } from './report.js';
+export { reportCapture, type ReportOptions } from './pipeline/report-file.js';
 export { fileSink, openCapture } from './capture/file.js';

@@ -32,21 +32,21 @@
 //   const module = await loadKernel(new URL(shared ? 'pyunwind/kernel-shared.wasm' : 'pyunwind/kernel.wasm', import.meta.url));
 //   const report = await reportCaptureBytes(shared ? inSharedMemory(bytes) : bytes, { module, workers: 4, pool: (n, setup) => myPool(n, setup) });
 
-export { reportCaptureBytes, recordingStats, WORKERS_FROM_BYTES, type BlockPool, type BytesReportOptions, type CaptureReport, type ProcessHost, type RecordingStats, type ReportOptions } from './report-core.js';
+export { reportCaptureBytes, recordingStats, WORKERS_FROM_BYTES, type BlockPool, type BytesReportOptions, type CaptureReport, type ProcessHost, type RecordingStats, type ReportOptions } from './pipeline/process-capture.js';
 // a pool of processing workers of the caller's runtime (a page's Web Workers): the ordered pool,
 // and what each worker runs
-export { OrderedBlockPool, LateCodes, type BlockPort, type PortEvents } from './workers/ordered-pool.js';
-export { handleBlockJob } from './workers/block-job.js';
-export { BlockProcessor } from './block-processor.js';
-export type { BlockJob, BlockReply, WorkerSetup } from './workers/messages.js';
-export { loadKernel, instantiateKernel } from './kernel-source.js';
-export { SampleProcessor, type ProcessedSample } from './sample-processor.js';
-export { unwindSnapshot, type ThreadStack, type SymbolizedFrame } from './unwind.js';
+export { OrderedBlockPool, type BlockPort, type PortEvents } from './pipeline/workers/ordered-pool.js';
+export { handleBlockJob } from './pipeline/workers/block-job.js';
+export { BlockProcessor } from './pipeline/block-processor.js';
+export type { BlockJob, BlockReply, WorkerSetup } from './pipeline/workers/messages.js';
+export { loadKernel, instantiateKernel } from './kernel/load.js';
+export { SampleProcessor, type ProcessedSample } from './pipeline/sample-processor.js';
+export { unwindSnapshot, type ThreadStack, type SymbolizedFrame } from './pipeline/snapshot-stacks.js';
 export { CaptureReader, decodeBlock, readCaptureBytes, type CaptureSource, type RawBlock } from './capture/reader.js';
 export { CaptureWriter, memorySink, type CaptureSink, type CaptureWriterOptions } from './capture/writer.js';
 export { CaptureError, SAMPLE_FLAG, FACT_FLAG, SAMPLE_FACTS, SAMPLING_MODES } from './capture/types.js';
 export { ASYNC_MODES, type AsyncMode } from './walk/task-graph.js';
-export { taskFrame } from './task-stacks.js';
+export { taskFrame } from './pipeline/task-stacks.js';
 export type { CaptureBlock, CaptureHeader, CaptureWarning, CodeRecord, SampleRecord, ThreadNameRecord, RecorderStatus, SampleFact, SamplingMode } from './capture/types.js';
 export { Profile, ProfileFormatError, ThreadProfile, PROFILE_FORMAT, PROFILE_VERSION, Timeline, ThreadNameTable, type TimelineThread } from './profile/index.js';
 export type { ProfileJSON, ThreadJSON, SourceFrame, StackJSON, ProfileStats, StatusCounts, ValidationStats, FunctionStat, ProcessTag } from './profile/index.js';

@@ -10,11 +10,11 @@
 // next point.
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openLinuxProcess, type LinuxProcessSource } from '../src/record/linux-process.js';
+import { openLinuxProcess, type LinuxProcessSource } from '../src/record/linux/process.js';
 import { readPointer } from '../src/walk/region-memory.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import { spawnInteractive, type Interactive } from '../harness/spawn.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { recordCoverage, cannotRun } from './helpers/coverage.js';
 
 const PROGRAM = path.resolve('test/fixtures/anchor_moves.py');
 const running: Interactive[] = [];
@@ -45,7 +45,7 @@ const anchored = nativeInterpreters().filter((p) => /^debian-3\.1[5-9]/.test(p.l
 
 describe.each(anchored)('the profiler anchor moves, $label', (py) => {
   if (py.missing) {
-    it(`is skipped: ${py.missing}`, () => recordCoverage('anchor-invariant', py.label, false, py.missing!));
+    cannotRun('anchor-invariant', py.label, py.missing!);
     return;
   }
   it('when its frame returns, raises, yields to C or to Python — not when its entry frame is popped', async () => {

@@ -21,15 +21,15 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { readCaptureBytes } from '../src/capture/reader.js';
 import type { Region } from '../src/capture/types.js';
 import { layoutFromSource } from '../src/layout/index.js';
-import { asyncioOffsetsOf, sampleInput } from '../src/report-core.js';
-import { reportCapture } from '../src/report.js';
-import type { ProcessedSample } from '../src/sample-processor.js';
+import { asyncioOffsetsOf, sampleInput } from '../src/pipeline/process-capture.js';
+import { reportCapture } from '../src/pipeline/report-file.js';
+import type { ProcessedSample } from '../src/pipeline/sample-processor.js';
 import { CodeTable } from '../src/symbols/code-table.js';
-import { TaskStacks } from '../src/task-stacks.js';
+import { TaskStacks } from '../src/pipeline/task-stacks.js';
 import { RegionMemory } from '../src/walk/region-memory.js';
-import { TaskGraph } from '../src/walk/task-graph.js';
+import { MAX_TASKS, TaskGraph } from '../src/walk/task-graph.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { recordCoverage, skipTest, cannotRun } from './helpers/coverage.js';
 
 const BIN = path.resolve('bin/pyunwind.js');
 const WORKLOAD = path.resolve('workloads/asynctasks.py');
@@ -168,7 +168,7 @@ function againstGraphs(json: JsonReport, truth: Told): { inSpin: number; matched
 
 describe.each(nativeInterpreters())('async-aware stacks, $label', (py) => {
   if (py.missing) {
-    it(`is skipped: ${py.missing}`, () => recordCoverage('async-aware', py.label, false, py.missing!));
+    cannotRun('async-aware', py.label, py.missing!);
     return;
   }
   const version = spawnSync(py.command, ['-c', 'import sys; print(sys.version_info[1])'], { encoding: 'utf8' });
@@ -282,6 +282,39 @@ describe.each(nativeInterpreters())('async-aware stacks, $label', (py) => {
     // coroutine, needed when the loop's code runs for it (20-24 a run here before it was copied)
     expect(json.summary.statuses.dangling ?? 0, JSON.stringify(json.summary.statuses)).toBe(0);
     recordCoverage('async-aware', `${py.label} all`, true);
+  }, 120_000);
+
+  it(`more tasks on a thread's list than are followed (${MAX_TASKS}): the samples cut are counted and said`, () => {
+    // 300 tasks asleep and one that spins, for a second
+    const program = [
+      'import asyncio, time',
+      'async def idle(): await asyncio.sleep(60)',
+      'async def spin(end):',
+      '    while time.monotonic() < end: sum(range(1000))',
+      'async def main():',
+      `    idle_tasks = [asyncio.create_task(idle(), name=f"idle-{i}") for i in range(${MAX_TASKS + 44})]`,
+      '    await asyncio.sleep(0)',
+      '    await asyncio.create_task(spin(time.monotonic() + 1.0), name="spin")',
+      '    for t in idle_tasks: t.cancel()',
+      'asyncio.run(main())',
+    ].join('\n');
+    const file = path.join(dir, `${py.label}-many.pyuw`);
+    const rec = pyunwind(['record', '-q', '-r', '200', '--async-aware', '--async-mode', 'all', '-o', file, '--', py.command, '-c', program]);
+    expect(rec.status, rec.stderr).toBe(0);
+    const r = pyunwind(['report', '-q', file, '--async-aware', '--format', 'json']);
+    expect(r.status, r.stderr).toBe(0);
+    const json = JSON.parse(r.stdout) as JsonReport & { metadata: { capture: { cutTaskLists: number } } };
+    // every sample taken while the 300 lived saw the list cut; those whose tasks could not be
+    // read (rejected before the list is followed) did not get that far
+    const cut = json.metadata.capture.cutTaskLists;
+    expect(cut).toBeGreaterThan(0);
+    expect(cut).toBeLessThanOrEqual(json.summary.ticks);
+    const idle = stacksOf(json).filter((s) => s.names.some((n) => /^<task idle-\d+>$/.test(n)));
+    const shown = new Set(idle.map((s) => s.names.find((n) => n.startsWith('<task idle-'))));
+    expect(shown.size).toBeLessThanOrEqual(MAX_TASKS);
+    const text = pyunwind(['report', '-q', file, '--async-aware']);
+    expect(text.stdout).toContain(`Task lists cut: in ${cut} sample${cut === 1 ? '' : 's'} a thread had more than ${MAX_TASKS} asyncio tasks; those past ${MAX_TASKS} are not shown`);
+    recordCoverage('async-aware', `${py.label} many tasks`, true);
   }, 120_000);
 
   it('a task awaited by two: its frame says so, and the stack goes on with the awaiter asyncio lists first', () => {
@@ -446,12 +479,11 @@ describe.each(nativeInterpreters())('async-aware stacks, $label', (py) => {
 });
 
 describe('async-aware reports of captures without tasks', () => {
-  it('are refused in one line', () => {
+  it('are refused in one line', (ctx) => {
     const fixtures = path.resolve('test/fixtures/captures');
     const any = fs.readdirSync(fixtures).find((f) => f.endsWith('.pyuw'));
     if (!any) {
-      recordCoverage('async-aware', 'plain capture', false, 'no capture in test/fixtures/captures');
-      return;
+      return skipTest(ctx, 'async-aware', 'plain capture', 'no capture in test/fixtures/captures');
     }
     const r = pyunwind(['report', '-q', path.join(fixtures, any), '--async-aware']);
     expect(r.status).not.toBe(0);

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { nobody, runAs } from './helpers/as-nobody.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { recordCoverage, skipTest } from './helpers/coverage.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import { untilReadable, untilRunning } from './helpers/wait.js';
 
@@ -67,12 +67,11 @@ describe('the pyunwind command on bad input', () => {
     expectOneLineError(run(['dump', '--pid', String(sleeper.pid)]), /does not look like CPython/);
   });
 
-  it('no permission to read the target', async () => {
+  it('no permission to read the target', async (ctx) => {
     const py = nativeInterpreters().find((p) => !p.missing);
     const user = nobody();
     if (!py || typeof user === 'string') {
-      recordCoverage('cli-errors', 'permission denied', false, !py ? 'no native interpreter' : String(user));
-      return;
+      return skipTest(ctx, 'cli-errors', 'permission denied', !py ? 'no native interpreter' : String(user));
     }
     // a Python owned by root, read by the command running as nobody (its modules loaded
     // first: nobody may not be able to enter the checkout)

@@ -1,4 +1,4 @@
-// The recorder's bytecode refresh (src/record/code-cache.ts), on a code object laid out by hand
+// The recorder's bytecode refresh (src/record/copy/code-cache.ts), on a code object laid out by hand
 // in a memory the test changes: copied with its bytecode; read again 10 ms after, then after
 // 20, 40 … ms (each time on a multiple of the interval); recorded again only when the opcodes
 // of its instructions changed — never for its inline caches, which count as the code runs —
@@ -8,8 +8,8 @@
 import { describe, expect, it } from 'vitest';
 import { builtinLayout } from '../src/layout/builtin.js';
 import type { Layout } from '../src/layout/layout.js';
-import { CodeCache } from '../src/record/code-cache.js';
-import type { MemorySource } from '../src/record/source.js';
+import { CodeCache } from '../src/record/copy/code-cache.js';
+import type { MemorySource } from '../src/record/copy/source.js';
 import { CodeTable } from '../src/symbols/code-table.js';
 import { opcodeTable } from '../src/symbols/opcodes.js';
 

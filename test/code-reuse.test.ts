@@ -14,15 +14,15 @@ import { createInterface } from 'node:readline';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CaptureWriter, memorySink, readCaptureBytes } from '../src/capture/index.js';
 import { formatVersion, layoutFromSource } from '../src/layout/index.js';
-import { SampleProcessor } from '../src/sample-processor.js';
-import { openLinuxProcess } from '../src/record/linux-process.js';
-import { runSampler } from '../src/record/sampler.js';
-import { openStopper } from '../src/record/stopper.js';
-import type { MemorySource, PreparedRead } from '../src/record/source.js';
+import { SampleProcessor } from '../src/pipeline/sample-processor.js';
+import { openLinuxProcess } from '../src/record/linux/process.js';
+import { runSampler } from '../src/record/sampling/sampler.js';
+import { openStopper } from '../src/record/linux/stopper.js';
+import type { MemorySource, PreparedRead } from '../src/record/copy/source.js';
 
 type Range = { address: bigint; length: number };
 import { TRUSTED } from '../src/walk/status.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { recordCoverage, cannotRun } from './helpers/coverage.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import { checkedWalker } from './helpers/walkers.js';
 
@@ -83,7 +83,7 @@ function timedSource(inner: MemorySource): MemorySource & { mark(): void; window
 
 describe.each(nativeInterpreters())('code objects reused at one address, $label', (py) => {
   if (py.missing) {
-    it(`is skipped: ${py.missing}`, () => recordCoverage('code-reuse', py.label, false, py.missing!));
+    cannotRun('code-reuse', py.label, py.missing!);
     return;
   }
 /** How many tick windows lie wholly inside some generation's run (both sorted by time). */

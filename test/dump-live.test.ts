@@ -7,7 +7,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { TRUSTED, type Status } from '../src/walk/status.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { recordCoverage, cannotRun } from './helpers/coverage.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 
 const BIN = path.resolve('bin/pyunwind.js');
@@ -64,7 +64,7 @@ afterAll(() => children.forEach((c) => c.kill('SIGKILL')));
 
 describe.each(nativeInterpreters())('dump of a call-heavy deep stack, $label', (py) => {
   if (py.missing) {
-    it(`is skipped: ${py.missing}`, () => recordCoverage('dump-live', py.label, false, py.missing!));
+    cannotRun('dump-live', py.label, py.missing!);
     return;
   }
   it('never shows a moved copy as trusted: every default dump is trusted and possible', async () => {

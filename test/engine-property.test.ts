@@ -13,13 +13,13 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { CaptureWriter, fileSink, openCapture } from '../src/capture/index.js';
 import type { CaptureHeader, CodeRecord, SampleRecord } from '../src/capture/types.js';
 import { layoutFromSource } from '../src/layout/index.js';
-import { reportCapture } from '../src/report.js';
-import { BlockEngine, CopyStats } from '../src/block-engine.js';
+import { reportCapture } from '../src/pipeline/report-file.js';
+import { BlockEngine, CopyStats } from '../src/kernel/block-engine.js';
 import { Profile } from '../src/profile/index.js';
 import { blockCodes, unpack } from '../src/capture/reader.js';
 import { CodeTable } from '../src/symbols/code-table.js';
 import { ReferenceWalker, walkParams } from '../src/walk/index.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { recordCoverage, cannotRun } from './helpers/coverage.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import { BIN } from '../harness/real-programs.js';
 
@@ -132,7 +132,7 @@ const chosen = [...new Map(available.map((p) => [p.label.replace(/^.*-(3\.\d+).*
 
 describe.each(chosen.length ? chosen : [{ label: 'none', command: '', missing: 'no native interpreter available' }])('engine shortcuts under edited memory, $label', (py) => {
   if (py.missing) {
-    it(`is skipped: ${py.missing}`, () => recordCoverage('engine-property', py.label, false, py.missing!));
+    cannotRun('engine-property', py.label, py.missing!);
     return;
   }
   it('gives the reference profile whatever is edited', async () => {

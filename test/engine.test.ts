@@ -1,4 +1,4 @@
-// The block engine (assembly/engine.ts + src/block-engine.ts) against the reference path
+// The block engine (assembly/engine.ts + src/kernel/block-engine.ts) against the reference path
 // (decode each block, walk each sample with the kernel walker, add it to the profile), on real
 // captures of every native interpreter the suite covers: the profile JSON, the recording's
 // statistics and the warnings must be identical — in this thread and with any number of
@@ -14,10 +14,10 @@ import { SAMPLING_MODES } from '../src/capture/types.js';
 import { BLOCK_FLAG, BLOCK_TYPE, ByteReader, ByteWriter, RECORD_TYPE, encodeBlock, encodeHeader, encodeTrailer } from '../src/capture/format.js';
 import { openCapture } from '../src/capture/index.js';
 import { blockCodes, unpack } from '../src/capture/reader.js';
-import { instantiateKernel, loadKernel, readKernelBytes } from '../src/kernel-source.js';
-import { reportCapture, reportCaptureBytes, type CaptureReport, type ReportOptions } from '../src/report.js';
-import { WorkerPool } from '../src/workers/pool.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { instantiateKernel, loadKernel, readKernelBytes } from '../src/kernel/load.js';
+import { reportCapture, reportCaptureBytes, type CaptureReport, type ReportOptions } from '../src/pipeline/report-file.js';
+import { WorkerPool } from '../src/pipeline/workers/pool.js';
+import { recordCoverage, cannotRun } from './helpers/coverage.js';
 import { reblocked } from './helpers/reblock.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import { BIN } from '../harness/real-programs.js';
@@ -112,7 +112,7 @@ function jsonOf(r: CaptureReport): string {
 
 describe.each(nativeInterpreters())('block engine == reference path on real captures, $label', (py) => {
   if (py.missing) {
-    it(`is skipped: ${py.missing}`, () => recordCoverage('engine', py.label, false, py.missing!));
+    cannotRun('engine', py.label, py.missing!);
     return;
   }
   it.each(PROGRAMS)('$name', async ({ name, args }) => {
@@ -169,7 +169,7 @@ describe.each(nativeInterpreters())('block engine == reference path on real capt
 describe('pyunwind bench on a real capture', () => {
   const py = [...nativeInterpreters()].reverse().find((p) => !p.missing);
   if (!py) {
-    it('is skipped: no native interpreter available', () => recordCoverage('bench', 'native', false, 'no native interpreter'));
+    cannotRun('bench', 'native', 'no native interpreter');
     return;
   }
   it(`prints the walk and end-to-end tables (${py.label})`, () => {

@@ -34,7 +34,7 @@ import { diffProfiles } from '../src/export/diff-model.js';
 import type { FlameGraphData, FlameView } from '../src/export/html/flamegraph-script.js';
 import type { ExportMeta } from '../src/export/meta.js';
 import { Profile, type SampleThread, type SourceFrame } from '../src/profile/index.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { recordCoverage, skipTest, cannotRun } from './helpers/coverage.js';
 
 const run = promisify(execFile);
 const BIN = path.resolve('bin/pyunwind.js');
@@ -253,7 +253,7 @@ const missing = !py ? 'debian-3.15 is not among the native interpreters' : py.mi
 
 describe('report --diff (hotcold 7:3 and 3:7 on debian-3.15)', () => {
   if (missing) {
-    it(`is skipped: ${missing}`, () => recordCoverage('formats', 'diff', false, `native CPython 3.15: ${missing}`));
+    cannotRun('formats', 'diff', `native CPython 3.15: ${missing}`);
     return;
   }
   let a: Recorded; // 7:3, the base
@@ -335,11 +335,10 @@ describe('report --diff (hotcold 7:3 and 3:7 on debian-3.15)', () => {
     recordCoverage('formats', 'diff', true);
   });
 
-  it('shows the changes in the HTML page in Chromium, offline', async () => {
+  it('shows the changes in the HTML page in Chromium, offline', async (ctx) => {
     const why = browserMissing();
     if (why) {
-      recordCoverage('formats', 'diff-html-browser', false, why);
-      return;
+      return skipTest(ctx, 'formats', 'diff-html-browser', why);
     }
     const html = path.join(dir, 'diff-browser.html');
     await report(b.file, '--diff', a.file, '--format', 'flamegraph', '-o', html);

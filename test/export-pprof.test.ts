@@ -12,10 +12,10 @@ import { gunzipSync } from 'node:zlib';
 import { Profile as PprofProfile } from 'pprof-format';
 import { afterAll, describe, expect, it } from 'vitest';
 import { exportPprof } from '../src/export/pprof.js';
-import { metaFromHeader, validationLines } from '../src/export/meta.js';
+import { metaFromReport, validationLines } from '../src/export/meta.js';
 import { Profile } from '../src/profile/index.js';
-import { reportCapture } from '../src/report.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { reportCapture } from '../src/pipeline/report-file.js';
+import { recordCoverage, cannotRun } from './helpers/coverage.js';
 import { formatCapture } from './helpers/format-capture.js';
 
 const BIN = path.resolve('bin/pyunwind.js');
@@ -41,7 +41,7 @@ const cap = await formatCapture();
 
 if (typeof cap === 'string') {
   describe('pprof export of a real capture', () => {
-    it(`is skipped: ${cap}`, () => recordCoverage('formats', 'pprof', false, cap));
+    cannotRun('formats', 'pprof', cap);
   });
 } else {
   describe(`pprof export of threadpool.py recorded from ${cap.label}`, () => {
@@ -51,7 +51,7 @@ if (typeof cap === 'string') {
       const doc = JSON.parse(fs.readFileSync(jsonFile, 'utf8')) as JsonDoc;
 
       const report = await reportCapture(cap.file);
-      const meta = metaFromHeader(report.header);
+      const meta = metaFromReport(report);
       expect(meta.rateHz).toBe(doc.metadata.rateHz);
       const bytes = exportPprof(report.profile, meta);
       // deterministic, and canonical: the same bytes from the json report read back as a profile
@@ -132,7 +132,7 @@ if (typeof cap === 'string') {
 
       // the validation numbers and the metadata
       const comments = p.comment.map(s);
-      for (const line of validationLines(report.profile)) expect(comments).toContain(line);
+      for (const line of validationLines(report.profile, meta)) expect(comments).toContain(line);
       const all = comments.join('\n');
       const { attempted, trusted, rejected, ticks, missed, scheduled } = doc.summary;
       expect(all).toContain(`samples attempted ${attempted}: trusted ${trusted}`);

@@ -14,8 +14,8 @@ import { nativeInterpreters } from '../harness/interpreters.js';
 import { metaFromHeader } from '../src/export/meta.js';
 import { exportPstats } from '../src/export/pstats.js';
 import { Profile } from '../src/profile/index.js';
-import { reportCapture } from '../src/report.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { reportCapture } from '../src/pipeline/report-file.js';
+import { recordCoverage, cannotRun } from './helpers/coverage.js';
 import { formatCapture } from './helpers/format-capture.js';
 
 const BIN = path.resolve('bin/pyunwind.js');
@@ -58,7 +58,7 @@ const why = typeof cap === 'string' ? cap : !py || py.missing ? `native CPython 
 
 if (why !== null || typeof cap === 'string') {
   describe('pstats export of a real capture', () => {
-    it(`is skipped: ${why}`, () => recordCoverage('formats', 'pstats', false, why!));
+    cannotRun('formats', 'pstats', why!);
   });
 } else {
   describe(`pstats export of threadpool.py recorded from ${cap.label}`, () => {

@@ -29,7 +29,7 @@ import { promisify } from 'node:util';
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { browserMissing, launchOffline, testOutputDir } from '../harness/browser.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { recordCoverage, skipTest } from './helpers/coverage.js';
 import { formatCapture } from './helpers/format-capture.js';
 
 const run = promisify(execFile);
@@ -95,16 +95,14 @@ function frameTotals(t: JsonThread): Map<string, number> {
 }
 
 describe('speedscope app (its npm package, offline) loads the speedscope export', () => {
-  it('shows the profile name, the heaviest thread and the same functions as the json report', async () => {
+  it('shows the profile name, the heaviest thread and the same functions as the json report', async (ctx) => {
     const capture = await formatCapture();
     if (typeof capture === 'string') {
-      recordCoverage('formats', 'speedscope-app', false, capture);
-      return;
+      return skipTest(ctx, 'formats', 'speedscope-app', capture);
     }
     const noBrowser = browserMissing();
     if (noBrowser) {
-      recordCoverage('formats', 'speedscope-app', false, noBrowser);
-      return;
+      return skipTest(ctx, 'formats', 'speedscope-app', noBrowser);
     }
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pyunwind-speedscope-app-'));
     const file = path.join(dir, 'threadpool.speedscope.json');

@@ -12,15 +12,15 @@
 // innermost frame's instruction pointer set to its caller's (a pointer into another code object).
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { MemoryCopier } from '../src/record/copier.js';
-import { openLinuxProcess } from '../src/record/linux-process.js';
-import { copierFor } from '../src/record/modes.js';
-import { takeSnapshot } from '../src/record/snapshot.js';
-import type { MemorySource, PreparedRead } from '../src/record/source.js';
-import { openStopper } from '../src/record/stopper.js';
-import { unwindSnapshot, type ThreadStack } from '../src/unwind.js';
+import { MemoryCopier } from '../src/record/copy/copier.js';
+import { openLinuxProcess } from '../src/record/linux/process.js';
+import { copierFor } from '../src/record/copy/modes.js';
+import { takeSnapshot, snapshotSamples } from '../src/record/copy/snapshot.js';
+import type { MemorySource, PreparedRead } from '../src/record/copy/source.js';
+import { openStopper } from '../src/record/linux/stopper.js';
+import { unwindSnapshot, type ThreadStack } from '../src/pipeline/snapshot-stacks.js';
 import { TRUSTED } from '../src/walk/status.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { recordCoverage, cannotRun } from './helpers/coverage.js';
 import { checkedWalker } from './helpers/walkers.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import { spawnInteractive, type Interactive } from '../harness/spawn.js';
@@ -96,7 +96,7 @@ function oneTear(inner: MemorySource, address: bigint, bytes: Uint8Array): Memor
 
 describe.each(nativeInterpreters())('a frame caught while it was set up, $label', (py) => {
   if (py.missing) {
-    it(`is skipped: ${py.missing}`, () => recordCoverage('frame-setup', py.label, false, py.missing!));
+    cannotRun('frame-setup', py.label, py.missing!);
     return;
   }
 
@@ -110,7 +110,7 @@ describe.each(nativeInterpreters())('a frame caught while it was set up, $label'
     const names = (t: ThreadStack): string[] => t.frames.map((f) => `${f.qualname}:${f.line}`);
 
     // the stack as it is (the program waits): moment's frame innermost, deep's below it
-    const honest = unwindSnapshot(takeSnapshot(inner), walker)[0]!;
+    const honest = unwindSnapshot(snapshotSamples(takeSnapshot(inner)), walker)[0]!;
     expect(TRUSTED.has(honest.status), honest.status).toBe(true);
     expect(honest.frames.slice(0, 2).map((f) => f.qualname)).toEqual(['moment', 'deep']);
     const [innermost, caller] = honest.walk.frames;
@@ -126,7 +126,7 @@ describe.each(nativeInterpreters())('a frame caught while it was set up, $label'
     source.armed = 1;
     const once = takeSnapshot(source, { copier: general });
     expect(source.applied, 'the first reading got the caller instruction pointer').toBe(1);
-    const torn = unwindSnapshot(once, walker)[0]!;
+    const torn = unwindSnapshot(snapshotSamples(once), walker)[0]!;
     expect(once.threads[0]!.unproven).toBe(true);
     expect(torn.status).toBe('torn');
     expect(torn.walk.status, 'the torn bytes, walked anyway').toBe('corrupt');
@@ -147,7 +147,7 @@ describe.each(nativeInterpreters())('a frame caught while it was set up, $label'
       source.armed = 0;
       if (anchored) expect(source.applied).toBe(2);
       else expect(again.threads[0]!.stopped, 'copied stopped first').toBe(true);
-      const kept = unwindSnapshot(again, walker)[0]!;
+      const kept = unwindSnapshot(snapshotSamples(again), walker)[0]!;
       expect(kept.status).toBe(honest.status);
       expect(names(kept)).toEqual(names(honest));
     } finally {
@@ -172,7 +172,7 @@ describe.each(nativeInterpreters())('a frame caught while it was set up, $label'
         source.armed = 0;
         if (steady.steadyCopies === before || source.applied === applied) continue;
         shown = true;
-        const kept = unwindSnapshot(s, walker)[0]!;
+        const kept = unwindSnapshot(snapshotSamples(s), walker)[0]!;
         expect(kept.status).toBe(honest.status);
         expect(names(kept)).toEqual(names(honest));
       }

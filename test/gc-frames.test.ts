@@ -10,9 +10,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readCaptureBytes } from '../src/capture/reader.js';
-import { reportCapture } from '../src/report.js';
+import { reportCapture } from '../src/pipeline/report-file.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { recordCoverage, cannotRun } from './helpers/coverage.js';
 
 const BIN = path.resolve('bin/pyunwind.js');
 const WORKLOAD = path.resolve('workloads/gcchurn.py');
@@ -33,7 +33,7 @@ const profileJson = (r: Awaited<ReturnType<typeof reportCapture>>): string => JS
 
 describe.each(nativeInterpreters())('<GC> frames, $label', (py) => {
   if (py.missing) {
-    it(`is skipped: ${py.missing}`, () => recordCoverage('gc-frames', py.label, false, py.missing!));
+    cannotRun('gc-frames', py.label, py.missing!);
     return;
   }
   it('the collector at the share the program measures; --no-gc removes it', async () => {

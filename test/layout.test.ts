@@ -26,7 +26,7 @@ import {
   parseVersionHex,
   type Layout,
 } from '../src/layout/index.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { recordCoverage, skipTest } from './helpers/coverage.js';
 import { liveLayout, nativeInterpreters } from '../harness/interpreters.js';
 
 const FIXTURES = path.resolve('test/fixtures/debug-offsets');
@@ -507,11 +507,8 @@ function numericLeaves(l: Layout): Map<string, number> {
 
 describe('offsets.c against the interpreters\' headers', () => {
   for (const interp of nativeInterpreters()) {
-    it(`${interp.label}: the layout equals offsetof/sizeof`, async () => {
-      const skip = (reason: string) => {
-        recordCoverage('layout offsetof', interp.label, false, reason);
-        console.log(`skipped ${interp.label}: ${reason}`);
-      };
+    it(`${interp.label}: the layout equals offsetof/sizeof`, async (ctx) => {
+      const skip = (reason: string) => skipTest(ctx, 'layout offsetof', interp.label, reason);
       if (interp.missing) return skip(interp.missing);
       const [hexLine, include] = execFileSync(
         interp.command,

@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { ElfError, parseElf } from '../src/record/elf.js';
+import { ElfError, parseElf } from '../src/record/linux/elf.js';
 import {
   chooseLayout,
   locateRuntime,
@@ -17,11 +17,11 @@ import {
   TargetError,
   targetErrorFromErrno,
   type RuntimeLocation,
-} from '../src/record/linux-process.js';
-import { parseProcMaps, ProcMapsError, readProcMaps } from '../src/record/proc-maps.js';
-import { ReadError } from '../src/record/source.js';
+} from '../src/record/linux/process.js';
+import { parseProcMaps, ProcMapsError, readProcMaps } from '../src/record/linux/proc-maps.js';
+import { ReadError } from '../src/record/copy/source.js';
 import { nobody, runAs } from './helpers/as-nobody.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { recordCoverage, skipTest, cannotRun } from './helpers/coverage.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 
 const SUITE = 'linux-process';
@@ -131,7 +131,7 @@ describe('native interpreters', () => {
   for (const py of nativeInterpreters()) {
     describe(py.label, () => {
       if (py.missing) {
-        it(`is skipped: ${py.missing}`, () => recordCoverage(SUITE, py.label, false, py.missing!));
+        cannotRun(SUITE, py.label, py.missing!);
         return;
       }
       let target: Target;
@@ -210,7 +210,7 @@ describe('patchelf-patched interpreter (an extra PT_LOAD below the first)', () =
       ? 'no Debian 3.13+ interpreter is provisioned'
       : null;
   if (why) {
-    it(`is skipped: ${why}`, () => recordCoverage(SUITE, 'patchelf', false, why));
+    cannotRun(SUITE, 'patchelf', why);
     return;
   }
   it('finds _PyRuntime at the same address as in the unpatched binary', async () => {
@@ -244,10 +244,10 @@ describe('an interpreter binary deleted after it started', () => {
   const base = nativeInterpreters().find((p) => /^debian-3\.1[3-9]/.test(p.label) && !p.missing);
   if (!base) {
     const why = 'no Debian 3.13+ interpreter is provisioned';
-    it(`is skipped: ${why}`, () => recordCoverage(SUITE, 'deleted-binary', false, why));
+    cannotRun(SUITE, 'deleted-binary', why);
     return;
   }
-  it('is read through /proc/PID/map_files, never from a different file at its path', async () => {
+  it('is read through /proc/PID/map_files, never from a different file at its path', async (ctx) => {
     const original = await spawnPython(base.command);
     const origLoc = locateRuntime(original.pid);
     const ldso = fs.readlinkSync(`/proc/${original.pid}/exe`);
@@ -271,8 +271,7 @@ describe('an interpreter binary deleted after it started', () => {
     }
     if (!mapFilesReadable) {
       expect(() => locateRuntime(target.pid)).toThrow(/cannot open the mapped file \(deleted\)/);
-      recordCoverage(SUITE, 'deleted-binary', false, '/proc/PID/map_files is not readable (needs CAP_SYS_ADMIN)');
-      return;
+      return skipTest(ctx, SUITE, 'deleted-binary', '/proc/PID/map_files is not readable (needs CAP_SYS_ADMIN)');
     }
     const loc = locateRuntime(target.pid);
     expect(loc.file).toBe(copy);
@@ -338,7 +337,7 @@ describe('target errors', () => {
     );
   });
 
-  it('memory of another user’s process: permission denied', async () => {
+  it('memory of another user’s process: permission denied', async (ctx) => {
     const victim = await spawnOther('sleep', ['60']);
     const expected = `cannot read memory of pid ${victim.pid}: permission denied (run as the same user as the target, or with CAP_SYS_PTRACE)`;
     const user = nobody();
@@ -346,8 +345,7 @@ describe('target errors', () => {
       // Not root: a process of another user (pid 1 is root's) must be refused to us directly.
       const owner = fs.statSync('/proc/1').uid;
       if (owner === process.getuid?.()) {
-        recordCoverage(SUITE, 'permission-denied', false, 'not root, and pid 1 belongs to this user');
-        return;
+        return skipTest(ctx, SUITE, 'permission-denied', 'not root, and pid 1 belongs to this user', false);
       }
       const denied = 'cannot read memory of pid 1: permission denied (run as the same user as the target, or with CAP_SYS_PTRACE)';
       expect(() => locateRuntime(1)).toThrow(denied);
@@ -357,7 +355,7 @@ describe('target errors', () => {
     }
     // A reader without CAP_SYS_PTRACE and another uid than the target's (root here).
     // (the module loaded as root, then run as nobody: nobody may not be able to enter the checkout)
-    const module = path.resolve('src/record/linux-process.ts');
+    const module = path.resolve('src/record/linux/process.ts');
     const r = runAs(
       user,
       `const m = await import(${JSON.stringify(module)});`,

@@ -17,7 +17,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readCaptureBytes } from '../src/capture/reader.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { recordCoverage, cannotRun } from './helpers/coverage.js';
 
 const BIN = path.resolve('bin/pyunwind.js');
 const WORKLOAD = path.resolve('workloads/modes.py');
@@ -88,7 +88,7 @@ function recordEnough(what: string, python: string, file: string, extra: string[
 
 describe.each(nativeInterpreters())('sampling modes, $label', (py) => {
   if (py.missing) {
-    it(`is skipped: ${py.missing}`, () => recordCoverage('modes', py.label, false, py.missing!));
+    cannotRun('modes', py.label, py.missing!);
     return;
   }
   it('one wall capture, reported in every mode its Python tells: each thread as the program measured itself', () => {
@@ -155,7 +155,7 @@ describe.each(nativeInterpreters())('sampling modes, $label', (py) => {
 describe('record --mode', () => {
   const py = [...nativeInterpreters()].reverse().find((p) => !p.missing);
   if (!py) {
-    it('is skipped: no native interpreter available', () => recordCoverage('modes', 'record --mode', false, 'no native interpreter'));
+    cannotRun('modes', 'record --mode', 'no native interpreter');
     return;
   }
   it(`cpu keeps only the samples of threads on a CPU (${py.label}); the capture refuses other modes`, () => {

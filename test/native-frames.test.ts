@@ -12,9 +12,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { reportCapture } from '../src/report.js';
+import { reportCapture } from '../src/pipeline/report-file.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { recordCoverage, cannotRun } from './helpers/coverage.js';
 
 const BIN = path.resolve('bin/pyunwind.js');
 const WORKLOAD = path.resolve('workloads/nativecalls.py');
@@ -46,7 +46,7 @@ const profileJson = (r: Awaited<ReturnType<typeof reportCapture>>): string => JS
 
 describe.each(nativeInterpreters())('<native> frames, $label', (py) => {
   if (py.missing) {
-    it(`is skipped: ${py.missing}`, () => recordCoverage('native-frames', py.label, false, py.missing!));
+    cannotRun('native-frames', py.label, py.missing!);
     return;
   }
   it('between a function and the callback C called; nowhere else; the program’s own stacks', async () => {

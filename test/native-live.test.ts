@@ -4,10 +4,10 @@
 // filename, line) what the program reported about itself with traceback.extract_stack().
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openLinuxProcess } from '../src/record/linux-process.js';
-import { takeSnapshot } from '../src/record/snapshot.js';
-import { unwindSnapshot } from '../src/unwind.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { openLinuxProcess } from '../src/record/linux/process.js';
+import { takeSnapshot, snapshotSamples } from '../src/record/copy/snapshot.js';
+import { unwindSnapshot } from '../src/pipeline/snapshot-stacks.js';
+import { recordCoverage, cannotRun } from './helpers/coverage.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import { spawnUntilReady, type ReportedStack, type Spawned } from '../harness/spawn.js';
 import { checkedWalker } from './helpers/walkers.js';
@@ -29,9 +29,7 @@ afterAll(() => spawned.forEach((s) => s.kill()));
 
 describe.each(nativeInterpreters())('live $label', (py) => {
   if (py.missing) {
-    it(`is skipped: ${py.missing}`, () => {
-      recordCoverage('native-live', py.label, false, py.missing!);
-    });
+    cannotRun('native-live', py.label, py.missing);
     return;
   }
 
@@ -44,7 +42,7 @@ describe.each(nativeInterpreters())('live $label', (py) => {
     const source = openLinuxProcess(target.pid);
     const snapshot = takeSnapshot(source);
     source.close();
-    const stacks = unwindSnapshot(snapshot, await checkedWalker());
+    const stacks = unwindSnapshot(snapshotSamples(snapshot), await checkedWalker());
     const trustedStatus = snapshot.layout.bottom === 'base-frame' ? 'complete' : 'complete-unverifiable';
 
     for (const r of reported) {
@@ -74,7 +72,7 @@ describe.each(nativeInterpreters())('live $label', (py) => {
     const source = openLinuxProcess(target.pid);
     const snapshot = takeSnapshot(source);
     source.close();
-    const stacks = unwindSnapshot(snapshot, await checkedWalker());
+    const stacks = unwindSnapshot(snapshotSamples(snapshot), await checkedWalker());
     const main = reported.find((r) => r.name === 'MainThread')!;
     const t = stacks.find((s) => s.nativeThreadId === BigInt(main.thread))!;
     expect(t.status).toBe(snapshot.layout.bottom === 'base-frame' ? 'complete' : 'complete-unverifiable');
@@ -91,7 +89,7 @@ describe.each(nativeInterpreters())('live $label', (py) => {
     const target = await spawnUntilReady(py.command, ['-c', IDLE_THREAD]);
     spawned.push(target);
     const source = openLinuxProcess(target.pid);
-    const stacks = unwindSnapshot(takeSnapshot(source), await checkedWalker());
+    const stacks = unwindSnapshot(snapshotSamples(takeSnapshot(source)), await checkedWalker());
     source.close();
     expect(stacks).toHaveLength(2);
     const statuses = stacks.map((s) => s.status).sort();

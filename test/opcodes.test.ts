@@ -16,11 +16,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { memorySink, readCaptureBytes } from '../src/capture/index.js';
-import { recordPyodide, type PyodideVersion } from '../src/record/pyodide-recorder.js';
-import { reportCapture, reportCaptureBytes, type CaptureReport } from '../src/report.js';
+import { recordPyodide, type PyodideVersion } from '../src/record/pyodide/recorder.js';
+import { reportCapture, reportCaptureBytes, type CaptureReport } from '../src/pipeline/report-file.js';
 import { OPCODE_TABLES, opcodeTable, OpcodeTable } from '../src/symbols/opcodes.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { recordCoverage, skipTest, cannotRun } from './helpers/coverage.js';
 import { loadPyodideVersion } from './helpers/pyodide.js';
 
 const BIN = path.resolve('bin/pyunwind.js');
@@ -113,7 +113,7 @@ const profileJson = (r: CaptureReport): string => JSON.stringify(r.profile.toJSO
 
 describe.each(nativeInterpreters())('opcodes, $label', (py) => {
   if (py.missing) {
-    it(`is skipped: ${py.missing}`, () => recordCoverage('opcodes', py.label, false, py.missing!));
+    cannotRun('opcodes', py.label, py.missing!);
     return;
   }
 
@@ -156,11 +156,10 @@ describe.each(nativeInterpreters())('opcodes, $label', (py) => {
 });
 
 describe.each(['3.15', '3.14'] as PyodideVersion[])('opcodes, Pyodide %s', (version) => {
-  it('the opcode table is the interpreter’s own', async () => {
+  it('the opcode table is the interpreter’s own', async (ctx) => {
     const loaded = await loadPyodideVersion(version);
     if ('missing' in loaded) {
-      recordCoverage('opcodes', `pyodide ${version} table`, false, loaded.missing);
-      return;
+      return skipTest(ctx, 'opcodes', `pyodide ${version} table`, loaded.missing);
     }
     const out = loaded.py.runPython(`
 import io, contextlib
@@ -176,11 +175,10 @@ _buf.getvalue()
     recordCoverage('opcodes', `pyodide ${version} table`, true);
   }, 120_000);
 
-  it('report --opcodes on a Pyodide recording: hot()’s instructions as dis shows them', async () => {
+  it('report --opcodes on a Pyodide recording: hot()’s instructions as dis shows them', async (ctx) => {
     const loaded = await loadPyodideVersion(version);
     if ('missing' in loaded) {
-      recordCoverage('opcodes', `pyodide ${version}`, false, loaded.missing);
-      return;
+      return skipTest(ctx, 'opcodes', `pyodide ${version}`, loaded.missing);
     }
     const sink = memorySink();
     const stats = await recordPyodide({ python: fs.readFileSync(WORKLOAD, 'utf8'), filename: WORKLOAD, args: [String(SECONDS)], rateHz: 1000, output: sink, version });

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { recordCoverage } from './helpers/coverage.js';
+import { recordCoverage, skipTest } from './helpers/coverage.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pyunwind-package-'));
@@ -39,11 +39,10 @@ export async function use(): Promise<[CaptureReport, unknown, Profile, Status, P
 `;
 
 describe('the packed package, installed by name into an empty project', () => {
-  it('records a real Python and processes the capture through its entries, with types', () => {
+  it('records a real Python and processes the capture through its entries, with types', (ctx) => {
     const py = nativeInterpreters().find((p) => !p.missing && /3\.1[3-9]/.test(p.label));
     if (!py) {
-      recordCoverage('package', 'installed', false, 'no native CPython 3.13+ to record');
-      return;
+      return skipTest(ctx, 'package', 'installed', 'no native CPython 3.13+ to record');
     }
     // dist/ was built by the test command (pretest): pack what is there
     const tarball = execFileSync('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', dir], { encoding: 'utf8' }).trim().split('\n').pop()!;
@@ -82,7 +81,7 @@ describe('the packed package, installed by name into an empty project', () => {
     expect(tsc.status, tsc.stdout + tsc.stderr).toBe(0);
 
     // internal files are not part of the API
-    const deep = spawnSync(process.execPath, ['--input-type=module', '-e', "await import('pyunwind/dist/report.js')"], { cwd: project, encoding: 'utf8' });
+    const deep = spawnSync(process.execPath, ['--input-type=module', '-e', "await import('pyunwind/dist/pipeline/report-file.js')"], { cwd: project, encoding: 'utf8' });
     expect(deep.status).not.toBe(0);
     expect(deep.stderr).toMatch(/ERR_PACKAGE_PATH_NOT_EXPORTED/);
     recordCoverage('package', 'installed', true);

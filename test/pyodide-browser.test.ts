@@ -3,7 +3,7 @@
 // (harness/browser.ts: anything but the server is aborted): the page's prefilled program,
 // workloads/hotcold.py (≈70 % of its time in hot(), ≈30 % in cold()), runs for 3 s in Pyodide
 // 3.15 in a Web Worker, sampled at 1 kHz through the interrupt buffer and a signal handler
-// (profilePyodide, src/record/pyodide-browser.ts). The page must: draw the profile while the
+// (profilePyodide, src/record/pyodide/browser.ts). The page must: draw the profile while the
 // program runs (at least one partial profile before the final one); end with >= 200 trusted
 // samples, every one trusted, only the program's own stacks, hot() first among functions by
 // self time; and give a capture to download that `pyunwind report --format json` reads to the
@@ -19,7 +19,7 @@ import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { browserMissing, launchOffline, testOutputDir } from '../harness/browser.js';
 import { PROFILE_PAGE, defaultWebDir, startViewServer, type ViewServer } from '../src/cli/view.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { recordCoverage, cannotRun } from './helpers/coverage.js';
 
 const run = promisify(execFile);
 const BIN = path.resolve('bin/pyunwind.js');
@@ -56,7 +56,7 @@ function bySelf(rows: [string, number][]): [string, number][] {
 describe('the in-browser profiler (Pyodide 3.15 in a Web Worker), in Chromium, offline', () => {
   const missing = browserMissing();
   if (missing) {
-    it(`is skipped: ${missing}`, () => recordCoverage('pyodide-browser', 'chromium', false, missing));
+    cannotRun('pyodide-browser', 'chromium', missing);
     return;
   }
 

@@ -6,10 +6,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { pyodideSource } from '../src/record/pyodide.js';
-import { takeSnapshot, type Snapshot } from '../src/record/snapshot.js';
-import { unwindSnapshot } from '../src/unwind.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { pyodideSource } from '../src/record/pyodide/source.js';
+import { takeSnapshot, type Snapshot, snapshotSamples } from '../src/record/copy/snapshot.js';
+import { unwindSnapshot } from '../src/pipeline/snapshot-stacks.js';
+import { recordCoverage, skipTest } from './helpers/coverage.js';
 import { loadPyodideVersion, runWithCapture, type PyodideVersion } from './helpers/pyodide.js';
 import type { ReportedStack } from '../harness/spawn.js';
 import { checkedWalker } from './helpers/walkers.js';
@@ -17,11 +17,10 @@ import { checkedWalker } from './helpers/walkers.js';
 const SOURCE = fs.readFileSync(path.resolve('test/fixtures/known_stack.py'), 'utf8');
 
 describe.each(['3.14', '3.15'] as PyodideVersion[])('Pyodide %s', (version) => {
-  it('unwinds the stack exactly as the program reports it', async () => {
+  it('unwinds the stack exactly as the program reports it', async (ctx) => {
     const loaded = await loadPyodideVersion(version);
     if ('missing' in loaded) {
-      recordCoverage('pyodide-live', `pyodide ${version}`, false, loaded.missing);
-      return;
+      return skipTest(ctx, 'pyodide-live', `pyodide ${version}`, loaded.missing);
     }
     const { py } = loaded;
     const run = runWithCapture(
@@ -37,7 +36,7 @@ describe.each(['3.14', '3.15'] as PyodideVersion[])('Pyodide %s', (version) => {
     const { report, snapshot } = run.captures[0]!.value;
     expect(snapshot.layout.pointerSize).toBe(4);
 
-    const stacks = unwindSnapshot(snapshot, await checkedWalker());
+    const stacks = unwindSnapshot(snapshotSamples(snapshot), await checkedWalker());
     const withFrames = stacks.filter((s) => s.frames.length > 0);
     expect(withFrames).toHaveLength(1);
     const t = withFrames[0]!;

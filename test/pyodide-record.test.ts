@@ -12,12 +12,12 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { memorySink, readCaptureBytes } from '../src/capture/index.js';
 import { layoutFromSource } from '../src/layout/index.js';
-import { SampleProcessor } from '../src/sample-processor.js';
-import { reportCapture, type ReportOptions } from '../src/report.js';
-import { PYODIDE_PACKAGES, PyodideProgramError, recordPyodide, type PyodideVersion } from '../src/record/pyodide-recorder.js';
-import { KernelWalker } from '../src/walk/kernel-walker.js';
+import { SampleProcessor } from '../src/pipeline/sample-processor.js';
+import { reportCapture, type ReportOptions } from '../src/pipeline/report-file.js';
+import { PYODIDE_PACKAGES, PyodideProgramError, recordPyodide, type PyodideVersion } from '../src/record/pyodide/recorder.js';
+import { KernelWalker } from '../src/kernel/walker.js';
 import { TRUSTED, type Status } from '../src/walk/status.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { recordCoverage, cannotRun } from './helpers/coverage.js';
 
 const WORKLOAD = path.resolve('workloads/hotcold.py');
 const SOURCE = fs.readFileSync(WORKLOAD, 'utf8');
@@ -56,7 +56,7 @@ describe('the workload', () => {
 describe.each(['3.15', '3.14'] as PyodideVersion[])('Pyodide %s, sampled by signals', (version) => {
   const missing = installed(version);
   if (missing) {
-    it(`is skipped: ${missing}`, () => recordCoverage('pyodide-record', `pyodide ${version}`, false, missing));
+    cannotRun('pyodide-record', `pyodide ${version}`, missing);
     return;
   }
 
@@ -182,7 +182,7 @@ describe.each(['3.15', '3.14'] as PyodideVersion[])('Pyodide %s, sampled by sign
 describe('Pyodide 3.15: how a recording ends', () => {
   const missing = installed('3.15');
   if (missing) {
-    it(`is skipped: ${missing}`, () => recordCoverage('pyodide-record', 'pyodide 3.15 (endings)', false, missing));
+    cannotRun('pyodide-record', 'pyodide 3.15 (endings)', missing);
     return;
   }
 

@@ -5,12 +5,12 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, type TestContext } from 'vitest';
 import { DEBUG_OFFSETS_READ_SIZE, type Layout } from '../src/layout/index.js';
-import { findDebugOffsets, plausibleDebugOffsetsAt, pyodideSource, type PyodideLike, type PyodideSource } from '../src/record/pyodide.js';
-import { ReadError } from '../src/record/source.js';
+import { findDebugOffsets, plausibleDebugOffsetsAt, pyodideSource, type PyodideLike, type PyodideSource } from '../src/record/pyodide/source.js';
+import { ReadError } from '../src/record/copy/source.js';
 import { readPointer } from '../src/walk/region-memory.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { recordCoverage, skipTest } from './helpers/coverage.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import { type LoadedPyodide, loadPyodideVersion, type PyodideVersion, runWithCapture, withoutNetwork } from './helpers/pyodide.js';
 
@@ -231,13 +231,14 @@ it('the offline loader refuses the network while it loads, and restores fetch af
 
 describe.each(VERSIONS)('pyodide %s', (which) => {
   let loaded: LoadedPyodide | null = null;
+  let absent = `pyodide ${which} did not load`;
   let src: PyodideSource;
   const SUITE = 'pyodide-source';
 
   beforeAll(async () => {
     const r = await loadPyodideVersion(which);
     if ('missing' in r) {
-      recordCoverage(SUITE, `pyodide-${which}`, false, r.missing);
+      absent = r.missing;
       return;
     }
     loaded = r;
@@ -246,10 +247,7 @@ describe.each(VERSIONS)('pyodide %s', (which) => {
   });
   afterAll(() => src?.close());
 
-  const need = (ctx: { skip: (note?: string) => void }): LoadedPyodide => {
-    if (!loaded) ctx.skip(`pyodide ${which} is not available`);
-    return loaded!;
-  };
+  const need = (ctx: TestContext): LoadedPyodide => loaded ?? skipTest(ctx, SUITE, `pyodide-${which}`, absent);
 
   it('finds _PyRuntime by its cookie at _module.__PyRuntime, and by a scan at the same address', (ctx) => {
     const { py } = need(ctx);
@@ -457,10 +455,7 @@ function runNative(command: string, timeoutMs = 30_000): Promise<NativeRun> {
 describe('known_stack.py natively', () => {
   for (const interp of nativeInterpreters()) {
     it(`${interp.label}: two JSON lines (worker first), then READY`, async (ctx) => {
-      if (interp.missing) {
-        recordCoverage('known-stack-native', interp.label, false, interp.missing);
-        ctx.skip(interp.missing);
-      }
+      if (interp.missing) return skipTest(ctx, 'known-stack-native', interp.label, interp.missing);
       const { lines, stderr } = await runNative(interp.command);
       expect(stderr).toBe('');
       expect(lines).toHaveLength(3);

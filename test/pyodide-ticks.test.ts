@@ -1,11 +1,11 @@
-// The ticking side of Pyodide's signal sampling (src/record/pyodide-ticks.ts), driven by hand:
+// The ticking side of Pyodide's signal sampling (src/record/pyodide/ticks.ts), driven by hand:
 // a signal is written only once the handler has begun for the one before (CONTROL.ANSWERED),
 // and one that CPython's check erased from the buffer (it reads, then writes 0) is written
 // again after LOST_AFTER_MS; every slot is counted once. The real signal path is proven in
 // test/pyodide-record.test.ts, on Pyodide's CPython.
 import { describe, expect, it } from 'vitest';
-import { CONTROL, SIGUSR1 } from '../src/record/pyodide-protocol.js';
-import { LOST_AFTER_MS, newTickResult, signalTick } from '../src/record/pyodide-ticks.js';
+import { CONTROL, SIGUSR1 } from '../src/record/pyodide/protocol.js';
+import { LOST_AFTER_MS, newTickResult, signalTick } from '../src/record/pyodide/ticks.js';
 
 describe('signalTick', () => {
   const setup = () => ({ counts: newTickResult(), interrupt: new Int32Array(new SharedArrayBuffer(4)), control: new Int32Array(new SharedArrayBuffer(4 * CONTROL.length)) });

@@ -9,10 +9,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openLinuxProcess } from '../src/record/linux-process.js';
-import { takeSnapshot } from '../src/record/snapshot.js';
-import { unwindSnapshot } from '../src/unwind.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { openLinuxProcess } from '../src/record/linux/process.js';
+import { takeSnapshot, snapshotSamples } from '../src/record/copy/snapshot.js';
+import { unwindSnapshot } from '../src/pipeline/snapshot-stacks.js';
+import { recordCoverage, cannotRun } from './helpers/coverage.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import { checkedWalker } from './helpers/walkers.js';
 
@@ -47,7 +47,7 @@ async function waitForMain(pid: number): Promise<void> {
   while (Date.now() < until) {
     try {
       const source = openLinuxProcess(pid);
-      const stacks = unwindSnapshot(takeSnapshot(source), walker);
+      const stacks = unwindSnapshot(snapshotSamples(takeSnapshot(source)), walker);
       source.close();
       if (stacks.some((s) => s.frames.some((f) => f.qualname === 'main'))) return;
     } catch {
@@ -60,7 +60,7 @@ async function waitForMain(pid: number): Promise<void> {
 
 describe.each(nativeInterpreters())('record + report hotcold on $label', (py) => {
   if (py.missing) {
-    it(`is skipped: ${py.missing}`, () => recordCoverage('record-hotcold', py.label, false, py.missing!));
+    cannotRun('record-hotcold', py.label, py.missing!);
     return;
   }
   it('gets the split, only possible stacks, and counts that add up', async () => {

@@ -1,7 +1,7 @@
 // Recording and reporting on real memory: a capture reports exactly what walking the same
 // samples in memory gives; a recorder killed part-way, a file cut at any offset and a block
 // with a flipped byte all still report every intact block.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -10,12 +10,12 @@ import { CaptureWriter, fileSink, openCapture, readCaptureBytes } from '../src/c
 import type { CodeRecord, SampleRecord } from '../src/capture/types.js';
 import { BLOCK_HEADER_SIZE } from '../src/capture/format.js';
 import { formatVersion, layoutFromSource } from '../src/layout/index.js';
-import { SampleProcessor } from '../src/sample-processor.js';
+import { SampleProcessor } from '../src/pipeline/sample-processor.js';
 import { Profile } from '../src/profile/index.js';
-import { openLinuxProcess } from '../src/record/linux-process.js';
-import { runSampler } from '../src/record/sampler.js';
-import { reportCapture, sampleInput } from '../src/report.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { openLinuxProcess } from '../src/record/linux/process.js';
+import { runSampler } from '../src/record/sampling/sampler.js';
+import { reportCapture, sampleInput } from '../src/pipeline/report-file.js';
+import { recordCoverage, skipTest, cannotRun } from './helpers/coverage.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import { checkedWalker } from './helpers/walkers.js';
 
@@ -84,7 +84,7 @@ function blocksOf(bytes: Uint8Array): { offset: number; end: number; samples: nu
 
 describe('record → report on a live interpreter', () => {
   if (!py) {
-    it('is skipped: no native interpreter is available', () => recordCoverage('record-robust', 'native', false, 'no native interpreter'));
+    cannotRun('record-robust', 'native', 'no native interpreter');
     return;
   }
   let capture: string;
@@ -245,11 +245,26 @@ describe('record → report on a live interpreter', () => {
     recordCoverage('record-robust', 'target exits', true);
   });
 
-  it('output that cannot be written (a file size limit): one line, exit 1, the program it started ended, every block written before reads back', async () => {
+  it('a program that ends at once: the summary says too short to measure, no share of nothing', () => {
+    // on every interpreter: some exit before the recorder sees their interpreter (an error,
+    // one line), the others give a recording of no tick or a few
+    for (const p of nativeInterpreters().filter((q) => !q.missing)) {
+      const r = spawnSync(process.execPath, [BIN, 'record', '-o', path.join(dir, `pass-${p.label}.pyuw`), '--', p.command, '-c', 'pass'], { encoding: 'utf8', timeout: 60_000 });
+      const line = r.stderr.trim().split('\n').pop()!;
+      if (r.status !== 0) {
+        expect(line, p.label).toMatch(/exited \(0\) before it could be recorded/);
+        continue;
+      }
+      expect(line, p.label).toMatch(/^pyunwind: recorded \d+ samples/);
+      for (const share of line.matchAll(/([\d.]+)%/g)) expect(Number(share[1]), `${p.label}: ${line}`).toBeLessThanOrEqual(100);
+      if (!/ticks\/s/.test(line)) expect(line, p.label).toMatch(/too short to measure: \d+ ticks? in [\d.]+ ms/);
+    }
+  });
+
+  it('output that cannot be written (a file size limit): one line, exit 1, the program it started ended, every block written before reads back', async (ctx) => {
     const prlimit = ['/usr/bin/prlimit', '/bin/prlimit'].find((p) => fs.existsSync(p));
     if (!prlimit) {
-      recordCoverage('record-robust', 'output cannot be written', false, 'no prlimit to limit the file size');
-      return;
+      return skipTest(ctx, 'record-robust', 'output cannot be written', 'no prlimit to limit the file size');
     }
     const file = path.join(dir, 'limited.pyuw');
     // a file size limit makes writes past 30,000 bytes fail (EFBIG) as a full disk would

@@ -12,10 +12,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { recordCoverage } from './helpers/coverage.js';
+import { recordCoverage, skipTest } from './helpers/coverage.js';
 import { waitUntil } from './helpers/wait.js';
 import { exportJson, loadKernel, reportCaptureBytes, VERSION } from '../src/processing.js';
-import { reportCapture } from '../src/report.js';
+import { reportCapture } from '../src/pipeline/report-file.js';
 
 const CAPTURES = ['threadpool-3.12.pyuw', 'hotcold-3.15.pyuw'].map((f) => `test/fixtures/captures/${f}`);
 const SCRIPT = 'test/runtimes/print-json.mjs';
@@ -40,12 +40,16 @@ beforeAll(async () => {
 });
 
 /** The runtime's binary answers `--version`; else why not (the runtime is then skipped, loudly). */
+/**
+ * Why the runtime cannot be tested here (it is not installed: a skip), or null. One that is
+ * installed but does not run is broken, and that is a failure, not a skip.
+ */
 function missing(name: string, args = ['--version']): string | null {
   const exe = bin(name);
   if (!fs.existsSync(exe)) return `${exe} is not installed`;
   const r = spawnSync(exe, args, { encoding: 'utf8', timeout: 60_000 });
-  if (r.error) return `${exe} ${args.join(' ')}: ${r.error.message}`;
-  if (r.status !== 0) return `${exe} ${args.join(' ')} exited ${r.status}: ${r.stderr.trim().split('\n')[0] ?? ''}`;
+  if (r.error) throw new Error(`${exe} ${args.join(' ')}: ${r.error.message}`);
+  if (r.status !== 0) throw new Error(`${exe} ${args.join(' ')} exited ${r.status}: ${r.stderr.trim().split('\n')[0] ?? ''}`);
   return null;
 }
 
@@ -76,10 +80,10 @@ describe('the processing entry', () => {
     expect(result.errors).toEqual([]);
     const inputs = Object.keys(result.metafile.inputs);
     // the Node-only modules stay out of its graph
-    for (const nodeOnly of ['dist/index.js', 'dist/report.js', 'dist/capture/file.js', 'dist/capture/index.js', 'dist/workers/pool.js', 'dist/workers/block-worker.js']) {
+    for (const nodeOnly of ['dist/index.js', 'dist/pipeline/report-file.js', 'dist/capture/file.js', 'dist/capture/index.js', 'dist/pipeline/workers/pool.js', 'dist/pipeline/workers/block-worker.js']) {
       expect(inputs).not.toContain(nodeOnly);
     }
-    expect(inputs).toContain('dist/report-core.js');
+    expect(inputs).toContain('dist/pipeline/process-capture.js');
     // nothing left outside the bundle (a node: import would be)
     for (const out of Object.values(result.metafile.outputs)) expect(out.imports.filter((i) => i.external)).toEqual([]);
   });
@@ -101,9 +105,9 @@ describe('the processing entry', () => {
 });
 
 describe('the same profile in every runtime', () => {
-  it('Deno (only reading: --allow-read=.)', () => {
+  it('Deno (only reading: --allow-read=.)', (ctx) => {
     const why = missing('deno');
-    if (why) return recordCoverage('runtimes', 'deno', false, why);
+    if (why) return skipTest(ctx, 'runtimes', 'deno', why);
     for (const file of CAPTURES) {
       // the processing entry, the kernel from its default place (read with fetch)
       expect(runScript(bin('deno'), ['run', `--allow-read=.`, SCRIPT, file]).stdout, file).toBe(canonical.get(file));
@@ -115,9 +119,9 @@ describe('the same profile in every runtime', () => {
     recordCoverage('runtimes', 'deno', true);
   });
 
-  it('Bun', () => {
+  it('Bun', (ctx) => {
     const why = missing('bun');
-    if (why) return recordCoverage('runtimes', 'bun', false, why);
+    if (why) return skipTest(ctx, 'runtimes', 'bun', why);
     for (const file of CAPTURES) {
       expect(runScript(bin('bun'), [SCRIPT, file]).stdout, file).toBe(canonical.get(file));
       // `pyunwind` under the bun condition is Node's entry (Bun has Node's APIs): a file, worker threads
@@ -128,9 +132,9 @@ describe('the same profile in every runtime', () => {
     recordCoverage('runtimes', 'bun', true);
   });
 
-  it('workerd (the kernel a precompiled wasm module, the captures data bindings)', async () => {
+  it('workerd (the kernel a precompiled wasm module, the captures data bindings)', async (ctx) => {
     const why = missing('workerd');
-    if (why) return recordCoverage('runtimes', 'workerd', false, why);
+    if (why) return skipTest(ctx, 'runtimes', 'workerd', why);
     const dir = path.join(tmp, 'workerd');
     fs.mkdirSync(dir);
     // bundled as wrangler does: `pyunwind` under the workerd, worker and browser conditions

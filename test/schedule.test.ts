@@ -1,7 +1,7 @@
-// The sampler's schedule (src/record/schedule.ts): dithered ticks on an absolute schedule,
+// The sampler's schedule (src/record/sampling/schedule.ts): dithered ticks on an absolute schedule,
 // late ticks made up for within the catch-up window, slots further behind counted as missed.
 import { describe, expect, it } from 'vitest';
-import { TickSchedule } from '../src/record/schedule.js';
+import { TickSchedule } from '../src/record/sampling/schedule.js';
 import { rng } from './helpers/rng.js';
 
 describe('TickSchedule', () => {

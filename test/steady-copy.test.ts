@@ -1,4 +1,4 @@
-// The steady copy (src/record/steady-copy.ts) against the general copier, on real programs.
+// The steady copy (src/record/copy/steady-copy.ts) against the general copier, on real programs.
 //
 // A real program (threads, asyncio tasks: frames inside and outside the data-stack chunks) is
 // frozen with SIGSTOP at several moments; at each, one copier with steady copies and one
@@ -9,12 +9,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { MemoryCopier } from '../src/record/copier.js';
-import type { ThreadSnapshot } from '../src/record/thread-snapshot.js';
-import { openLinuxProcess } from '../src/record/linux-process.js';
-import { SteadyCopy } from '../src/record/steady-copy.js';
-import { AnchorTrust } from '../src/record/consistency.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { MemoryCopier } from '../src/record/copy/copier.js';
+import type { ThreadSnapshot } from '../src/record/copy/thread-snapshot.js';
+import { openLinuxProcess } from '../src/record/linux/process.js';
+import { SteadyCopy } from '../src/record/copy/steady-copy.js';
+import { AnchorTrust } from '../src/record/copy/consistency.js';
+import { recordCoverage, skipTest, cannotRun } from './helpers/coverage.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import { untilReadable, waitUntil } from './helpers/wait.js';
 
@@ -60,7 +60,7 @@ const PROGRAMS = [
 
 describe.each(nativeInterpreters())('steady copies equal the general copier, $label', (py) => {
   if (py.missing) {
-    it(`is skipped: ${py.missing}`, () => recordCoverage('steady-copy', py.label, false, py.missing!));
+    cannotRun('steady-copy', py.label, py.missing!);
     return;
   }
   it.each(PROGRAMS)('$name: the same copy at each of 6 moments', async (program) => {
@@ -123,7 +123,7 @@ describe.each(nativeInterpreters())('steady copies equal the general copier, $la
 // one read before them, the copy is left to the general copier.
 describe.each(nativeInterpreters())('the steady copy\'s later readings, $label', (py) => {
   if (py.missing) {
-    it(`is skipped: ${py.missing}`, () => recordCoverage('steady-copy-readings', py.label, false, py.missing!));
+    cannotRun('steady-copy-readings', py.label, py.missing!);
     return;
   }
   it('takes the first reading the next one agrees with, and says unproven when none does', async (ctx) => {
@@ -138,9 +138,7 @@ describe.each(nativeInterpreters())('the steady copy\'s later readings, $label',
       child.kill('SIGKILL');
       // no steady copies on this version (the test above checks that none is made): said, not silent
       const why = L.interp.codeObjectGeneration === null ? 'no steady copy before 3.14: no count of code-object deaths' : 'no steady copy: frames behind a cframe';
-      recordCoverage('steady-copy-readings', py.label, false, why);
-      ctx.skip();
-      return;
+      return skipTest(ctx, 'steady-copy-readings', py.label, why, false);
     }
     const general = new MemoryCopier(source, { steady: false, consistency: 'reread', keepAgreeing: true });
     try {

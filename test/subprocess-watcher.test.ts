@@ -4,7 +4,7 @@
 // it runs the same program. On a real process tree: a shell whose child sleeps.
 import { spawn } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
-import { DescendantWatcher, LOOK_AGAIN } from '../src/record/subprocesses.js';
+import { DescendantWatcher, LOOK_AGAIN } from '../src/record/linux/subprocesses.js';
 import { waitUntil } from './helpers/wait.js';
 
 const started: ReturnType<typeof spawn>[] = [];

@@ -15,14 +15,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { nativeInterpreters, type Interpreter } from '../harness/interpreters.js';
-import { reportCapture } from '../src/report.js';
-import { subprocessOutput } from '../src/record/record-process.js';
+import { reportCapture } from '../src/pipeline/report-file.js';
+import { subprocessOutput } from '../src/record/linux/record-process.js';
 import { Profile, Timeline, type SampleInput } from '../src/profile/index.js';
 import { exportCollapsed, processLabel, threadLabel } from '../src/export/index.js';
 import { combineProcesses, makeSeveral, type ProcessInput } from '../src/export/formats.js';
-import type { CaptureReport } from '../src/report-core.js';
-import { loadNative } from '../src/record/native.js';
-import { recordCoverage } from './helpers/coverage.js';
+import type { CaptureReport } from '../src/pipeline/process-capture.js';
+import { loadNative } from '../src/record/linux/native.js';
+import { recordCoverage, cannotRun } from './helpers/coverage.js';
 
 const BIN = path.resolve('bin/pyunwind.js');
 const WORKLOAD = path.resolve('workloads/subprocs.py');
@@ -150,7 +150,7 @@ describe('subprocesses: names and the profile of several processes', () => {
 describe('a stopped subprocess that ends', () => {
   const native = loadNative();
   if (typeof native === 'string') {
-    it(`is skipped: ${native}`, () => recordCoverage('subprocesses', 'stopped subprocess ends', false, native));
+    cannotRun('subprocesses', 'stopped subprocess ends', native);
     return;
   }
   it('is handed back to its parent, which sees it end', async () => {
@@ -173,7 +173,7 @@ describe('a stopped subprocess that ends', () => {
 
 describe.each(nativeInterpreters())('record --subprocesses, $label', (py) => {
   if (py.missing) {
-    it(`is skipped: ${py.missing}`, () => recordCoverage('subprocesses', py.label, false, py.missing!));
+    cannotRun('subprocesses', py.label, py.missing!);
     return;
   }
   it('a parent and its two Python children (Popen: fork+exec; multiprocessing: fork): three captures, each its own hottest function', async () => {
@@ -251,7 +251,7 @@ describe.each(nativeInterpreters())('record --subprocesses, $label', (py) => {
 describe('record without --subprocesses', () => {
   const py = [...nativeInterpreters()].reverse().find((p) => !p.missing);
   if (!py) {
-    it('is skipped: no native interpreter available', () => recordCoverage('subprocesses', 'without --subprocesses', false, 'no native interpreter'));
+    cannotRun('subprocesses', 'without --subprocesses', 'no native interpreter');
     return;
   }
   it(`records only the parent (${py.label})`, async () => {

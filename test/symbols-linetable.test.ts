@@ -5,7 +5,7 @@
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { recordCoverage } from './helpers/coverage.js';
+import { recordCoverage, skipTest } from './helpers/coverage.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import {
   SymbolError,
@@ -139,12 +139,7 @@ function check(codes: CodeRecord[]): Checked {
 describe('location tables against real CPython', () => {
   for (const py of nativeInterpreters()) {
     it(`${py.label}: every line and position of every code unit`, (ctx) => {
-      if (py.missing) {
-        console.log(`[${SUITE}] ${py.label} not available: ${py.missing}`);
-        recordCoverage(SUITE, py.label, false, py.missing);
-        ctx.skip();
-        return;
-      }
+      if (py.missing) return skipTest(ctx, SUITE, py.label, py.missing);
       const full = dump(py.command, [], []);
       const r = check(full.codes);
       const s = full.summary;

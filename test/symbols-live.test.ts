@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import type { Layout } from '../src/layout/layout.js';
 import { RegionMemory } from '../src/walk/region-memory.js';
 import { SymbolError, Symbolizer, readPyString } from '../src/symbols/index.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { recordCoverage, skipTest } from './helpers/coverage.js';
 import { liveLayout, nativeInterpreters } from '../harness/interpreters.js';
 
 const SCRIPT = path.resolve('test/fixtures/dump_objects.py');
@@ -26,11 +26,7 @@ interface Dump {
 describe('str and code objects copied from real interpreters', () => {
   for (const py of nativeInterpreters()) {
     it(`${py.label}: names, strings and frame lines`, async (ctx) => {
-      const skip = (why: string) => {
-        console.log(`[${SUITE}] ${py.label} skipped: ${why}`);
-        recordCoverage(SUITE, py.label, false, why);
-        ctx.skip();
-      };
+      const skip = (why: string) => skipTest(ctx, SUITE, py.label, why);
       if (py.missing) return skip(py.missing);
       const l = await liveLayout(py.command);
       const arg = JSON.stringify({ ...l.unicode, codeAdaptive: l.code.codeAdaptive, obSval: l.bytes.obSval, ptr: 8 });

@@ -7,9 +7,9 @@
 // thread has its ids, and none is a thread state that could not be read.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openLinuxProcess } from '../src/record/linux-process.js';
-import { MemoryCopier } from '../src/record/copier.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { openLinuxProcess } from '../src/record/linux/process.js';
+import { MemoryCopier } from '../src/record/copy/copier.js';
+import { recordCoverage, cannotRun } from './helpers/coverage.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 
 const PROGRAM = `import threading, time
@@ -31,7 +31,7 @@ afterAll(() => children.forEach((c) => c.kill('SIGKILL')));
 
 describe.each(nativeInterpreters())('threads that start and end while the list is read, $label', (py) => {
   if (py.missing) {
-    it(`is skipped: ${py.missing}`, () => recordCoverage('thread-list', py.label, false, py.missing!));
+    cannotRun('thread-list', py.label, py.missing!);
     return;
   }
   it('copies only threads: each with its ids, none unreadable', async () => {

@@ -16,11 +16,11 @@ import { CaptureWriter, fileSink, openCapture, readCaptureBytes } from '../src/c
 import { BLOCK_TYPE, ByteWriter, RECORD_TYPE, encodeBlock, encodeHeader, encodeTrailer } from '../src/capture/format.js';
 import { unpack } from '../src/capture/reader.js';
 import type { ThreadNameRecord } from '../src/capture/types.js';
-import { openLinuxProcess } from '../src/record/linux-process.js';
-import { readThreadNames, ThreadNamer, NAMES_MIN_GAP_MS, NAMES_REFRESH_MS } from '../src/record/thread-names.js';
-import { reportCapture } from '../src/report.js';
+import { openLinuxProcess } from '../src/record/linux/process.js';
+import { readThreadNames, ThreadNamer, NAMES_MIN_GAP_MS, NAMES_REFRESH_MS } from '../src/record/copy/thread-names.js';
+import { reportCapture } from '../src/pipeline/report-file.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { recordCoverage, cannotRun } from './helpers/coverage.js';
 
 const BIN = path.resolve('bin/pyunwind.js');
 const PROGRAM = path.resolve('test/fixtures/named_threads.py');
@@ -185,10 +185,7 @@ describe('thread-name records in processing', () => {
 
 describe.each(nativeInterpreters())('thread names from threading, $label', (py) => {
   if (py.missing) {
-    it(`is skipped: ${py.missing}`, () => {
-      console.log(`[thread-names] ${py.label} skipped: ${py.missing}`);
-      recordCoverage('thread-names', py.label, false, py.missing!);
-    });
+    cannotRun('thread-names', py.label, py.missing);
     return;
   }
 

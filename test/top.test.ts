@@ -12,7 +12,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import { anchors } from './helpers/anchors.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { recordCoverage, cannotRun } from './helpers/coverage.js';
 import { untilReadable, waitUntil } from './helpers/wait.js';
 
 const BIN = path.resolve('bin/pyunwind.js');
@@ -34,7 +34,7 @@ const FRAME = /^pyunwind top — pid \d+ \((?:lib)?python3\.\d+(?:\.so[\d.]*)?, 
 
 describe('pyunwind top', () => {
   if (!py) {
-    it('is skipped: no native interpreter available', () => recordCoverage('top', 'native', false, 'no native interpreter'));
+    cannotRun('top', 'native', 'no native interpreter');
     return;
   }
   const hasAnchor = py.label.endsWith('3.15');

@@ -8,15 +8,15 @@
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { BottomRule } from '../src/layout/layout.js';
-import { openLinuxProcess } from '../src/record/linux-process.js';
-import { MemoryCopier } from '../src/record/copier.js';
+import { openLinuxProcess } from '../src/record/linux/process.js';
+import { MemoryCopier } from '../src/record/copy/copier.js';
 import type { CodeRecord } from '../src/capture/types.js';
-import { takeSnapshot, type Snapshot } from '../src/record/snapshot.js';
-import { unwindSnapshot, type ThreadStack } from '../src/unwind.js';
+import { takeSnapshot, type Snapshot, snapshotSamples } from '../src/record/copy/snapshot.js';
+import { unwindSnapshot, type ThreadStack } from '../src/pipeline/snapshot-stacks.js';
 import { TRUSTED } from '../src/walk/status.js';
 import { readPointer } from '../src/walk/region-memory.js';
 import type { Region } from '../src/walk/types.js';
-import { recordCoverage } from './helpers/coverage.js';
+import { recordCoverage, cannotRun } from './helpers/coverage.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import { spawnInteractive, type Interactive } from '../harness/spawn.js';
 import { checkedWalker } from './helpers/walkers.js';
@@ -61,7 +61,7 @@ interface Case {
 
 describe.each(nativeInterpreters())('torn copies from real memory, $label', (py) => {
   if (py.missing) {
-    it(`is skipped: ${py.missing}`, () => recordCoverage('torn-copies', py.label, false, py.missing!));
+    cannotRun('torn-copies', py.label, py.missing!);
     return;
   }
 
@@ -80,7 +80,7 @@ describe.each(nativeInterpreters())('torn copies from real memory, $label', (py)
     await p.waitFor('B');
     const B = takeSnapshot(source, { copier });
     const walker = await checkedWalker();
-    const unwind = (s: Snapshot): ThreadStack => unwindSnapshot(s, walker)[0]!;
+    const unwind = (s: Snapshot): ThreadStack => unwindSnapshot(snapshotSamples(s), walker)[0]!;
     const trusted = layout.bottom === 'base-frame' ? 'complete' : 'complete-unverifiable';
 
     // The consistent copies are trusted and have the shapes the program describes.

@@ -1,10 +1,10 @@
 // The viewer's processing pool: `size` module Web Workers (web/block-worker.ts), each a
 // BlockProcessor, behind the same ordered pool Node's worker threads use
-// (src/workers/ordered-pool.ts): blocks go out in file order, results come back in it, so the
+// (src/pipeline/workers/ordered-pool.ts): blocks go out in file order, results come back in it, so the
 // profile is the one a single thread makes.
 
-import { OrderedBlockPool, type BlockPort } from '../src/workers/ordered-pool.js';
-import type { BlockReply, WorkerSetup } from '../src/workers/messages.js';
+import { OrderedBlockPool, type BlockPort } from '../src/pipeline/workers/ordered-pool.js';
+import type { BlockReply, WorkerSetup } from '../src/pipeline/workers/messages.js';
 
 export function webBlockPool(size: number, setup: WorkerSetup): OrderedBlockPool {
   return new OrderedBlockPool(size, (i, events): BlockPort => {

@@ -1,15 +1,15 @@
 // A processing worker of the viewer (a module Web Worker started by web/block-pool.ts): its own
 // BlockProcessor, set up by the first message, then the blocks its pool sends it, handled one
-// after the other as Node's worker threads handle them (src/workers/block-job.ts). In a
+// after the other as Node's worker threads handle them (src/pipeline/workers/block-job.ts). In a
 // cross-origin-isolated page a block's bytes are a view into the capture's SharedArrayBuffer,
 // read where they lie, and the kernel is the shared-memory build.
 //
 // Built by scripts/build-web.mjs into dist/web/block-worker.js.
 
-import { BlockProcessor } from '../src/block-processor.js';
+import { BlockProcessor } from '../src/pipeline/block-processor.js';
 import { layoutFromSource } from '../src/layout/index.js';
-import { handleBlockJob } from '../src/workers/block-job.js';
-import type { BlockJob, BlockReply, WorkerSetup } from '../src/workers/messages.js';
+import { handleBlockJob } from '../src/pipeline/workers/block-job.js';
+import type { BlockJob, BlockReply, WorkerSetup } from '../src/pipeline/workers/messages.js';
 
 let ready: Promise<BlockProcessor> | null = null;
 let chain: Promise<unknown> = Promise.resolve();

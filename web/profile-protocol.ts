@@ -1,7 +1,7 @@
 // The messages between the in-browser profiler's page (web/profile.ts) and the worker that
 // runs Pyodide (web/profile-worker.ts).
 
-import type { ProgramOutcome, WorkerTotals } from '../src/record/pyodide-protocol.js';
+import type { ProgramOutcome, WorkerTotals } from '../src/record/pyodide/protocol.js';
 
 export type ToProfileWorker = {
   type: 'run';

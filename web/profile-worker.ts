@@ -1,6 +1,6 @@
 // The in-browser profiler's worker: loads Pyodide from ./pyodide/ beside this script (the build
 // copies it from the npm package), then for each program the page sends: compiles it, profiles
-// it with profilePyodide (src/record/pyodide-browser.ts — the library entry a page that embeds
+// it with profilePyodide (src/record/pyodide/browser.ts — the library entry a page that embeds
 // Pyodide uses; its ticker is pyodide-ticker-worker.js beside this script) while it runs as
 // __main__ (builtins.exec from JS: no frame of Pyodide's under <module>), and posts every
 // capture block to the page as it is finished.
@@ -9,10 +9,10 @@
 // evaluates JS of its own while it loads (emscripten's EM_ASM), so this script is served with
 // script-src 'unsafe-eval' (src/cli/view.ts); nothing else is.
 
-import { profilePyodide } from '../src/record/pyodide-browser.js';
-import { execProgram, prepareProgram } from '../src/record/pyodide-program.js';
-import { CONTROL, SIGINT } from '../src/record/pyodide-protocol.js';
-import type { PyodideApi } from '../src/record/pyodide-sampler.js';
+import { profilePyodide } from '../src/record/pyodide/browser.js';
+import { execProgram, prepareProgram } from '../src/record/pyodide/program.js';
+import { CONTROL, SIGINT } from '../src/record/pyodide/protocol.js';
+import type { PyodideApi } from '../src/record/pyodide/sampler.js';
 import type { FromProfileWorker, ToProfileWorker } from './profile-protocol.js';
 
 const scope = globalThis as unknown as { postMessage(m: FromProfileWorker, transfer?: Transferable[]): void; onmessage: ((ev: MessageEvent<ToProfileWorker>) => void) | null };

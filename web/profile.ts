@@ -15,7 +15,7 @@
 
 import { formatCount, formatPercent } from '../src/export/html/page.js';
 import { validationPanel } from '../src/export/html/validation.js';
-import { CONTROL, SIGINT } from '../src/record/pyodide-protocol.js';
+import { CONTROL, SIGINT } from '../src/record/pyodide/protocol.js';
 import { fillDefinitionList } from './definition-list.js';
 import { fitFrame, flameSrcdoc } from './flame-frame.js';
 import type { FromProfileWorker, ToProfileWorker } from './profile-protocol.js';
@@ -255,7 +255,7 @@ function show(r: ViewerResult, final: boolean): void {
   updates.push({ samples: r.stats.attempted, trusted: r.stats.trusted, blocks: r.blocks, final });
   setSamples(r.stats.attempted, r.stats.trusted);
   $('result').hidden = false;
-  $('validation-slot').innerHTML = validationPanel(r.stats);
+  $('validation-slot').innerHTML = validationPanel(r.stats, r.meta.capture ? { capture: r.meta.capture } : {});
   renderRecording(r);
   const frame = $<HTMLIFrameElement>('flame-frame');
   frame.onload = () => {

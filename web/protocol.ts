@@ -5,9 +5,9 @@ import type { CaptureWarning, SamplingMode } from '../src/capture/types.js';
 import type { FlameGraphData } from '../src/export/html/flamegraph-script.js';
 import type { ExportMeta } from '../src/export/meta.js';
 import type { ProfileStats, StatusCounts } from '../src/profile/types.js';
-import type { RecordingStats } from '../src/report.js';
+import type { RecordingStats } from '../src/pipeline/report-file.js';
 
-/** The export formats of `pyunwind report --format` (src/cli/report-formats.ts), by name. */
+/** The export formats of `pyunwind report --format` (src/export/formats.ts), by name. */
 export interface FormatInfo {
   name: string;
   /** the usual file extension */

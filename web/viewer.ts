@@ -372,7 +372,7 @@ function showResult(r: ViewerResult): void {
   renderView(r);
   renderThreads(r);
   // numbers and fixed words only: validationPanel escapes what it does not make itself
-  $('validation-slot').innerHTML = validationPanel(r.stats);
+  $('validation-slot').innerHTML = validationPanel(r.stats, r.meta.capture ? { capture: r.meta.capture } : {});
   renderDownloads(r);
   renderRecording(r);
   if (r.warnings.length) {

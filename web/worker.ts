@@ -19,8 +19,8 @@ import { FORMAT_NAMES, FORMATS, type FormatSpec } from '../src/export/formats.js
 import { threadLabel } from '../src/export/common.js';
 import { flamegraphData } from '../src/export/flamegraph.js';
 import { recordingFacts } from '../src/export/html/page.js';
-import { metaFromHeader, type ExportMeta } from '../src/export/meta.js';
-import { reportCaptureBytes, WORKERS_FROM_BYTES, type CaptureReport, type ReportOptions } from '../src/report-core.js';
+import { metaFromReport, type ExportMeta } from '../src/export/meta.js';
+import { reportCaptureBytes, WORKERS_FROM_BYTES, type CaptureReport, type ReportOptions } from '../src/pipeline/process-capture.js';
 import { webBlockPool } from './block-pool.js';
 import type { FormatInfo, FromWorker, Processing, ToWorker, ViewChoice, ViewerResult } from './protocol.js';
 
@@ -168,7 +168,7 @@ async function open(id: number, name: string, given: Uint8Array, asked: number |
   const report = await reportCaptureBytes(bytes, { module, name, onProgress: p.onProgress, workers, pool: async (n, setup) => webBlockPool(n, setup), ...viewOptions(view) });
   p.flush();
   const profile = report.profile;
-  const meta = metaFromHeader(report.header, report.mode);
+  const meta = metaFromReport(report);
   const flame = flamegraphData(profile);
   const result: ViewerResult = {
     name,

@@ -1,7 +1,7 @@
 """churn: a Python program that calls and returns at a very high rate through functions whose
 possible stacks it reports itself — the oracle for the consistency of copied stacks.
 
-Usage: python3 churn.py [SECONDS] [THREADS]        (default 4 s, 1 thread)
+Usage: python3 churn.py [SECONDS] [THREADS] [SHAPE]        (default 4 s, 1 thread, rich)
 
 Before it churns, the program runs one round of its loop under sys.setprofile and prints, as
 one JSON line, every stack it had (`{"stacks": [...]}`: qualnames from the outermost frame,
@@ -114,7 +114,14 @@ def short_round(o):
     c()
 
 
-ROUNDS = {"rich": one_round, "short": short_round}
+def nap_round(o):
+    """short_round, then a nap of 0.2 ms: the thread blocks and wakes thousands of times a
+    second, each wake-up a moment where a copy proven by the thread being asleep could tear."""
+    short_round(o)
+    time.sleep(0.0002)
+
+
+ROUNDS = {"rich": one_round, "short": short_round, "naps": nap_round}
 SHAPE = "rich"
 
 

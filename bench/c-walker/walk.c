@@ -61,24 +61,11 @@ static inline u32 load_u8(u32 base, u32 off) { return mem[(u64)base + off]; }
 static inline void store_u64(u32 base, u32 off, u64 v) { memcpy(mem + (u64)base + off, &v, 8); }
 static inline void store_u32(u32 base, u32 off, u32 v) { memcpy(mem + (u64)base + off, &v, 4); }
 
-// ---- statuses (src/walk/status.ts) ----
-enum { COMPLETE = 0, COMPLETE_UNVERIFIABLE = 1, IDLE = 2, INCOMPLETE = 3, DANGLING = 4,
-       CYCLE = 5, TOO_DEEP = 6, CORRUPT = 7, NO_THREAD_STATE = 8 };
-
-// ---- parameter block: i32 slots (src/layout/walk-params.ts) ----
-enum { P_PTR_SIZE, P_TS_NEED, P_TS_CURRENT_FRAME, P_CFRAME_CURRENT, P_TS_BASE_FRAME, P_FR_SIZE,
-       P_FR_PREVIOUS, P_FR_EXECUTABLE, P_FR_INSTR_PTR, P_FR_OWNER, P_FR_IS_ENTRY, P_TAG_MASK,
-       P_OWNER_PYTHON, P_OWNER_SKIP, P_BOTTOM, P_IP_PREVIOUS, P_MAX_DEPTH, P_OWNER_THREAD,
-       P_CFRAME_PREVIOUS, P_COUNT };
-
-enum { BOTTOM_BASE_FRAME = 0, BOTTOM_ENTRY_FRAME = 1, BOTTOM_IS_ENTRY_FLAG = 2 };
-
-// ---- record sizes ----
-#define SAMPLE_SIZE 16u
-#define REGION_SIZE 16u
-#define CODE_SIZE 32u
-#define RESULT_SIZE 32u
-#define FRAME_SIZE 32u
+// ---- the ABI (src/kernel/abi.ts): abi.h, written from it by bench/c-walker.bench.ts ----
+#include "abi.h"
+enum { COMPLETE = STATUS_COMPLETE, COMPLETE_UNVERIFIABLE = STATUS_COMPLETE_UNVERIFIABLE, IDLE = STATUS_IDLE,
+       INCOMPLETE = STATUS_INCOMPLETE, DANGLING = STATUS_DANGLING, CYCLE = STATUS_CYCLE,
+       TOO_DEEP = STATUS_TOO_DEEP, CORRUPT = STATUS_CORRUPT, NO_THREAD_STATE = STATUS_NO_THREAD_STATE };
 
 // ---- parameters of the current batch ----
 static u32 ptrSize = 8;
@@ -118,9 +105,9 @@ static i32 locate(u64 addr, u32 len) {
   }
   if (found < 0) return LOC_MISSING;
   u32 entry = regTable + (u32)found * REGION_SIZE;
-  u64 start = load_u64(entry, 0);
-  u64 length = load_u32(entry, 8);
-  u64 data = load_u32(entry, 12);
+  u64 start = load_u64(entry, REGION_ADDRESS);
+  u64 length = load_u32(entry, REGION_LENGTH);
+  u64 data = load_u32(entry, REGION_DATA);
   u64 off = addr - start;
   if (off >= length) return LOC_MISSING;
   if (off + (u64)len > length) return LOC_CROSSES;
@@ -150,11 +137,11 @@ static int findCode(u64 addr) {
   while (lo <= hi) {
     i32 mid = (i32)((u32)(lo + hi) >> 1);
     u32 entry = codeTable + (u32)mid * CODE_SIZE;
-    u64 a = load_u64(entry, 0);
+    u64 a = load_u64(entry, CODE_ADDRESS);
     if (a == addr) {
-      codeStart = load_u64(entry, 8);
-      codeEnd = load_u64(entry, 16);
-      codeFrameSize = (u64)load_u32(entry, 24);
+      codeStart = load_u64(entry, CODE_START);
+      codeEnd = load_u64(entry, CODE_END);
+      codeFrameSize = (u64)load_u32(entry, CODE_FRAME_SIZE);
       return 1;
     }
     if (a < addr) lo = mid + 1;
@@ -323,11 +310,11 @@ static void walkOne(u64 tstate, u32 frames) {
         }
         if (owner == ownerThread) nextCallee = frame;
         u32 out = frames + pyCount * FRAME_SIZE;
-        store_u64(out, 0, frame);
-        store_u64(out, 8, code);
-        store_u64(out, 16, ip);
-        store_u32(out, 24, throughC);
-        store_u32(out, 28, 0);
+        store_u64(out, FRAME_ADDRESS, frame);
+        store_u64(out, FRAME_CODE, code);
+        store_u64(out, FRAME_IP, ip);
+        store_u32(out, FRAME_FLAGS, throughC);
+        store_u32(out, FRAME_FLAGS + 4, 0);
         pyCount++;
       }
     } else if (!ownerIn(ownerSkip, owner)) {
@@ -344,7 +331,7 @@ static void walkOne(u64 tstate, u32 frames) {
     lastOwner = owner;
     lastIsEntry = frIsEntry >= 0 ? load_u8(f, (u32)frIsEntry) : 0;
     if (lastIsEntry == 0 && visited == 0 && enteredFrom != 0 && prev == enteredFrom && ownerIn(ownerPython, owner)) lastIsEntry = 1;
-    throughC = ownerIn(ownerPython, owner) ? (lastIsEntry != 0 ? 1u : 0u) : 1u;
+    throughC = ownerIn(ownerPython, owner) ? (lastIsEntry != 0 ? FRAME_CALLS_THROUGH_C : 0u) : FRAME_CALLS_THROUGH_C;
     visited++;
     frame = prev;
     lam++;
@@ -405,17 +392,17 @@ __attribute__((noinline)) i32 walk(u32 params, u32 samples, u32 count, u32 codes
   for (u32 i = 0; i < count; i++) {
     if (framesCapacity - used < maxDepth) return (i32)i;
     u32 s = samples + i * SAMPLE_SIZE;
-    regTable = load_u32(s, 8);
-    regCount = load_u32(s, 12);
+    regTable = load_u32(s, SAMPLE_REGIONS);
+    regCount = load_u32(s, SAMPLE_REGION_COUNT);
     u32 r = results + i * RESULT_SIZE;
     if (!inMemory((u64)regTable, (u64)regCount * REGION_SIZE)) regCount = 0;
-    walkOne(load_u64(s, 0), frames + used * FRAME_SIZE);
-    store_u32(r, 0, outStatus);
-    store_u32(r, 4, used);
-    store_u32(r, 8, outFrames);
-    store_u32(r, 12, outVisited);
-    store_u64(r, 16, outLast);
-    store_u64(r, 24, outFail);
+    walkOne(load_u64(s, SAMPLE_TSTATE), frames + used * FRAME_SIZE);
+    store_u32(r, RESULT_STATUS, outStatus);
+    store_u32(r, RESULT_FRAME_START, used);
+    store_u32(r, RESULT_FRAME_COUNT, outFrames);
+    store_u32(r, RESULT_VISITED, outVisited);
+    store_u64(r, RESULT_LAST, outLast);
+    store_u64(r, RESULT_FAIL, outFail);
     used += outFrames;
   }
   return (i32)count;

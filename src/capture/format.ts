@@ -6,6 +6,8 @@
 // is left and against a fixed limit before it is used, and every error names the byte.
 
 // (crc-32's own file, the one its `main` names: a bundler for a neutral platform reads no `main`)
+import { FORM_PATCH, FORM_WHOLE, KIND_LITERAL, KIND_PATCH, MAX_BLOCK_RAW, RECORD_CODE, RECORD_SAMPLE, RECORD_THREAD_NAME } from './codes.js';
+
 import CRC32 from 'crc-32/crc32.js';
 import { Inflate, deflateSync, inflateSync } from 'fflate';
 import type { LayoutSource } from '../layout/layout.js';
@@ -24,7 +26,7 @@ export const BLOCK_MAGIC = Uint8Array.of(0x50, 0x59, 0x55, 0x42); // "PYUB"
 
 /** Readers refuse a different major version; any minor version of their major is readable. */
 export const FORMAT_MAJOR = 1;
-export const FORMAT_MINOR = 1;
+export const FORMAT_MINOR = 2;
 
 /** magic(8) major(2) minor(2) body length(4) */
 export const HEADER_PREFIX_SIZE = 16;
@@ -40,9 +42,9 @@ export const COMPRESSION = { NONE: 0, DEFLATE: 1 } as const;
  * code records in such a block says so, and the capture is processed in one thread.
  */
 export const BLOCK_FLAG = { NO_CODES: 1 } as const;
-export const RECORD_TYPE = { CODE: 1, SAMPLE: 2, THREAD_NAME: 3 } as const;
-export const SAMPLE_FORM = { WHOLE: 0, PATCH: 1 } as const;
-export const REGION_KIND = { LITERAL: 0, PATCH: 1 } as const;
+export const RECORD_TYPE = { CODE: RECORD_CODE, SAMPLE: RECORD_SAMPLE, THREAD_NAME: RECORD_THREAD_NAME } as const;
+export const SAMPLE_FORM = { WHOLE: FORM_WHOLE, PATCH: FORM_PATCH } as const;
+export const REGION_KIND = { LITERAL: KIND_LITERAL, PATCH: KIND_PATCH } as const;
 export const RECORDER_STATUS_CODE = { ok: 0, torn: 1 } as const;
 
 /** Header body bigger than this is not a header a writer made (a layout blob is ~1 KB). */
@@ -51,7 +53,7 @@ export const MAX_HEADER_BODY = 16 << 20;
  * A block's raw (and so its stored) length. It bounds the memory one block can ask for and,
  * with the bounded inflate below, the time a crafted deflate stream can cost.
  */
-export const MAX_BLOCK_RAW = 64 << 20;
+export { MAX_BLOCK_RAW };
 /**
  * A block ends when its raw records reach this size (or, in the recorder, after a second).
  * The recorder deflates each block on its sampling thread: at 128 KB that is ~3 ms, short of

@@ -11,6 +11,7 @@
 // read-only. The cost of a sample is the size of its changed regions — a memcpy — not an
 // inflate of the whole stack.
 
+import { ID_INTERPRETER, ID_NATIVE, ID_THREAD } from './codes.js';
 import type { Region } from './types.js';
 import {
   ByteReader,
@@ -47,7 +48,7 @@ const MERGE_GAP = 4;
 const STATUS_NAMES: RecorderStatus[] = ['ok', 'torn'];
 
 /** The id fields a patch sample repeats only when they differ from its base's (one bit each). */
-const ID_BIT = { INTERPRETER: 1, THREAD: 2, NATIVE_THREAD: 4 } as const;
+const ID_BIT = { INTERPRETER: ID_INTERPRETER, THREAD: ID_THREAD, NATIVE_THREAD: ID_NATIVE } as const;
 
 /** Total region bytes of a sample: what it weighs against MAX_BLOCK_SAMPLE_BYTES. */
 export function sampleBytes(rec: SampleRecord): number {

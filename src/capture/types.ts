@@ -1,6 +1,7 @@
 // What a capture file (.pyuw) holds, as the rest of pyunwind sees it. The byte format is in
 // docs/capture-format.md; src/capture/writer.ts and reader.ts are the only code that knows it.
 
+import { FLAG_CPU_UNKNOWN, FLAG_EXCEPTION, FLAG_GC, FLAG_GIL, FLAG_MAIN, FLAG_ON_CPU, FLAG_RETRIED, FLAG_STOPPED } from './codes.js';
 import type { LayoutSource } from '../layout/layout.js';
 
 /** A copy of target memory: `bytes` were at `address` in the target. */
@@ -93,23 +94,28 @@ export type RecorderStatus = 'ok' | 'torn';
 
 export const SAMPLE_FLAG = {
   /** the thread held the GIL */
-  GIL: 1,
+  GIL: FLAG_GIL,
   /** the main thread of its interpreter */
-  MAIN: 2,
-  /** copied with the target stopped (blocking, or adaptive after a copy moved) */
-  STOPPED: 4,
-  /** the first copy moved and was made again */
-  RETRIED: 8,
+  MAIN: FLAG_MAIN,
+  /** copied with the target stopped (blocking, adaptive after a copy was not proven; or the target waited for the copy) */
+  STOPPED: FLAG_STOPPED,
+  /** the first copy was not proven and was made again */
+  RETRIED: FLAG_RETRIED,
   /** the thread was on a CPU (running or runnable) when its copy was made */
-  ON_CPU: 16,
+  ON_CPU: FLAG_ON_CPU,
   /** the thread was handling (or raising) an exception */
-  EXCEPTION: 32,
+  EXCEPTION: FLAG_EXCEPTION,
   /** the garbage collector was running in the thread (a `<GC>` frame above its stack) */
-  GC: 64,
+  GC: FLAG_GC,
+  /** the recorder could not tell whether the thread was on a CPU (neither on nor off: left out of a cpu profile, and counted) */
+  CPU_UNKNOWN: FLAG_CPU_UNKNOWN,
 } as const;
 
 /** The flag each fact sets. */
 export const FACT_FLAG: Readonly<Record<SampleFact, number>> = { cpu: SAMPLE_FLAG.ON_CPU, gil: SAMPLE_FLAG.GIL, exception: SAMPLE_FLAG.EXCEPTION, gc: SAMPLE_FLAG.GC };
+
+/** The flag that says the recorder could not tell a fact (0: it always can: the fact is read from the copy itself). */
+export const FACT_UNKNOWN_FLAG: Readonly<Record<SampleFact, number>> = { cpu: SAMPLE_FLAG.CPU_UNKNOWN, gil: 0, exception: 0, gc: 0 };
 
 export interface SampleRecord {
   /** µs since the header's startTime (integer) */

@@ -15,10 +15,10 @@ import { openCapture } from '../capture/file.js';
 import type { SampleRecord } from '../capture/types.js';
 import { layoutFromSource } from '../layout/index.js';
 import type { ProfileJSON } from '../profile/profile.js';
-import { reportCapture, type CaptureReport, type ReportOptions } from '../report.js';
+import { reportCapture, type CaptureReport, type ReportOptions } from '../pipeline/report-file.js';
 import { CodeTable } from '../symbols/code-table.js';
 import { KernelWalker, ReferenceWalker, walkParams, type WalkSample } from '../walk/index.js';
-import { defaultWorkers } from '../workers/pool.js';
+import { defaultWorkers } from '../pipeline/workers/pool.js';
 import { UsageError } from './errors.js';
 
 export const BENCH_HELP = `Usage: pyunwind bench FILE [--workers LIST] [--rounds N] [--walk-samples N]

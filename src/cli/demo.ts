@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { PyodideProgramError, recordPyodide, type PyodideProgress, type PyodideRecordingStats } from '../record/pyodide-recorder.js';
+import { PyodideProgramError, recordPyodide, type PyodideProgress, type PyodideRecordingStats } from '../record/pyodide/recorder.js';
 import { EXIT, UsageError } from './errors.js';
 import { parsePositive } from './options.js';
 import { record } from './record.js';

@@ -3,50 +3,45 @@
 // made is copied again with the target stopped for a moment (or, with --copy optimistic,
 // shown as torn) — never printed as a stack of one moment.
 
+import { shortFilename } from '../export/filenames.js';
+import { targetCwd } from './target-cwd.js';
 import { parseArgs } from 'node:util';
-import { openLinuxProcess } from '../record/linux-process.js';
-import { takeSnapshot } from '../record/snapshot.js';
-import { readThreadNames } from '../record/thread-names.js';
-import { openStopper } from '../record/stopper.js';
-import { unwindSnapshot, unwindSnapshotTasks, type TaskStack, type ThreadStack } from '../unwind.js';
-import { KernelWalker } from '../walk/kernel-walker.js';
+import { openLinuxProcess } from '../record/linux/process.js';
+import { snapshotSamples, takeSnapshot } from '../record/copy/snapshot.js';
+import { readThreadNames } from '../record/copy/thread-names.js';
+import { openStopper } from '../record/linux/stopper.js';
+import { unwindSnapshot, unwindSnapshotTasks, type TaskStack, type ThreadStack } from '../pipeline/snapshot-stacks.js';
+import { MAX_TASKS } from '../walk/task-graph.js';
+import { KernelWalker } from '../kernel/walker.js';
 import { UsageError } from './errors.js';
 import { asyncModeOption, copyOption, parsePid } from './options.js';
 import { sourceFrame } from '../symbols/types.js';
 import type { SourceFrame } from '../profile/types.js';
-import { asyncioOffsetsNow, TargetError, type AsyncioFound } from '../record/linux-process.js';
-import { copierFor } from '../record/modes.js';
-import type { AnyStopper } from '../record/stopper.js';
-import { asyncioTstateCheck, asyncioTstateEnd, TaskCopier } from '../record/task-copy.js';
+import { asyncioOffsetsNow, TargetError, type AsyncioFound } from '../record/linux/process.js';
+import { copierFor } from '../record/copy/modes.js';
+import type { AnyStopper } from '../record/linux/stopper.js';
+import { asyncioTstateCheck, asyncioTstateEnd, TaskCopier } from '../record/copy/task-copy.js';
 import type { AsyncMode } from '../walk/task-graph.js';
 import { TRUSTED } from '../walk/status.js';
 
-export const DUMP_HELP = `Usage: pyunwind dump --pid PID [--format text|json] [--copy COPY] [--opcodes]
+export const DUMP_HELP = `Usage: pyunwind dump --pid PID [OPTIONS]
 
-Print the Python stack of every thread of process PID, once, each with its status
-(complete, complete-unverifiable, idle, or why it was rejected). The program runs on while
-its stacks are copied; a copy nothing proves of one moment is made again as --copy says.
+Print the Python stack of every thread of process PID, once, each with its status (complete,
+complete-unverifiable, idle, or why it was rejected). Copies follow record's rules: a copy
+nothing proves of one moment is made again as --copy says (docs/reporting.md).
 
 Options:
   -p, --pid PID        the Python process (same user as you, or CAP_SYS_PTRACE)
   -f, --format FORMAT  text (default) or json
-      --copy COPY      how copies are made exact (default adaptive), as for record:
-                         adaptive    a thread whose copy nothing proved is copied again
-                                     with the program stopped for a moment
-                         optimistic  never stop the program: such a copy is shown as torn,
-                                     without a stack (before 3.15: one whose readings agree
-                                     is shown — not exact)
-                         blocking    stop the program while every thread is copied
+      --copy COPY      adaptive (default), optimistic (never stops: such a copy is shown torn)
+                       or blocking, as for record
       --blocking       same as --copy blocking
       --read-only      never write into the program (no profiler anchor on 3.15+)
-      --opcodes        each frame's bytecode instruction too, as dis names it in adaptive
-                       code (specialized forms included)
-      --async-aware    asyncio tasks too (CPython 3.14+, once the program has imported
-                       asyncio): under each thread, the stack of each of its tasks, the
-                       root task outermost, as report --async-aware makes them
+      --opcodes        each frame's bytecode instruction too, as dis names it
+      --async-aware    each thread's asyncio tasks too (CPython 3.14+), each task's stack
       --async-mode MODE
-                       all (default here: every task of the thread, the running one
-                       first) or running (only the task each thread is running)
+                       all (default here: every task, the running one first) or running
+      --full-filenames whole file paths in text (default: short, as py-spy shows them)
   -h, --help           this help
 `;
 
@@ -62,6 +57,7 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
       blocking: { type: 'boolean' },
       'read-only': { type: 'boolean' },
       opcodes: { type: 'boolean' },
+      'full-filenames': { type: 'boolean' },
       'async-aware': { type: 'boolean' },
       'async-mode': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -85,6 +81,8 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
   let stopper: AnyStopper | null = null;
   let stacks: ThreadStack[];
   let taskStacks: Map<ThreadStack, TaskStack[]> | null = null;
+  // threads with more tasks than are followed (MAX_TASKS): said, not silently cut
+  const cutTasks = new Set<ThreadStack>();
   // the names threading gives the threads (read after the copies; unknown: null)
   let names = new Map<string, string>();
   try {
@@ -117,8 +115,9 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
     }
     names = new Map(readThreadNames(source).map((n) => [`${n.interpreterId}:${n.threadId}`, n.name]));
     const walker = await KernelWalker.load();
-    stacks = unwindSnapshot(snapshot, walker, undefined, values.opcodes === true);
-    if (tasks) taskStacks = unwindSnapshotTasks(snapshot, stacks, walker, tasks.found.offsets, tasks.mode, values.opcodes === true);
+    const samples = snapshotSamples(snapshot);
+    stacks = unwindSnapshot(samples, walker, undefined, values.opcodes === true);
+    if (tasks) taskStacks = unwindSnapshotTasks(samples, stacks, walker, tasks.found.offsets, tasks.mode, values.opcodes === true, cutTasks);
   } finally {
     stopper?.close();
     source.close();
@@ -141,6 +140,7 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
             copyErrors: t.copyErrors.length ? t.copyErrors : undefined,
             frames: t.frames.map(sourceFrame),
             ...(taskStacks ? { tasks: taskStacks.get(t) ?? [] } : {}),
+            ...(cutTasks.has(t) ? { tasksCut: MAX_TASKS } : {}),
           })),
         },
         null,
@@ -149,6 +149,9 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
     );
     return 0;
   }
+  // (file names short, as py-spy shows them: the program's own relative to its directory)
+  const cwd = targetCwd(pid);
+  const fileName = values['full-filenames'] ? (f: string): string => f : (f: string): string => shortFilename(f, cwd);
   const lines = [`${source.description}: ${stacks.length} thread${stacks.length === 1 ? '' : 's'}`];
   for (const t of stacks) {
     const why = t.walk.failAddress !== 0n ? ` (at 0x${t.walk.failAddress.toString(16)})` : '';
@@ -156,7 +159,7 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
     lines.push('', `Thread ${t.nativeThreadId}${name === null ? '' : ` ${/^[^\s"\\\p{C}]+$/u.test(name) ? name : JSON.stringify(name)}`} (interpreter ${t.interpreterId}, thread_id 0x${t.threadId.toString(16)}): ${t.status}${why}`);
     for (const e of t.copyErrors) lines.push(`  ! ${e}`);
     const frameLine = (f: SourceFrame, indent: string): string =>
-      f.filename === '' && f.line === null ? `${indent}${f.qualname}` : `${indent}${f.qualname} (${f.filename}:${f.line ?? '?'})${f.opcode === undefined ? '' : ` ${f.opcode}`}`;
+      f.filename === '' && f.line === null ? `${indent}${f.qualname}` : `${indent}${f.qualname} (${fileName(f.filename)}:${f.line ?? '?'})${f.opcode === undefined ? '' : ` ${f.opcode}`}`;
     const own = taskStacks?.get(t);
     if (!own?.length) {
       for (const f of t.frames) lines.push(frameLine(f, '  '));
@@ -168,6 +171,7 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
       else lines.push(TRUSTED.has(k.status) ? '  no task running: the thread\'s own stack' : `  its tasks: ${k.status} (not shown)`);
       for (const f of k.frames) lines.push(frameLine(f, '    '));
     }
+    if (cutTasks.has(t)) lines.push(`  … more than ${MAX_TASKS} tasks on its list: those past ${MAX_TASKS} are not shown`);
   }
   out(lines.join('\n') + '\n');
   return 0;

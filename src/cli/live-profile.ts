@@ -5,14 +5,12 @@
 
 import type { CodeRecord, SampleRecord, ThreadNameRecord } from '../capture/types.js';
 import type { Layout } from '../layout/index.js';
-import { sampleInput, type PseudoFrames } from '../block-processor.js';
+import { SampleChain, type PseudoFrames } from '../pipeline/sample-chain.js';
 import { Profile } from '../profile/profile.js';
 import { ThreadNameTable } from '../profile/thread-names.js';
-import { SampleProcessor } from '../sample-processor.js';
 import { CodeTable } from '../symbols/code-table.js';
-import { TaskStacks } from '../task-stacks.js';
 import type { AsyncioOffsets } from '../layout/asyncio-offsets.js';
-import type { KernelWalker } from '../walk/kernel-walker.js';
+import type { KernelWalker } from '../kernel/walker.js';
 import { TRUSTED } from '../walk/status.js';
 import type { AsyncMode } from '../walk/task-graph.js';
 
@@ -21,9 +19,8 @@ export class LiveProfile {
   /** samples walked so far, and of those rejected */
   walked = 0;
   rejected = 0;
-  private processor: SampleProcessor | null = null;
-  /** with tasks recorded (--async-aware): each sample's task stacks instead of its thread stack */
-  private tasks: TaskStacks | null = null;
+  /** (with tasks recorded, --async-aware: each sample's task stacks instead of its thread stack) */
+  private chain: SampleChain | null = null;
   private queued: (CodeRecord | SampleRecord)[] = [];
   private readonly names = new ThreadNameTable();
 
@@ -36,9 +33,7 @@ export class LiveProfile {
 
   /** The target's layout, once attached, and the asyncio offsets its tasks are recorded with (recordProcess's onStart). */
   start(layout: Layout, tasks: { offsets: AsyncioOffsets; mode: AsyncMode } | null = null): void {
-    const table = new CodeTable(layout);
-    this.processor = new SampleProcessor(layout, this.walker, undefined, table, this.opcodes);
-    this.tasks = tasks ? new TaskStacks(layout, tasks.offsets, tasks.mode, table) : null;
+    this.chain = new SampleChain(layout, this.walker, new CodeTable(layout), { pseudo: this.pseudo, opcodes: this.opcodes, tasks });
   }
 
   /** A record as it is written (recordProcess's onRecord). */
@@ -49,15 +44,12 @@ export class LiveProfile {
 
   /** Walk what came since the last call, in recording order (a code record applies to the samples after it). */
   drain(): void {
-    const processor = this.processor;
-    if (!processor) return;
+    const chain = this.chain;
+    if (!chain) return;
     let samples: SampleRecord[] = [];
     const walk = (): void => {
-      for (const p of processor.process(samples)) {
+      for (const { inputs } of chain.run(samples)) {
         this.walked++;
-        const input = sampleInput(p, this.pseudo);
-        // (a sample whose tasks fail comes back from TaskStacks rejected, with that status)
-        const inputs = this.tasks ? this.tasks.inputs(p, input) : [input];
         if (inputs.some((i) => !TRUSTED.has(i.status))) this.rejected++;
         for (const i of inputs) this.profile.add(i);
       }
@@ -67,7 +59,7 @@ export class LiveProfile {
       if ('threadStateAddress' in r) samples.push(r);
       else {
         walk();
-        processor.addCodes([r]);
+        chain.addCodes([r]);
       }
     }
     walk();

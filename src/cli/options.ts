@@ -1,7 +1,7 @@
 import { ASYNC_MODES, type AsyncMode } from '../walk/task-graph.js';
 // Parsing of option values shared by the commands.
 import { SAMPLING_MODES, type SamplingMode } from '../capture/types.js';
-import { COPY_MODES, type CopyMode } from '../record/modes.js';
+import { COPY_MODES, type CopyMode } from '../record/copy/modes.js';
 import { UsageError } from './errors.js';
 
 export function parsePid(text: string): number {

@@ -3,91 +3,48 @@
 import { parseArgs } from 'node:util';
 import type { CodeRecord, SampleRecord, ThreadNameRecord } from '../capture/types.js';
 import type { Layout } from '../layout/index.js';
-import { MAX_RATE_HZ, recordProcess, type RecordProcessResult } from '../record/record-process.js';
-import type { SamplerStats } from '../record/sampler.js';
-import { commandLine } from '../record/subprocesses.js';
-import { KernelWalker } from '../walk/kernel-walker.js';
+import { MAX_RATE_HZ, recordProcess, type RecordProcessResult } from '../record/linux/record-process.js';
+import type { SamplerStats } from '../record/sampling/sampler.js';
+import { commandLine } from '../record/linux/subprocesses.js';
+import { KernelWalker } from '../kernel/walker.js';
 import { UsageError } from './errors.js';
 import { percent } from './format.js';
+
+/** A recording shorter than this gives no rates or shares in its summary: too short to measure. */
+const MIN_MEASURED_MS = 10;
 import { LiveProfile } from './live-profile.js';
-import { pseudoFrames } from '../report-core.js';
+import { pseudoFrames } from '../pipeline/process-capture.js';
 import { asyncModeOption, copyOption, parsePid, parsePositive, samplingModeOption } from './options.js';
 
-export const RECORD_HELP = `Usage: pyunwind record [OPTIONS] -o FILE [--subprocesses] (--pid PID | -- COMMAND [ARGS...])
+export const RECORD_HELP = `Usage: pyunwind record [OPTIONS] -o FILE (--pid PID | -- COMMAND [ARGS...])
 
-Sample a running Python at a steady rate and keep the raw memory of each sample in a capture
-file; \`pyunwind report FILE\` turns it into a profile.
-
-A copy is kept only when something proves it shows one moment of the thread: it was stopped;
-on CPython 3.15+ the thread's profiler anchor (one word pyunwind writes into the target, and
-clears at the end) names the innermost frame or its caller and did not move; or the GIL shows
-the thread ran no Python code meanwhile (3.13+). The schedule runs on the program's own clock
-(time it was kept stopped does not count), with intervals dithered around the mean.
-Guarantees per mode and version: docs/validation.md.
+Sample a running Python into a capture file; pyunwind report FILE turns it into a profile.
+Every sample kept is proven to be of one moment (docs/validation.md). Option by option:
+docs/recording.md.
 
 Options:
   -o, --output FILE      the capture file to write (required)
-  -p, --pid PID          attach to a running Python process
-  -- COMMAND [ARGS...]   start COMMAND and record it from its first instruction; when the
-                         recording ends before it (--duration), it is stopped (SIGTERM)
+  -p, --pid PID          record a running Python process
+  -- COMMAND [ARGS...]   start COMMAND and record it (stopped with SIGTERM if -d ends first)
   -r, --rate HZ          samples per second (default 1000; "2k" works too)
-  -d, --duration SECS    stop after this long (default: until the target exits or Ctrl-C)
-  -m, --mode MODE        which threads' samples to keep (default wall):
-                           wall        every thread at every tick
-                           cpu         threads on a CPU (running or runnable)
-                           gil         threads holding the GIL
-                           exception   threads handling or raising an exception (3.15+)
-                         Every capture records these facts of each sample (where the version
-                         has them): \`report --mode\` keeps fewer samples of a wall capture.
-      --copy COPY        how copies are made exact (default adaptive):
-                           adaptive    copy while the target runs; a copy nothing proves is
-                                       made again with the thread stopped for a moment: every
-                                       sample exact, none lost (before 3.15, or read-only, a
-                                       thread running Python is stopped for every copy)
-                           optimistic  never stop the target; a copy nothing proves is kept
-                                       as 'torn' — counted, never profiled (before 3.15, or
-                                       read-only: one whose readings agree is kept: not exact)
-                           blocking    stop every thread that may be running Python for its
-                                       copy (exact; costs the target)
+  -d, --duration SECS    stop after this long (default: when the target exits, or Ctrl-C)
+  -m, --mode MODE        threads whose samples are kept: wall (default), cpu, gil, exception
+      --copy COPY        what a copy nothing proves becomes: adaptive (default: made again
+                         with the thread stopped), optimistic (never stops: torn), blocking
       --blocking         same as --copy blocking
-      --read-only        never write into the target: no profiler anchor (3.15+), so a copy
-                         of a thread running Python is proven only by a stop
-  -a, --all-threads      sample every thread of every interpreter (the default; kept for
-                         compatibility with other profilers' options)
-      --async-aware      asyncio stacks (CPython 3.14+): also copy each thread's tasks, so that
-                         \`report --async-aware\` shows each task's coroutines under the tasks
-                         awaiting it. Recording starts once the program has imported asyncio
-      --async-mode MODE  which tasks (default running):
-                           running     the task each thread is running, and its awaiters
-                           all         also every task waiting, each with its own stack
-      --subprocesses     also record every descendant of the target that runs Python (a
-                         subprocess.Popen of python: fork and exec; a multiprocessing
-                         worker: fork, forkserver, spawn), each into a capture of its own
-                         beside FILE, named by its pid before the extension: out.pyuw →
-                         out.1234.pyuw (out.1234-2.pyuw if pid 1234 later runs a new
-                         Python). Same rate and modes; one sampling loop for all.
-                         Descendants are looked for every 20 ms (one that lives less is
-                         missed), also under processes that are not Python (a shell), which
-                         are not recorded (the summary says so). A child that exits ends its
-                         capture then; the recording ends with the main target. The summary
-                         lists each process: pid, samples, capture, command line.
-                         \`pyunwind report --subprocesses out.pyuw\` reports them all, each
-                         process apart (or name them: out.pyuw out.*.pyuw). With
-                         --async-aware, a subprocess is recorded (with its tasks) once it
-                         has imported asyncio; one that exits first is listed as not
-                         followed.
-      --live             show pyunwind top's live view while recording (q quits)
-      --native, --no-gc  with --live: <native> frames, no <GC> frames in the view (every
-                         capture keeps what both need: pyunwind report --native / --no-gc)
-      --opcodes          the live view shows instructions (function, line, bytecode
-                         instruction) instead of functions. Every capture keeps the bytecode
-                         of its code objects (copied again when the interpreter specializes
-                         it): \`report --opcodes\` names the instructions of any of them
+      --read-only        never write into the target (no profiler anchor on 3.15+)
+  -a, --all-threads      every thread of every interpreter (the default; for compatibility)
+      --async-aware      also copy each thread's asyncio tasks (CPython 3.14+)
+      --async-mode MODE  which tasks: running (default) or all
+      --subprocesses     also record the target's Python subprocesses, each to FILE.PID.pyuw
+      --live             show the live view (pyunwind top) while recording; q quits
+      --native, --no-gc  with --live: <native> frames, no <GC> frames
+      --opcodes          with --live: instructions instead of functions
   -q, --quiet            no progress line
   -h, --help             this help
 
-Ctrl-C (or SIGTERM) stops the recording and closes the file properly. If the recorder is
-killed outright, every block written so far (one per second) still reads back.
+Ctrl-C (or SIGTERM) ends the recording and closes the file; if the recorder is killed, every
+block written so far (one per second) still reads back.
 `;
 
 export async function record(argv: string[], out: (s: string) => void, err: (s: string) => void): Promise<number> {
@@ -201,12 +158,19 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
     err(`pyunwind: warning: could not write the profiler anchor (${stats.anchorWriteFailure}); copies were checked by comparing two readings alone (as with --read-only)\n`);
   }
   const secs = stats.elapsedMs / 1000;
-  err(
-    `pyunwind: recorded ${stats.samples} samples of ${result.target} in ${secs.toFixed(1)} s ` +
-      `(${Math.round(stats.ticks / Math.max(secs, 1e-9))} ticks/s; missed ${percent(stats.missed, stats.scheduled)}, ` +
+  // shares of a recording that took no tick, or lasted too little to time, would be of nothing
+  const measured = stats.ticks > 0 && stats.elapsedMs >= MIN_MEASURED_MS;
+  const shares = measured
+    ? `(${Math.round(stats.ticks / secs)} ticks/s; missed ${percent(stats.missed, stats.scheduled)}, ` +
       `torn ${percent(stats.torn, stats.samples)}, copied with the target stopped ${percent(stats.stopped, stats.samples)} ` +
-      `(stopped ${percent(result.stoppedMicros, stats.elapsedMs * 1000)} of the time); ` +
-      `copy ${stats.samples ? Math.round(stats.copyMicros.total / stats.samples) : 0} µs mean) → ${values.output}` +
+      // (the stopped time is measured around each stop, the recording's time once: never more than it)
+      `(stopped ${percent(Math.min(result.stoppedMicros, stats.elapsedMs * 1000), stats.elapsedMs * 1000)} of the time)` +
+      (stats.offCpu > 0 ? `, proven asleep ${percent(stats.offCpu, stats.samples)}` : '') +
+      '; ' +
+      `copy ${stats.samples ? Math.round(stats.copyMicros.total / stats.samples) : 0} µs mean)`
+    : `(too short to measure: ${stats.ticks} tick${stats.ticks === 1 ? '' : 's'} in ${stats.elapsedMs.toFixed(1)} ms)`;
+  err(
+    `pyunwind: recorded ${stats.samples} samples of ${result.target} in ${secs.toFixed(1)} s ${shares} → ${values.output}` +
       (result.targetExited ? ' (the target exited)' : '') +
       (sampling !== 'wall' ? `; mode ${sampling}: ${stats.leftOut} samples of threads it leaves out were not written` : '') +
       '\n',

@@ -1,13 +1,14 @@
 // pyunwind report FILE: walk, validate, symbolize and aggregate a capture, then write it in one
-// of the formats of report-formats.ts.
+// of the formats of src/export/formats.ts.
 
+import { shortFilename } from '../export/filenames.js';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { metaFromHeader } from '../export/meta.js';
+import { metaFromReport } from '../export/meta.js';
 import { asyncModeOption, samplingModeOption } from './options.js';
-import { reportCapture, type CaptureReport } from '../report.js';
+import { reportCapture, type CaptureReport } from '../pipeline/report-file.js';
 import { UsageError } from './errors.js';
 import { openInBrowser } from './open-browser.js';
 import { FORMAT_NAMES, FORMATS, formatsHelp, makeSeveral, type Format, type FormatSpec, type ProcessInput } from '../export/formats.js';
@@ -25,59 +26,30 @@ function readSource(filename: string): string | null {
   }
 }
 
-export const REPORT_HELP = `Usage: pyunwind report FILE... [--format FORMAT] [-o OUT] [--diff BASE] [--open] [--thread ID] [--mode MODE] [--native] [--opcodes]
+export const REPORT_HELP = `Usage: pyunwind report FILE... [OPTIONS]
 
 Turn a capture (pyunwind record) into a profile. Every sample is walked and validated;
-rejected samples never enter the profile — they are counted, by reason, in the summary, and
-every format carries those numbers where it has a place for them.
-
-Several captures (record --subprocesses: one per process, e.g. out.pyuw out.*.pyuw) are
-reported together, each process apart: text gives each capture's report in turn, json a
-document of them ({"format": "pyunwind-processes", "processes": [...]}, docs/json-format.md);
-the other formats put each thread under its process ("pid 1234 (app.py)": the first element
-of a collapsed line, the thread's name in speedscope, cpuprofile and the flame graph, which
-has a view per process, a process of its own in the Firefox Profiler (gecko), a pid label in
-pprof, a pid field in jsonl), on one clock. pstats and heatmap take one capture.
+rejected samples never enter the profile: they are counted, by reason. Several captures (those
+of record --subprocesses) are reported together, each process apart. Option by option:
+docs/reporting.md; the formats: docs/formats.md.
 
 Options:
   -f, --format FORMAT   one of:
 ${formatsHelp('                          ')}
   -o, --output OUT      write to OUT instead of standard output
-      --subprocesses    also the captures of FILE's subprocesses (record --subprocesses):
-                        those beside it named FILE's name with a pid (out.1234.pyuw) whose
-                        recording is FILE's — not those left from another recording
-      --diff BASE       compare with the capture BASE (flamegraph, the default with --diff,
-                        or collapsed): the change in each stack's share of the samples
-      --open            open an HTML format in the browser (written to OUT, or to a
-                        temporary file without -o)
+      --open            open an HTML format in the browser
+      --diff BASE       the change against capture BASE (flamegraph or collapsed)
+      --subprocesses    also the captures of FILE's subprocesses (FILE.PID.pyuw beside it)
   -t, --thread ID       only this thread (native thread id or thread_id)
-  -m, --mode MODE       only the samples of threads that, when sampled, were
-                          cpu         on a CPU (running or runnable)
-                          gil         holding the GIL (CPython 3.13+)
-                          exception   handling or raising an exception (3.15+)
-                        or wall: every sample (the default: the mode the capture was
-                        recorded in). A capture recorded in wall mode tells each of these
-                        where its Python had them (record --help).
-      --no-gc           no <GC> frames: by default a thread's stack gets one on top while
-                        the garbage collector runs in it (CPython 3.13+)
-      --native          <native> frames where C code called back into Python: between
-                        a function and what it reached through sorted(key=...), map, a
-                        C module's callback; on top when the thread is in such C code
-                        as it enters Python (every version; any capture)
-      --async-aware     asyncio stacks, from a capture recorded with --async-aware (3.14+):
-                        a task's stack is its coroutines under the tasks awaiting it, each
-                        task a \`<task NAME>\` frame, the root task outermost
-      --async-mode MODE running (each thread's running task) or all (also every waiting
-                        task, one stack each per sample); default: as recorded
-      --opcodes         name each frame's bytecode instruction too, as dis names it in
-                        adaptive code — the specialized form where the interpreter had
-                        specialized it (BINARY_OP_ADD_INT): a frame is then function, line
-                        and instruction (docs/formats.md says how each format shows it)
+  -m, --mode MODE       only samples of threads on a cpu, holding the gil, handling an exception
+      --no-gc           no <GC> frames (a thread's stack while the collector runs in it)
+      --native          <native> frames where C code called back into Python
+      --async-aware     asyncio task stacks (a capture recorded with --async-aware)
+      --async-mode MODE running (each thread's running task) or all; default: as recorded
+      --opcodes         each frame's bytecode instruction too, as dis names it
+      --full-filenames  whole file paths in text (default: short, as py-spy shows them)
   -n, --top N           functions listed per thread in text (default 15)
-  -j, --workers N       worker threads that process blocks (default: one per core for a
-                        capture of 4 MB or more, else 0: all in this thread); the profile
-                        is the same whatever N. Formats with a timeline (gecko, cpuprofile,
-                        jsonl) process every sample in this thread.
+  -j, --workers N       worker threads (default: one per core from 4 MB of capture)
   -q, --quiet           no progress line
   -h, --help            this help
 `;
@@ -98,6 +70,7 @@ export async function report(argv: string[], out: (s: string | Uint8Array) => vo
       'async-aware': { type: 'boolean' },
       'async-mode': { type: 'string' },
       opcodes: { type: 'boolean' },
+      'full-filenames': { type: 'boolean' },
       top: { type: 'string', short: 'n', default: '15' },
       workers: { type: 'string', short: 'j' },
       quiet: { type: 'boolean', short: 'q' },
@@ -153,22 +126,25 @@ export async function report(argv: string[], out: (s: string | Uint8Array) => vo
     if (values.diff !== undefined) throw new UsageError('--diff compares two captures: give one FILE');
     if (typeof spec.several === 'string') throw new UsageError(`${format} ${spec.several}: report each capture on its own`);
   }
+  // (what a person reads: file names short, as py-spy shows them, unless asked otherwise)
+  const filename = values['full-filenames'] ? (f: string): string => f : (f: string): string => shortFilename(f, process.cwd());
   let made: string | Uint8Array;
   if (files.length > 1) {
-    const inputs: ProcessInput[] = [{ file, report: result, meta: metaFromHeader(result.header, result.mode) }];
+    const inputs: ProcessInput[] = [{ file, report: result, meta: metaFromReport(result) }];
     for (const f of files.slice(1)) {
       const r = await load(f, ` ${f}`);
-      inputs.push({ file: f, report: r, meta: metaFromHeader(r.header, r.mode) });
+      inputs.push({ file: f, report: r, meta: metaFromReport(r) });
     }
-    made = await makeSeveral(format, inputs, { top: Number(values.top), readSource });
+    made = await makeSeveral(format, inputs, { top: Number(values.top), readSource, filename });
   } else {
     const base = values.diff !== undefined ? await load(values.diff, ' (base)') : undefined;
     made = await spec.make({
       report: result,
-      meta: metaFromHeader(result.header, result.mode),
+      meta: metaFromReport(result),
       top: Number(values.top),
       readSource,
-      ...(base ? { base: { report: base, meta: metaFromHeader(base.header, base.mode) } } : {}),
+      filename,
+      ...(base ? { base: { report: base, meta: metaFromReport(base) } } : {}),
     });
   }
 

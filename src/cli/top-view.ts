@@ -31,6 +31,8 @@ export interface TopFrame {
   opcodes?: boolean;
   /** the stacks are asyncio task stacks, in this mode (the title says so) */
   asyncio?: AsyncMode;
+  /** how a file name is shown (default: whole; top's: short, export/filenames.ts) */
+  filename?: (filename: string) => string;
 }
 
 /** Functions of all threads, a function being (qualname, filename): self and total samples summed over threads. */
@@ -67,27 +69,31 @@ export function renderTop(f: TopFrame): string[] {
   // shares of the samples with a Python stack (idle ones have no function)
   const stacked = s.trusted - s.statuses.idle;
   if (f.opcodes) {
-    lines.push(...instructionRows(f.profile, stacked, f.limit));
+    lines.push(...instructionRows(f.profile, stacked, f.limit, f.filename ?? ((n) => n)));
     return lines.map((l) => (l.length > f.width ? l.slice(0, Math.max(1, f.width - 1)) + '…' : l));
   }
+  const name = f.filename ?? ((n: string): string => n);
   lines.push(`${pad('self%', 7)} ${pad('total%', 7)} ${pad('self', 8)} ${pad('total', 8)}  function`);
   // (a pseudo-frame — <GC>, <native>, <task NAME> — has no file)
   const rows = allFunctions(f.profile).sort((a, b) => (f.sort === 'self' ? b.self - a.self || b.total - a.total : b.total - a.total || b.self - a.self) || (a.qualname < b.qualname ? -1 : 1));
   for (const fn of rows.slice(0, Math.max(0, f.limit))) {
     const pct = (n: number): string => pad(stacked > 0 ? `${((100 * n) / stacked).toFixed(1)}` : '–', 7);
-    lines.push(`${pct(fn.self)} ${pct(fn.total)} ${pad(String(fn.self), 8)} ${pad(String(fn.total), 8)}  ${fn.qualname}${fn.filename ? ` (${fn.filename})` : ''}`);
+    lines.push(`${pct(fn.self)} ${pct(fn.total)} ${pad(String(fn.self), 8)} ${pad(String(fn.total), 8)}  ${fn.qualname}${fn.filename ? ` (${name(fn.filename)})` : ''}`);
   }
   if (rows.length === 0) lines.push('(no Python stack sampled yet)');
   return lines.map((l) => (l.length > f.width ? l.slice(0, Math.max(1, f.width - 1)) + '…' : l));
 }
 
 /** Instructions of all threads — frames (function, line, instruction) — by the samples that ended in them. */
-function instructionRows(profile: Profile, stacked: number, limit: number): string[] {
+function instructionRows(profile: Profile, stacked: number, limit: number, name: (filename: string) => string): string[] {
   const self = new Map<string, number>();
   for (const t of profile.threads()) {
     t.stackWeight.forEach((w, s) => {
       const frame = t.frames[t.stackFrame[s]!]!;
-      if (w > 0 && frame.opcode !== undefined) self.set(frameLabel(frame), (self.get(frameLabel(frame)) ?? 0) + w);
+      if (w > 0 && frame.opcode !== undefined) {
+        const label = frameLabel({ ...frame, filename: name(frame.filename) });
+        self.set(label, (self.get(label) ?? 0) + w);
+      }
     });
   }
   const rows = [...self].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));

@@ -8,51 +8,48 @@
 // frame every --interval, N frames then stop. The recording ends as record's does, so the
 // target is left as it was found (its profiler anchor cleared).
 
+import { shortFilename } from '../export/filenames.js';
+import { targetCwd } from './target-cwd.js';
 import { parseArgs } from 'node:util';
 import type { CodeRecord, SampleRecord, ThreadNameRecord } from '../capture/types.js';
 import type { CaptureSink } from '../capture/writer.js';
 import type { Layout } from '../layout/index.js';
-import { MAX_RATE_HZ, recordProcess } from '../record/record-process.js';
-import type { SamplerStats } from '../record/sampler.js';
-import type { CopyMode } from '../record/modes.js';
+import { MAX_RATE_HZ, recordProcess } from '../record/linux/record-process.js';
+import type { SamplerStats } from '../record/sampling/sampler.js';
+import type { CopyMode } from '../record/copy/modes.js';
 import type { SamplingMode } from '../capture/types.js';
-import { KernelWalker } from '../walk/kernel-walker.js';
+import { KernelWalker } from '../kernel/walker.js';
 import { UsageError } from './errors.js';
 import { LiveProfile } from './live-profile.js';
-import { pseudoFrames } from '../report-core.js';
-import type { PseudoFrames } from '../block-processor.js';
+import { pseudoFrames } from '../pipeline/process-capture.js';
+import type { PseudoFrames } from '../pipeline/sample-chain.js';
 import { asyncModeOption, copyOption, parsePid, parsePositive, samplingModeOption } from './options.js';
 import type { AsyncMode } from '../walk/task-graph.js';
 import { renderTop, type TopSort } from './top-view.js';
 
 export const TOP_HELP = `Usage: pyunwind top [OPTIONS] (--pid PID | -- COMMAND [ARGS...])
 
-Watch a running Python: its functions by self and total samples across all threads,
-refreshed, with the validation counts (samples trusted and rejected, by reason; ticks
-missed). Samples are copied, checked and walked as record does.
+Watch a running Python: its functions by self and total samples across all threads, refreshed,
+with the validation counts. Samples are copied, checked and walked as record does
+(docs/reporting.md).
 
 Options:
   -p, --pid PID          the Python process to watch
   -- COMMAND [ARGS...]   start COMMAND and watch it (stopped with SIGTERM when top quits first)
   -r, --rate HZ          samples per second (default 1000)
-  -m, --mode MODE        wall (default), cpu, gil or exception: as for record
-      --copy COPY        how copies are kept consistent: adaptive (default), optimistic, blocking
-      --native           <native> frames where C code called back into Python (report --help)
+  -m, --mode MODE        wall (default), cpu, gil or exception, as for record
+      --copy COPY        adaptive (default), optimistic or blocking, as for record
+      --native           <native> frames where C code called back into Python
       --no-gc            no <GC> frames
   -s, --sort KEY         self (default) or total
   -i, --interval SECS    time between two refreshes (default 1)
-  -n, --limit N          functions shown (default: as many as the terminal has rows; 20 elsewhere)
-      --iterations N     show N refreshes as plain text, then stop (default: until q, Ctrl-C,
-                         or the target exits; plain text too when the output is no terminal)
-  -o, --output FILE      also keep the capture in FILE (pyunwind report reads it)
-      --opcodes          show instructions instead of functions: function, line and the
-                         bytecode instruction there (as dis names it in adaptive code,
-                         specialized forms included), by the samples that ended in them
-      --async-aware      asyncio stacks (CPython 3.14+): tasks (<task NAME>) and the
-                         coroutines they are suspended in, as report --async-aware shows
-                         them; the view starts once the program has imported asyncio
-      --async-mode MODE  running (default: each thread's running task) or all (also every
-                         waiting task: the counts are then task stacks, not samples)
+  -n, --limit N          functions shown (default: the terminal's rows; 20 elsewhere)
+      --iterations N     show N refreshes as plain text, then stop (default: until q)
+  -o, --output FILE      also keep the capture in FILE
+      --opcodes          instructions (function, line, bytecode instruction) instead of functions
+      --async-aware      asyncio task stacks (CPython 3.14+), as report --async-aware shows them
+      --async-mode MODE  running (default) or all
+      --full-filenames   whole file paths (default: short, as py-spy shows them)
   -h, --help             this help
 
 Keys (on a terminal): q or Ctrl-C quit, s switches the sort, p pauses the redraws.
@@ -78,6 +75,8 @@ export interface LiveViewOptions {
   opcodes?: boolean;
   /** asyncio task stacks (record --async-aware's tasks, shown as report --async-aware shows them) */
   asyncio?: AsyncMode;
+  /** whole file paths (default: short, as py-spy shows them) */
+  fullFilenames?: boolean;
   /** full-screen and keys: stdout and stdin are terminals and no iteration count is asked for */
   interactive: boolean;
   out: (s: string) => void;
@@ -106,6 +105,7 @@ export async function top(argv: string[], out: (s: string | Uint8Array) => void,
       iterations: { type: 'string' },
       output: { type: 'string', short: 'o' },
       opcodes: { type: 'boolean' },
+      'full-filenames': { type: 'boolean' },
       'async-aware': { type: 'boolean' },
       'async-mode': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -145,6 +145,7 @@ export async function top(argv: string[], out: (s: string | Uint8Array) => void,
     iterations,
     interactive,
     ...(values.opcodes ? { opcodes: true } : {}),
+    ...(values['full-filenames'] ? { fullFilenames: true } : {}),
     ...(asyncio ? { asyncio } : {}),
     out: (s) => out(s),
     err,
@@ -170,6 +171,8 @@ export async function liveView(o: LiveViewOptions): Promise<number> {
   let last: SamplerStats | null = null;
   const started = performance.now();
 
+  // the program's own files, relative to its working directory
+  const cwd = 'pid' in o.target ? targetCwd(o.target.pid) : process.cwd();
   const draw = (): void => {
     live.drain();
     const rows = screen ? (process.stdout.rows || 24) : 0;
@@ -186,6 +189,7 @@ export async function liveView(o: LiveViewOptions): Promise<number> {
       width: screen ? (process.stdout.columns || 100) : 200,
       ...(o.opcodes ? { opcodes: true } : {}),
       ...(o.asyncio ? { asyncio: o.asyncio } : {}),
+      ...(o.fullFilenames ? {} : { filename: (f: string) => shortFilename(f, cwd) }),
       ...(screen ? { note: paused ? 'paused — p resumes, q quits' : 'q quit · s sort by self/total · p pause' } : {}),
     });
     if (screen) o.out(`${ESC}H${ESC}2J${frame.join('\n')}`);

@@ -24,7 +24,8 @@
 // - Lines are sorted (code-unit order); no line for idle samples (not in the shares).
 //
 // Flame graph (`--format flamegraph --diff BASE`): one self-contained HTML page (no network)
-// drawn by the flame graph page's renderer (html/flamegraph-script.ts), coloured by change:
+// drawn by the flame graph page's renderer (html/flamegraph-script.ts), coloured by change; the
+// parts below the graph have styles and a script of their own (html/browser/diff.css, diff.ts):
 //
 // - Views: "all threads" first, then one per thread of the diff (matched pairs under the
 //   current side's label, then the base-only threads). Each view is a prefix tree over the
@@ -55,6 +56,7 @@ import type { Profile } from '../profile/profile.js';
 import { escapeCollapsed } from './collapsed.js';
 import { diffProfiles, type DiffFunction, type DiffProfile, type DiffSide, type DiffThread } from './diff-model.js';
 import { FlameFrameTable } from './flamegraph.js';
+import { DIFF_CSS, DIFF_SCRIPT } from './html/generated/diff.js';
 import { FLAMEGRAPH_CSS, FLAMEGRAPH_SCRIPT, flamegraphBody, type FlameFunction, type FlameGraphData, type FlameView } from './html/flamegraph-script.js';
 import { BASE_CSS, escapeHtml, formatCount, formatPercent, htmlPage, recordingFacts } from './html/page.js';
 import { validationPanel } from './html/validation.js';
@@ -239,46 +241,6 @@ function functionTable(functions: DiffFunction[]): string {
   );
 }
 
-// Below the graph, two columns: the largest changes and the recordings, then the current
-// side's top functions and the validation panels (the side's parts placed in the grid).
-const DIFF_CSS = String.raw`
-.below { grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); grid-template-areas: "changes recordings" "top validations"; }
-.below > .functions { grid-area: top; }
-.below > .side { display: contents; }
-#diff-recordings { grid-area: recordings; }
-.diff-functions { grid-area: changes; }
-.validations { grid-area: validations; }
-@media (max-width: 1000px) { .below { grid-template-columns: minmax(0, 1fr); grid-template-areas: "changes" "recordings" "top" "validations"; } }
-.recordings h3 { margin: 8px 0 0; font-size: 13.5px; font-weight: 600; }
-.recordings h3 .title { font-weight: 400; font-family: var(--mono); font-size: 12.5px; word-break: break-all; }
-.recordings p { margin: 2px 0; font-size: 13px; }
-.recordings .facts { color: var(--muted); }
-.recordings .facts span { display: inline-block; white-space: nowrap; }
-.recordings .facts span + span::before { content: '·'; margin: 0 6px; color: var(--faint); }
-.recordings .note { color: var(--muted); font-size: 12px; margin-top: 8px; }
-.diff-functions .scroll { max-height: 460px; overflow: auto; }
-.diff-functions td.name .file { margin-left: 8px; font-size: 12px; }
-#diff-functions td.up { color: var(--bad); font-weight: 500; }
-#diff-functions td.down { color: var(--accent); font-weight: 500; }
-#diff-functions td.same { color: var(--faint); }
-.validations { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 14px; align-items: start; }
-@media (max-width: 700px) { .validations { grid-template-columns: minmax(0, 1fr); } }
-`;
-
-/** After the renderer's script: a row of `#diff-functions` searches for its function. */
-const DIFF_SCRIPT = String.raw`
-(function () {
-  var search = document.getElementById('search');
-  document.querySelector('#diff-functions tbody').addEventListener('click', function (ev) {
-    var tr = ev.target.closest ? ev.target.closest('tr') : null;
-    if (!tr) return;
-    search.value = tr.getAttribute('data-qualname');
-    search.dispatchEvent(new Event('input'));
-    window.scrollTo({ top: 0, behavior: 'smooth' });
-  });
-})();
-`;
-
 export function exportDiffFlamegraph(current: Profile, base: Profile, meta: ExportMeta, baseMeta: ExportMeta): string {
   const diff = diffProfiles(current, base);
   const data: FlameGraphData & { diff: DiffSummary } = { ...diffFlamegraphData(diff), diff: diffSummary(diff) };
@@ -291,8 +253,8 @@ export function exportDiffFlamegraph(current: Profile, base: Profile, meta: Expo
     `</section>`,
     functionTable(diff.all.functions),
     `<div class="validations">`,
-    validationPanel(diff.current.stats, { id: 'validation-current', title: 'Validation: current', subtitle: meta.title }),
-    validationPanel(diff.base.stats, { id: 'validation-base', title: 'Validation: base', subtitle: baseMeta.title }),
+    validationPanel(diff.current.stats, { id: 'validation-current', title: 'Validation: current', subtitle: meta.title, ...(meta.capture ? { capture: meta.capture } : {}) }),
+    validationPanel(diff.base.stats, { id: 'validation-base', title: 'Validation: base', subtitle: baseMeta.title, ...(baseMeta.capture ? { capture: baseMeta.capture } : {}) }),
     `</div>`,
   ].join('\n');
   return htmlPage({

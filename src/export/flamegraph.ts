@@ -123,7 +123,7 @@ export function exportFlamegraph(profile: Profile, meta: ExportMeta): string {
       kind: 'Flame graph',
       title: meta.title,
       facts: recordingFacts(profile, meta),
-      side: validationPanel(profile.stats()),
+      side: validationPanel(profile.stats(), meta.capture ? { capture: meta.capture } : {}),
     }),
     data: flamegraphData(profile),
     script: FLAMEGRAPH_SCRIPT,

@@ -3,10 +3,10 @@
 // functions of a profile; this table loads the one asked for. Nothing here needs Node: what
 // only a command has (files on disk, for the heatmap's source) comes in the input.
 
-import type { CaptureReport } from '../report-core.js';
+import type { CaptureReport } from '../pipeline/process-capture.js';
 import { Profile, Timeline, type ProcessTag } from '../profile/index.js';
 import { processLabel } from './common.js';
-import type { ExportMeta } from './meta.js';
+import { captureHealth, captureLines, type ExportMeta } from './meta.js';
 
 export interface FormatInput {
   report: CaptureReport;
@@ -19,11 +19,13 @@ export interface FormatInput {
   base?: { report: CaptureReport; meta: ExportMeta };
   /** the text of a source file named in the capture, for the heatmap (null: not readable here; default: none) */
   readSource?: (filename: string) => string | null;
+  /** how text shows a file name (default: whole; the command's: short, export/filenames.ts) */
+  filename?: (filename: string) => string;
 }
 
 export interface FormatSpec {
-  /** lines of `--help`, the first starting with the format's name */
-  help: string[];
+  /** what the format is for, in `--help` (one line, after its name) */
+  help: string;
   /** needs every sample in time order (processed on the reference path) */
   timeline?: boolean;
   /** an HTML page (`--open` can show it) */
@@ -75,13 +77,18 @@ export function combineProcesses(inputs: readonly ProcessInput[]): { report: Cap
     ...first.report,
     header: { ...first.report.header, target: title, startTime: start },
     profile,
-    warnings: inputs.flatMap((p) => p.report.warnings),
+    // (offsets are each file's own: the message says which file)
+    warnings: inputs.flatMap((p) => p.report.warnings.map((w) => ({ offset: w.offset, message: `${p.file ?? processLabel(p.report.header)}: ${w.message}` }))),
     closedCleanly: inputs.every((p) => p.report.closedCleanly),
     blocks: inputs.reduce((n, p) => n + p.report.blocks, 0),
+    skippedBlocks: inputs.reduce((n, p) => n + p.report.skippedBlocks, 0),
+    undetermined: inputs.reduce((n, p) => n + p.report.undetermined, 0),
+    cutTaskLists: inputs.reduce((n, p) => n + p.report.cutTaskLists, 0),
+    lostSamples: inputs.some((p) => p.report.lostSamples === null) ? null : inputs.reduce((n, p) => n + p.report.lostSamples!, 0),
     fallbackBlocks: inputs.reduce((n, p) => n + p.report.fallbackBlocks, 0),
     ...(timeline ? { timeline } : {}),
   };
-  return { report, meta: { ...first.meta, title, startTime: start }, tags };
+  return { report, meta: { ...first.meta, title, startTime: start, ...(first.meta.capture ? { capture: captureHealth(report) } : {}) }, tags };
 }
 
 /**
@@ -97,15 +104,18 @@ export async function makeSeveral(format: Format, inputs: readonly ProcessInput[
 }
 
 /** text: top functions per thread, the validation summary and how the samples were copied */
-async function makeText({ report, meta, top }: FormatInput): Promise<string> {
+async function makeText({ report, meta, top, filename }: FormatInput): Promise<string> {
   const { exportText } = await import('./text.js');
   const { header, recording } = report;
   const pct = (n: number): string => (recording.samples ? `${((100 * n) / recording.samples).toFixed(1)}%` : '0.0%');
   return (
-    exportText(report.profile, { top, title: `${header.target}, recorded at ${header.rateHz} Hz by ${header.recorder}` }) +
+    exportText(report.profile, { top, title: `${header.target}, recorded at ${header.rateHz} Hz by ${header.recorder}`, ...(filename ? { filename } : {}) }) +
     `\nRecording: mode ${meta.mode}; copies ${meta.copy ?? 'unknown'}; copy window ${recording.copyMicros.mean} µs mean, ` +
     `${recording.copyMicros.p50} µs median, ${recording.copyMicros.p99} µs p99, ${recording.copyMicros.max} µs max; ` +
-    `copied again after moving ${pct(recording.retried)}, copied with the target stopped ${pct(recording.stopped)}\n`
+    `copied again (not proven at first) ${pct(recording.retried)}, copied with the target stopped ${pct(recording.stopped)}\n` +
+    captureLines(meta)
+      .map((l) => `${l[0]!.toUpperCase()}${l.slice(1)}\n`)
+      .join('')
   );
 }
 
@@ -123,13 +133,14 @@ async function makeJson({ report, meta }: FormatInput): Promise<string> {
       mode: meta.mode,
       copy: meta.copy,
       recording: { samples: recording.samples, copyMicros: { ...recording.copyMicros }, stopped: recording.stopped, retried: recording.retried },
+      ...(meta.capture ? { capture: { ...meta.capture, warnings: meta.capture.warnings.map((w) => ({ offset: w.offset, message: w.message })) } } : {}),
     },
   });
 }
 
 export const FORMATS = {
   text: {
-    help: ['text (default): top functions per thread and the validation summary'],
+    help: 'top functions per thread, the validation summary (default)',
     extension: 'txt',
     make: makeText,
     // one report per process, one after the other
@@ -148,7 +159,7 @@ export const FORMATS = {
     },
   },
   json: {
-    help: ['json: the summary and the aggregated profile (docs/json-format.md)'],
+    help: 'the summary and the profile (docs/json-format.md)',
     extension: 'json',
     make: makeJson,
     // {format: "pyunwind-processes", processes: [{file, pid, parentPid, command, label, report}]}, each report the json of one capture
@@ -162,7 +173,7 @@ export const FORMATS = {
     },
   },
   collapsed: {
-    help: ['collapsed: "thread;root;...;leaf count" lines (flamegraph.pl, speedscope);', '  with --diff: the change per stack, normalised by sample counts'],
+    help: '"thread;root;...;leaf count" lines (flamegraph.pl, --diff)',
     extension: 'txt',
     diff: true,
     async make({ report, base }) {
@@ -175,7 +186,7 @@ export const FORMATS = {
     },
   },
   speedscope: {
-    help: ['speedscope: a file for https://www.speedscope.app (or its npm package, offline)'],
+    help: 'https://www.speedscope.app',
     extension: 'speedscope.json',
     async make({ report }) {
       const { exportSpeedscope } = await import('./speedscope.js');
@@ -184,7 +195,7 @@ export const FORMATS = {
     },
   },
   pprof: {
-    help: ["pprof: gzip'd profile.proto (go tool pprof, continuous profilers)"],
+    help: "go tool pprof, continuous profilers (gzip'd protobuf)",
     extension: 'pb.gz',
     binary: true,
     async make({ report, meta }) {
@@ -193,7 +204,7 @@ export const FORMATS = {
     },
   },
   gecko: {
-    help: ['gecko: the Firefox Profiler (https://profiler.firefox.com: load the file)'],
+    help: 'the Firefox Profiler (https://profiler.firefox.com)',
     extension: 'gecko.json',
     timeline: true,
     async make({ report, meta }) {
@@ -202,7 +213,7 @@ export const FORMATS = {
     },
   },
   cpuprofile: {
-    help: ['cpuprofile: Chrome DevTools (Performance panel: load profile)'],
+    help: "Chrome DevTools' Performance panel",
     extension: 'cpuprofile',
     timeline: true,
     async make({ report, meta }) {
@@ -211,7 +222,7 @@ export const FORMATS = {
     },
   },
   pstats: {
-    help: ["pstats: Python's pstats.Stats(FILE), python -m pstats, snakeviz"],
+    help: "Python's pstats, snakeviz",
     extension: 'pstats',
     binary: true,
     several: 'has no place for processes (its functions would add up across them)',
@@ -221,7 +232,7 @@ export const FORMATS = {
     },
   },
   flamegraph: {
-    help: ['flamegraph: an interactive flame graph, one HTML file that needs no network;', '  with --diff: a differential flame graph against BASE'],
+    help: 'an interactive flame graph, one HTML file (--diff)',
     extension: 'html',
     html: true,
     diff: true,
@@ -235,7 +246,7 @@ export const FORMATS = {
     },
   },
   heatmap: {
-    help: ['heatmap: samples per source line, over the source text (one HTML file)'],
+    help: 'samples per source line, over the source text (HTML)',
     extension: 'html',
     html: true,
     several: 'shows source lines, not processes (their samples would add up across them)',
@@ -245,7 +256,7 @@ export const FORMATS = {
     },
   },
   jsonl: {
-    help: ['jsonl: one JSON object per trusted sample (time, thread, frames)'],
+    help: 'one JSON object per trusted sample',
     extension: 'jsonl',
     timeline: true,
     async make({ report, meta }) {
@@ -260,5 +271,5 @@ export const FORMAT_NAMES = Object.keys(FORMATS) as Format[];
 
 /** The help lines of every format, indented for `--help`. */
 export function formatsHelp(indent: string): string {
-  return FORMAT_NAMES.flatMap((f) => (FORMATS[f] as FormatSpec).help.map((l) => indent + l)).join('\n');
+  return FORMAT_NAMES.map((f) => `${indent}${f.padEnd(11)} ${(FORMATS[f] as FormatSpec).help}`).join('\n');
 }

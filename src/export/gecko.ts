@@ -316,7 +316,7 @@ export function geckoDocument(profile: Profile, timeline: Timeline, meta: Export
   const threads = timeline.threads();
   let endMs = 0;
   for (const t of threads) for (const us of t.time) endMs = Math.max(endMs, us / 1000);
-  const lines = validationLines(profile);
+  const lines = validationLines(profile, meta);
 
   const out: GeckoThread[] = threads.map((t, ti) => {
     // timeline stack → shared stack, parents first (a timeline parent has a smaller index)
@@ -447,6 +447,11 @@ export function geckoDocument(profile: Profile, timeline: Timeline, meta: Export
             entry('Copy mode', meta.copy ?? 'unknown'),
             entry('Samples', lines[0]!),
             entry('Ticks', lines[1]!),
+            // the capture's health (captureLines: "capture: …", "warning: …"), each under its own label
+            ...lines.slice(2).map((l) => {
+              const at = l.indexOf(': ');
+              return entry(`${l[0]!.toUpperCase()}${l.slice(1, at)}`, l.slice(at + 2));
+            }),
           ],
         },
       ],

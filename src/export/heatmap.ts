@@ -158,7 +158,7 @@ export function exportHeatmap(profile: Profile, meta: ExportMeta, readSource: (f
   return htmlPage({
     title: `Source heatmap: ${meta.title}`,
     css: BASE_CSS + HEATMAP_CSS,
-    body: heatmapBody({ title: meta.title, facts: recordingFacts(profile, meta), side: validationPanel(profile.stats()) }),
+    body: heatmapBody({ title: meta.title, facts: recordingFacts(profile, meta), side: validationPanel(profile.stats(), meta.capture ? { capture: meta.capture } : {}) }),
     data: heatmapData(profile, readSource),
     script: HEATMAP_SCRIPT,
   });

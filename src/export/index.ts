@@ -40,7 +40,7 @@ export {
   type FlamegraphBodyOptions,
 } from './html/flamegraph-script.js';
 export { HEATMAP_CSS, HEATMAP_SCRIPT, heatmapBody, type HeatmapData, type HeatmapView, type HeatmapFile, type HeatmapFileCounts } from './html/heatmap-script.js';
-export { htmlPage, escapeHtml, jsonForScript, BASE_CSS, BASE_SCRIPT, DATA_ELEMENT_ID, recordingFacts, type PageParts } from './html/page.js';
+export { htmlPage, escapeHtml, jsonForScript, BASE_CSS, DATA_ELEMENT_ID, recordingFacts, type PageParts } from './html/page.js';
 export { validationPanel, type ValidationPanelOptions } from './html/validation.js';
 export { exportDiffFlamegraph, exportDiffCollapsed, diffFlamegraphData } from './diff.js';
 export { diffProfiles, type DiffProfile, type DiffThread, type DiffStack, type DiffFunction, type DiffSide, type DiffOptions } from './diff-model.js';

@@ -2,7 +2,7 @@
 // (`pd.read_json(f, lines=True)`), DuckDB or a script — every trusted sample, in time order.
 //
 //   {"type":"header","format":"pyunwind-samples","version":1,"title":…,"pythonVersion":…,
-//    "rateHz":…,"startTime":…,"recorder":…,"mode":…,"validation":{…}}
+//    "rateHz":…,"startTime":…,"recorder":…,"mode":…,"validation":{…},"capture":{…}}
 //   {"type":"sample","time":1234,"thread":{"native_id":…,"thread_id":…,"interpreter_id":0,
 //    "name":"MainThread"},"status":"complete","frames":[{"qualname":…,"filename":…,"line":…},…]}
 //   (with opcodes, a frame also has "opcode": its instruction, where it is known)
@@ -19,6 +19,8 @@
 // - validation numbers: `attempted`, `trusted`, `rejected`, `statuses` (all ten statuses)
 //   count samples, as in the json report; `ticks`, `missed`, `scheduled` count sampling
 //   moments and need the Profile (null when none is given).
+// - capture (when the samples came from a capture file): blocks read, skippedBlocks,
+//   lostSamples (null: uncounted), closedCleanly, warnings [{offset, message}] (ExportMeta).
 
 import type { Profile } from '../profile/profile.js';
 import { REJECTED_STACK, Timeline, type TimelineThread } from '../profile/timeline.js';
@@ -100,6 +102,7 @@ export function exportJsonl(timeline: Timeline, meta: ExportMeta, profile?: Prof
       mode: meta.mode,
       copy: meta.copy,
       validation: v,
+      ...(meta.capture ? { capture: meta.capture } : {}),
     }),
   ];
   const threadJson = threads.map((t) =>

@@ -109,7 +109,7 @@ export function pprofProfile(profile: Profile, meta: ExportMeta): PprofProfile {
   const comment = [
     `pyunwind profile of ${meta.title}`,
     `Python ${meta.pythonVersion ?? 'version unknown'}; recorded by ${meta.recorder} at ${rate}, mode ${meta.mode}, copies ${meta.copy ?? 'unknown'}`,
-    ...validationLines(profile),
+    ...validationLines(profile, meta),
   ].map(str);
 
   const span = profile.timeSpan();

@@ -24,6 +24,8 @@ export interface TextOptions {
   top?: number;
   /** first line (default "pyunwind profile") */
   title?: string;
+  /** how a file name is shown (default: whole; a terminal's: shortFilename) */
+  filename?: (filename: string) => string;
 }
 
 const REJECTED = STATUS_NAMES.filter((s) => !TRUSTED.has(s));
@@ -42,7 +44,7 @@ export function exportText(profile: Profile, options: TextOptions = {}): string 
   out.push(...validationTable(profile));
   for (const t of threads) {
     out.push('');
-    out.push(...threadSection(t, top));
+    out.push(...threadSection(t, top, options.filename ?? ((f) => f)));
   }
   return out.join('\n') + '\n';
 }
@@ -68,7 +70,7 @@ function validationTable(profile: Profile): string[] {
   ];
 }
 
-function threadSection(t: ThreadProfile, top: number): string[] {
+function threadSection(t: ThreadProfile, top: number, name: (filename: string) => string): string[] {
   const st = t.stats();
   const out: string[] = [];
   out.push(`Thread ${printable(threadLabel(t))}`);
@@ -88,11 +90,11 @@ function threadSection(t: ThreadProfile, top: number): string[] {
   const byTotal = t.topFunctions('total', top);
   out.push('');
   out.push(`  Top ${bySelf.length} by self (% of ${plural(base, 'trusted sample')})`);
-  out.push(...functionTable(bySelf, ['self', 'total'], base));
+  out.push(...functionTable(bySelf, ['self', 'total'], base, name));
   out.push('');
   out.push(`  Top ${byTotal.length} by total`);
-  out.push(...functionTable(byTotal, ['total', 'self'], base));
-  const instructions = instructionTable(t, top, base);
+  out.push(...functionTable(byTotal, ['total', 'self'], base, name));
+  const instructions = instructionTable(t, top, base, name);
   if (instructions.length > 0) {
     out.push('');
     out.push(`  Top ${instructions.length - 1} instructions by self`);
@@ -102,7 +104,7 @@ function threadSection(t: ThreadProfile, top: number): string[] {
 }
 
 /** The heaviest frames with an instruction by self weight (none without opcodes): header row and rows. */
-function instructionTable(t: ThreadProfile, top: number, base: number): string[] {
+function instructionTable(t: ThreadProfile, top: number, base: number, name: (filename: string) => string): string[] {
   const self = new Float64Array(t.frames.length);
   t.stackWeight.forEach((w, s) => (self[t.stackFrame[s]!]! += w));
   const rows = t.frames
@@ -114,15 +116,15 @@ function instructionTable(t: ThreadProfile, top: number, base: number): string[]
   const cells = rows.map((r) => [num(r.w), percent(r.w, base)]);
   const w = [0, 1].map((i) => Math.max(i === 0 ? 'self'.length : 1, ...cells.map((c) => c[i]!.length)));
   const line = (c: string[], name: string): string => `    ${c.map((x, i) => x.padStart(w[i]!)).join('  ')}  ${name}`.trimEnd();
-  return [line(['self', '%'], 'instruction'), ...rows.map((r, i) => line(cells[i]!, printable(frameLabel(r.f))))];
+  return [line(['self', '%'], 'instruction'), ...rows.map((r, i) => line(cells[i]!, printable(frameLabel({ ...r.f, filename: name(r.f.filename) }))))];
 }
 
-function functionTable(rows: FunctionStat[], cols: ['self' | 'total', 'self' | 'total'], base: number): string[] {
+function functionTable(rows: FunctionStat[], cols: ['self' | 'total', 'self' | 'total'], base: number, name: (filename: string) => string): string[] {
   const cells = rows.map((f) => [num(f[cols[0]]), percent(f[cols[0]], base), num(f[cols[1]]), percent(f[cols[1]], base)]);
   const w = [0, 1, 2, 3].map((i) => Math.max(i % 2 === 0 ? cols[i / 2]!.length : 1, ...cells.map((c) => c[i]!.length)));
   const line = (c: string[], name: string): string =>
     `    ${c.map((x, i) => x.padStart(w[i]!)).join('  ')}  ${name}`.trimEnd();
-  return [line([cols[0], '%', cols[1], '%'], 'function'), ...rows.map((f, i) => line(cells[i]!, printable(`${f.qualname} (${f.filename})`)))];
+  return [line([cols[0], '%', cols[1], '%'], 'function'), ...rows.map((f, i) => line(cells[i]!, printable(`${f.qualname} (${name(f.filename)})`)))];
 }
 
 // Names come from the target's memory: a control character (a newline, an ESC sequence) must

@@ -157,13 +157,13 @@ export interface Layout {
   /**
    * The GIL (struct _gil_runtime_state): the thread state that took it last, whether it is
    * taken, and how many times it was handed to another thread — what `--mode gil` and the GIL's
-   * proof of a copy (src/record/consistency.ts) read. Null where not known (wasm32 before 3.13:
+   * proof of a copy (src/record/copy/consistency.ts) read. Null where not known (wasm32 before 3.13:
    * Pyodide runs one thread).
    */
   gil: GilLayout | null;
   /**
    * What reading the names `threading` gives threads needs (sys.modules → threading → _active →
-   * each Thread's `_name`: src/record/thread-names.ts); null where they are not read (wasm32:
+   * each Thread's `_name`: src/record/copy/thread-names.ts); null where they are not read (wasm32:
    * Pyodide runs one thread).
    */
   threadNames: ThreadNamesLayout | null;

@@ -1,10 +1,35 @@
-// The walk's view of a Layout: the handful of integers both walkers need, in the order of the
-// kernel's parameter block (assembly/kernel.ts P_*). Built in one place so the WebAssembly
+// The walk's view of a Layout: the handful of integers both walkers need, and the kernel's
+// parameter block they make (src/kernel/abi.ts P_*). Built in one place so the WebAssembly
 // kernel and the TypeScript reference walker can never disagree about an offset.
 
 import type { Layout } from './layout.js';
+import {
+  BOTTOM_BASE_FRAME,
+  BOTTOM_ENTRY_FRAME,
+  BOTTOM_IS_ENTRY_FLAG,
+  P_BOTTOM,
+  P_CFRAME_CURRENT,
+  P_CFRAME_PREVIOUS,
+  P_COUNT,
+  P_FR_EXECUTABLE,
+  P_FR_INSTR_PTR,
+  P_FR_IS_ENTRY,
+  P_FR_OWNER,
+  P_FR_PREVIOUS,
+  P_FR_SIZE,
+  P_IP_PREVIOUS,
+  P_MAX_DEPTH,
+  P_OWNER_PYTHON,
+  P_OWNER_SKIP,
+  P_OWNER_THREAD,
+  P_PTR_SIZE,
+  P_TAG_MASK,
+  P_TS_BASE_FRAME,
+  P_TS_CURRENT_FRAME,
+  P_TS_NEED,
+} from '../kernel/abi.js';
 
-export const BOTTOM_CODE = { 'base-frame': 0, 'entry-frame': 1, 'is-entry-flag': 2 } as const;
+export const BOTTOM_CODE = { 'base-frame': BOTTOM_BASE_FRAME, 'entry-frame': BOTTOM_ENTRY_FRAME, 'is-entry-flag': BOTTOM_IS_ENTRY_FLAG } as const;
 
 /** Default and minimum depth limit: frames visited per sample, Python or not. */
 export const DEFAULT_MAX_DEPTH = 8192;
@@ -45,7 +70,6 @@ export interface WalkParams {
   cframePrevious: number;
 }
 
-export const PARAM_COUNT = 19;
 
 export function walkParams(layout: Layout, maxDepth = DEFAULT_MAX_DEPTH): WalkParams {
   const p = layout.pointerSize;
@@ -76,29 +100,29 @@ export function walkParams(layout: Layout, maxDepth = DEFAULT_MAX_DEPTH): WalkPa
   };
 }
 
-/** The parameter block as the kernel reads it (i32 slots, P_* order). */
+/** The parameter block as the kernel reads it (i32 slots: src/kernel/abi.ts P_*). */
 export function encodeParams(w: WalkParams): Int32Array {
-  return Int32Array.from([
-    w.pointerSize,
-    w.tstateNeed,
-    w.tstateCurrentFrame,
-    w.cframeCurrentFrame,
-    w.tstateBaseFrame,
-    w.frameSize,
-    w.framePrevious,
-    w.frameExecutable,
-    w.frameInstrPtr,
-    w.frameOwner,
-    w.frameIsEntry,
-    w.tagMask,
-    w.ownerPythonMask | 0,
-    w.ownerSkipMask | 0,
-    w.bottom,
-    w.instrPtrIsPrevious ? 1 : 0,
-    w.maxDepth,
-    w.ownerThread,
-    w.cframePrevious,
-  ]);
+  const p = new Int32Array(P_COUNT);
+  p[P_PTR_SIZE] = w.pointerSize;
+  p[P_TS_NEED] = w.tstateNeed;
+  p[P_TS_CURRENT_FRAME] = w.tstateCurrentFrame;
+  p[P_CFRAME_CURRENT] = w.cframeCurrentFrame;
+  p[P_TS_BASE_FRAME] = w.tstateBaseFrame;
+  p[P_FR_SIZE] = w.frameSize;
+  p[P_FR_PREVIOUS] = w.framePrevious;
+  p[P_FR_EXECUTABLE] = w.frameExecutable;
+  p[P_FR_INSTR_PTR] = w.frameInstrPtr;
+  p[P_FR_OWNER] = w.frameOwner;
+  p[P_FR_IS_ENTRY] = w.frameIsEntry;
+  p[P_TAG_MASK] = w.tagMask;
+  p[P_OWNER_PYTHON] = w.ownerPythonMask | 0;
+  p[P_OWNER_SKIP] = w.ownerSkipMask | 0;
+  p[P_BOTTOM] = w.bottom;
+  p[P_IP_PREVIOUS] = w.instrPtrIsPrevious ? 1 : 0;
+  p[P_MAX_DEPTH] = w.maxDepth;
+  p[P_OWNER_THREAD] = w.ownerThread;
+  p[P_CFRAME_PREVIOUS] = w.cframePrevious;
+  return p;
 }
 
 /**

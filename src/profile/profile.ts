@@ -96,7 +96,7 @@ export class Profile {
   }
 
   /**
-   * Adds many samples of one thread at once — what the block engine counted (src/block-engine.ts):
+   * Adds many samples of one thread at once — what the block engine counted (src/kernel/block-engine.ts):
    * the time span of the samples, the time of the latest one that carried the thread's name,
    * the number of samples per status (in STATUS_NAMES order; idle samples weigh 1 each), and
    * the stacks of the trusted ones as a tree: each node a frame under its caller's node (−1: an

@@ -1,5 +1,5 @@
 // What the profile takes (one validated, symbolized sample) and the plain shapes its queries
-// give back. The report pipeline (src/report.ts) builds SampleInputs; nothing here knows about memory.
+// give back. The report pipeline (src/pipeline/report-file.ts) builds SampleInputs; nothing here knows about memory.
 
 import type { SourceFrame } from '../symbols/types.js';
 import { STATUS_NAMES, type Status } from '../walk/status.js';

@@ -10,13 +10,13 @@ export {
   type SubprocessOptions,
   type SubprocessResult,
   type NotFollowed,
-} from './record-process.js';
-export { openLinuxProcess, processIsRunning, TargetError, type LinuxProcessSource, type TargetErrorKind } from './linux-process.js';
-export { takeSnapshot, type Snapshot, type SnapshotOptions, type ThreadSnapshot } from './snapshot.js';
+} from './linux/record-process.js';
+export { openLinuxProcess, processIsRunning, TargetError, type LinuxProcessSource, type TargetErrorKind } from './linux/process.js';
+export { snapshotSamples, takeSnapshot, type Snapshot, type SnapshotOptions, type ThreadSnapshot } from './copy/snapshot.js';
 export type { CodeRecord } from '../capture/types.js';
-export { COPY_MODES, type CopyMode } from './modes.js';
+export { COPY_MODES, type CopyMode } from './copy/modes.js';
 export { ASYNC_MODES, type AsyncMode } from '../walk/task-graph.js';
 export { SAMPLING_MODES, SAMPLE_FACTS, type SamplingMode, type SampleFact } from '../capture/types.js';
-export type { SamplerStats, SamplerEnd } from './sampler.js';
-export type { MemorySource } from './source.js';
-export { readThreadNames, ThreadNamer, type ThreadName } from './thread-names.js';
+export type { SamplerStats, SamplerEnd } from './sampling/sampler.js';
+export type { MemorySource } from './copy/source.js';
+export { readThreadNames, ThreadNamer, type ThreadName } from './copy/thread-names.js';

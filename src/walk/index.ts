@@ -1,5 +1,5 @@
 export { ReferenceWalker } from './reference-walker.js';
-export { KernelWalker, type KernelOptions } from './kernel-walker.js';
+export { KernelWalker, type KernelOptions } from '../kernel/walker.js';
 export { walkParams, encodeParams, DEFAULT_MAX_DEPTH, type WalkParams } from '../layout/walk-params.js';
 export { RegionMemory } from './region-memory.js';
 export { STATUS_NAMES, STATUS_CODE, TRUSTED, statusName, type Status } from './status.js';

@@ -9,15 +9,17 @@ import { normalizeCodeRanges, sortRegions, U64_MASK } from './normalize.js';
 import { statusName } from './status.js';
 import type { CodeRange, Region, WalkFrame, WalkResult, WalkSample } from './types.js';
 
-const COMPLETE = 0;
-const COMPLETE_UNVERIFIABLE = 1;
-const IDLE = 2;
-const INCOMPLETE = 3;
-const DANGLING = 4;
-const CYCLE = 5;
-const TOO_DEEP = 6;
-const CORRUPT = 7;
-const NO_THREAD_STATE = 8;
+import {
+  STATUS_COMPLETE as COMPLETE,
+  STATUS_COMPLETE_UNVERIFIABLE as COMPLETE_UNVERIFIABLE,
+  STATUS_CORRUPT as CORRUPT,
+  STATUS_CYCLE as CYCLE,
+  STATUS_DANGLING as DANGLING,
+  STATUS_IDLE as IDLE,
+  STATUS_INCOMPLETE as INCOMPLETE,
+  STATUS_NO_THREAD_STATE as NO_THREAD_STATE,
+  STATUS_TOO_DEEP as TOO_DEEP,
+} from '../kernel/abi.js';
 
 const LOC_MISSING = 1;
 const LOC_CROSSES = 2;

@@ -1,25 +1,41 @@
 // The status of one sample: trusted (complete, complete-unverifiable, idle) or rejected with
-// a reason. The numeric codes are what the WebAssembly kernel emits; keep them in step with
-// assembly/kernel.ts.
+// a reason. Each name's code is what the WebAssembly kernel emits (src/kernel/abi.ts STATUS_*);
+// the names are listed here once, by code.
 
-export const STATUS_NAMES = [
-  'complete',
-  'complete-unverifiable',
-  'idle',
-  'incomplete',
-  'dangling',
-  'cycle',
-  'too-deep',
-  'corrupt',
-  'no-thread-state',
-  'torn',
-] as const;
+import {
+  STATUS_COMPLETE,
+  STATUS_COMPLETE_UNVERIFIABLE,
+  STATUS_CORRUPT,
+  STATUS_COUNT,
+  STATUS_CYCLE,
+  STATUS_DANGLING,
+  STATUS_IDLE,
+  STATUS_INCOMPLETE,
+  STATUS_NO_THREAD_STATE,
+  STATUS_TOO_DEEP,
+  STATUS_TORN,
+} from '../kernel/abi.js';
 
-export type Status = (typeof STATUS_NAMES)[number];
+const BY_CODE = {
+  complete: STATUS_COMPLETE,
+  'complete-unverifiable': STATUS_COMPLETE_UNVERIFIABLE,
+  idle: STATUS_IDLE,
+  incomplete: STATUS_INCOMPLETE,
+  dangling: STATUS_DANGLING,
+  cycle: STATUS_CYCLE,
+  'too-deep': STATUS_TOO_DEEP,
+  corrupt: STATUS_CORRUPT,
+  'no-thread-state': STATUS_NO_THREAD_STATE,
+  torn: STATUS_TORN,
+} as const;
 
-export const STATUS_CODE: { readonly [K in Status]: number } = Object.fromEntries(
-  STATUS_NAMES.map((name, code) => [name, code]),
-) as { [K in Status]: number };
+export type Status = keyof typeof BY_CODE;
+
+/** Every status, in the order of its code. */
+export const STATUS_NAMES: readonly Status[] = (Object.keys(BY_CODE) as Status[]).sort((a, b) => BY_CODE[a] - BY_CODE[b]);
+if (STATUS_NAMES.length !== STATUS_COUNT || STATUS_NAMES.some((n, k) => BY_CODE[n] !== k)) throw new Error('status codes are not 0..STATUS_COUNT-1 (src/kernel/abi.ts)');
+
+export const STATUS_CODE: { readonly [K in Status]: number } = BY_CODE;
 
 /** Statuses whose stacks may enter a profile. */
 export const TRUSTED: ReadonlySet<Status> = new Set(['complete', 'complete-unverifiable', 'idle']);

@@ -108,7 +108,10 @@ export class TaskGraph {
     return this.pointer(tstate + BigInt(t.runningTask), 'thread state asyncio_running_task') & ~TAG;
   }
 
-  /** The tasks on the thread's list, in list order (at most MAX_TASKS: a longer list is cut there). */
+  /** tasks() found more than MAX_TASKS tasks on the list, and cut it there */
+  listCut = false;
+
+  /** The tasks on the thread's list, in list order (at most MAX_TASKS: a longer list is cut there, and listCut set). */
   tasks(tstate: bigint): bigint[] {
     const head = tstate + BigInt(this.offsets.tstate.tasksHead);
     const nodeAt = BigInt(this.offsets.task.node);
@@ -122,6 +125,7 @@ export class TaskGraph {
       out.push(node - nodeAt);
       node = this.pointer(node, 'task list node');
     }
+    if (node !== head) this.listCut = true;
     return out;
   }
 

@@ -1,7 +1,7 @@
 // The profiler anchor (3.15+: last_profiled_frame) of every thread of a live process, read from
 // its memory: a recorder writes it while it copies a thread and must leave it 0 when it ends.
 
-import { openLinuxProcess } from '../../src/record/linux-process.js';
+import { openLinuxProcess } from '../../src/record/linux/process.js';
 import { readPointer } from '../../src/walk/region-memory.js';
 
 export function anchors(pid: number): bigint[] {

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { PyodideAPI } from 'pyodide';
-import type { PyodideLike } from '../../src/record/pyodide.js';
+import type { PyodideLike } from '../../src/record/pyodide/source.js';
 
 export type PyodideVersion = '3.14' | '3.15';
 

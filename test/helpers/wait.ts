@@ -1,7 +1,7 @@
 // Waiting in tests on what is expected to happen, never for a fixed time: on a busy machine a
 // process takes as long as it takes to start.
 import fs from 'node:fs';
-import { openLinuxProcess } from '../../src/record/linux-process.js';
+import { openLinuxProcess } from '../../src/record/linux/process.js';
 
 /** Resolves once `ok()` holds (checked every 10 ms); rejects naming `what` after `timeoutMs`. */
 export async function waitUntil(ok: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {

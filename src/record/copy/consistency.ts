@@ -1,0 +1,196 @@
+// How a copy is known to be of one moment. Two readings of it that agree are not proof: a
+// program that repeats itself every few microseconds can be caught at the same points of its
+// loop by both, each reading torn alike (docs/validation.md, "Agreeing readings are not
+// proof"). A copy is proven by one of:
+// - a stop: the thread was stopped while it was read (stopper.ts);
+// - the profiler anchor (CPython 3.15+): it did not move during the copy, and it names the
+//   innermost frame or its caller (anchorProves);
+// - the GIL: the thread was not the GIL's last holder when the copy began, and no thread took
+//   the GIL until it ended (gilProves) — a thread without the GIL runs no Python code.
+
+import type { Layout } from '../../layout/layout.js';
+import { readPointer } from '../../walk/region-memory.js';
+import { sameField, u64, type GrowingMemory } from './copy-memory.js';
+import type { Range } from '../linux/native.js';
+
+/**
+ * How a running thread's copy can be proven. Both read the copy twice (or more) in one system
+ * call and compare the stacks the readings show.
+ * - `anchor` (CPython 3.15+; writes one word into the target): the thread's profiler anchor
+ *   (`last_profiled_frame`) is kept on its innermost Python frame; the interpreter moves it down
+ *   to the caller whenever the frame it names is popped or suspended, so an anchor that did not
+ *   move during the copy proves that frame and everything below it unchanged (anchorProves).
+ * - `reread` (read-only; every version): nothing proves the copy of a thread that runs Python:
+ *   it is made with the thread stopped (adaptive, blocking) or, with `--copy optimistic`, kept
+ *   when its readings agree — which is not proof.
+ */
+export type Consistency = 'anchor' | 'reread';
+
+/**
+ * Does the profiler anchor prove a reading? The anchor the reading shows (`anchor`, at place
+ * `at` of the chain followed from the reading's current frame; -1: not in it) must be the same
+ * — value and sequence — in the reading made after it (`unmoved`), name a Python frame, be one
+ * the copier may trust to have named a live frame (AnchorTrust.trusts), and be the innermost
+ * frame or its caller.
+ *
+ * Why that is enough (the argument in full: docs/validation.md). The interpreter moves the
+ * anchor, and bumps its sequence, whenever the frame it names is popped or suspended (a
+ * generator's yield included: checked on each interpreter by test/anchor-invariant.test.ts).
+ * An anchor on a Python frame A that did not move from the reading's first read to the next
+ * reading means A lived all that time; a frame below A cannot be popped, suspended, or have its
+ * caller, code or waiting instruction changed while A lives, so everything the reading shows
+ * from A down is as it was at every moment of the reading. Above A there is at most one frame
+ * F: the current frame when the thread state was read. F's header, read a moment later, names
+ * A as its caller — so it is A's callee then or at a moment of the reading (a frame pushed
+ * right above a living A is A's callee), or a frame that had just been popped (its code then
+ * cleared, and the walk skips it: A's own stack, of that moment). Two frames or more above the
+ * anchor are not proven: each was read at its own moment, and a frame read later can belong
+ * to a call made after the frame read before it returned (the entry frame a C function's
+ * callbacks share is re-used at the same address by every such call). An entry frame as the
+ * anchor proves nothing: CPython pops entry frames without moving the anchor.
+ */
+export function anchorProves(at: number, python: boolean, trusted: boolean, unmoved: boolean): boolean {
+  return unmoved && trusted && python && (at === 0 || at === 1);
+}
+
+/**
+ * What the copier knows of a thread's profiler anchor. The interpreter only ever moves the
+ * anchor from a frame being popped to its caller, which lives at that moment; a value the
+ * copier wrote itself names the frame it saw — which may have returned before the write landed,
+ * leaving the anchor on a dead address that a later frame at that address would seem to
+ * vouch for. So a value written is trusted once a reading made after the write showed that
+ * frame alive: as the current frame (alive when the thread state was read: trusted for that
+ * reading already), or as the current frame's caller (alive at some moment of that reading:
+ * trusted from the next reading on). From then on the interpreter moves the anchor when that
+ * frame goes. A value other than the one written was moved there by the interpreter, and is
+ * trusted. Before the copier's first write the anchor may hold anything (another profiler's
+ * value): not trusted.
+ */
+export class AnchorTrust {
+  /** the value this copier last wrote (null: none yet) */
+  written: bigint | null = null;
+  /** the same as a number, for the steady copy (-1: none yet) */
+  writtenNumber = -1;
+  /** a reading after the write showed `written` alive */
+  confirmed = false;
+
+  wrote(target: bigint): void {
+    this.written = target;
+    this.writtenNumber = Number(target);
+    this.confirmed = false;
+  }
+
+  /**
+   * May the anchor `anchor`, as a reading showed it with `current` as its current frame, be
+   * trusted to name a live frame (for this reading)?
+   */
+  trusts(anchor: number, current: number): boolean {
+    return this.writtenNumber >= 0 && anchor > 0 && (anchor !== this.writtenNumber || this.confirmed || anchor === current);
+  }
+
+  /**
+   * After judging a reading made after the last write: it showed `anchor` as the anchor,
+   * `current` as the current frame and `caller` as that frame's caller (0: none).
+   */
+  saw(anchor: number, current: number, caller: number): void {
+    if (anchor === this.writtenNumber && (anchor === current || anchor === caller)) this.confirmed = true;
+  }
+}
+
+/**
+ * Where to leave the profiler anchor after a copy so that it proves the next one: null where it
+ * already would (a trusted Python frame at the chain's first or second place), else the
+ * chain's innermost Python frame. (The next copy then finds it there, or — that frame returned
+ * or yielded — on its caller, where the interpreter moved it.) `isPython(k)`: the chain's k-th
+ * frame is a Python frame; `at`: where the anchor is in the chain (-1: not in it).
+ */
+export function anchorPlace(n: number, at: number, trusted: boolean, isPython: (k: number) => boolean): number | null {
+  if (trusted && (at === 0 || at === 1) && isPython(at)) return null;
+  for (let k = 0; k < n; k++) if (isPython(k)) return k;
+  return null;
+}
+
+/**
+ * Does the GIL prove a reading of thread `tstate` (a GIL build)? `before`: the GIL's last
+ * holder and its count of hand-overs as read just before the reading; `after`: the count read
+ * just after it. A thread takes the GIL before it runs Python code, and taking it when another
+ * thread was its last holder makes the thread the last holder and counts a hand-over. So a
+ * thread that was not the last holder before, with no hand-over counted by the end, ran no
+ * Python code meanwhile: its frames stood still. (Its own last hold — released, not taken
+ * again — would let it run without a count: hence "not the last holder".)
+ */
+export function gilProves<N extends number | bigint>(tstate: N, lastHolder: N, switchesBefore: N, switchesAfter: N): boolean {
+  return lastHolder !== tstate && switchesBefore === switchesAfter;
+}
+
+/** What a copy saw, to compare with a second reading. */
+export interface Seen {
+  tstate: bigint;
+  /** the thread state as copied */
+  ts: Uint8Array;
+  /** 3.11/3.12: the _PyCFrame the current frame was read from (0n: none) */
+  cframe: bigint;
+  /** 3.11: the calling eval loop's _PyCFrame (0n: none, or not read) and its current frame as copied */
+  outerCframe: bigint;
+  enteredFrom: bigint;
+  /** the current frame */
+  frame: bigint;
+  /** the chain of frames, innermost first */
+  chain: readonly bigint[];
+  mem: GrowingMemory;
+  /** the count of code-object deaths as copied, and where it is (null: this Python has none) */
+  generation: bigint | null;
+  generationAt: Range | null;
+}
+
+/**
+ * Do the thread-state fields `offsets` (pointer-sized) read the same in the second reading
+ * (`now(address, length)`: bytes read after the copy, null if not read)?
+ */
+export function sameFields(layout: Layout, seen: Seen, offsets: readonly number[], now: (address: bigint, length: number) => Uint8Array | null): boolean {
+  const P = layout.pointerSize;
+  for (const off of offsets) {
+    const b = now(seen.tstate + BigInt(off), P);
+    if (!b || readPointer(b, 0, P) !== readPointer(seen.ts, off, P)) return false;
+  }
+  return true;
+}
+
+/**
+ * Does the second reading show the stack the copy saw? The same current frame (or _PyCFrame),
+ * data-stack top and chunk, count of code-object deaths, and `tstateCheck` fields; every frame
+ * of the chain with the same caller, code and owner — and, below the innermost one, the same
+ * instruction (a frame popped and called again comes back at its first instruction, not at the
+ * call it was in). Agreement is not proof (see the top of this file): only a copy nothing
+ * proves is judged by it, and kept only where the mode says so (`--copy optimistic` without
+ * the anchor).
+ */
+export function agrees(layout: Layout, seen: Seen, now: (address: bigint, length: number) => Uint8Array | null, tstateCheck: readonly number[] = []): boolean {
+  const L = layout;
+  const P = L.pointerSize;
+  const { cframe, outerCframe, enteredFrom, frame, chain, mem, generation, generationAt } = seen;
+  if (!sameFields(L, seen, [L.tstate.currentFrame, L.tstate.datastackTop, L.tstate.datastackChunk, ...tstateCheck], now)) return false;
+  if (L.tstate.cframeCurrentFrame !== null && cframe !== 0n) {
+    const b = now(cframe + BigInt(L.tstate.cframeCurrentFrame), P);
+    if (!b || readPointer(b, 0, P) !== frame) return false;
+  }
+  if (outerCframe !== 0n) {
+    // (the same calling eval loop, at the same frame)
+    const b = now(cframe + BigInt(L.tstate.cframePrevious!), P);
+    if (!b || readPointer(b, 0, P) !== outerCframe) return false;
+    const e = now(outerCframe + BigInt(L.tstate.cframeCurrentFrame!), P);
+    if (!e || readPointer(e, 0, P) !== enteredFrom) return false;
+  }
+  if (generation !== null && generationAt) {
+    if (u64(now(generationAt.address, generationAt.length)) !== generation) return false;
+  }
+  for (let k = 0; k < chain.length; k++) {
+    const f = chain[k]!;
+    const copied = mem.bytes(f, L.frame.size);
+    const live = now(f, L.frame.size);
+    if (!copied || !live) return false;
+    if (!sameField(copied, live, L.frame.previous, P) || !sameField(copied, live, L.frame.executable, P) || copied[L.frame.owner] !== live[L.frame.owner]) return false;
+    if (k > 0 && !sameField(copied, live, L.frame.instrPtr, P)) return false;
+  }
+  return true;
+}

@@ -1,0 +1,541 @@
+// The sampler: copies every thread of a running interpreter at a rate, on an absolute
+// schedule (schedule.ts: dithered, late ticks made up for up to CATCH_UP_MS, further ones
+// counted as missed), into a capture sink, so the recording says how much of the requested
+// rate it really got.
+//
+// The schedule runs on the target's own clock: time the recorder kept the target stopped does
+// not count toward it. Each sample then stands for the same stretch of the program's own
+// running time, wherever the program was. On the wall clock a stop would stretch whatever the
+// program was doing when stopped — and the default mode stops only copies nothing proved, i.e.
+// call-heavy Python code — so that code would collect extra samples (measured in
+// docs/validation.md: 4 points on a real program).
+
+import type { SampleRecord, SamplingMode } from '../../capture/types.js';
+import { FACT_FLAG, FACT_UNKNOWN_FLAG, SAMPLE_FLAG } from '../../capture/types.js';
+import type { Consistency } from '../copy/consistency.js';
+import type { MemoryCopier } from '../copy/copier.js';
+import type { Stopper } from '../linux/stopper.js';
+import type { ThreadSnapshot } from '../copy/thread-snapshot.js';
+import { copierFor, copyThreads, type CopyOptions, type CopyMode } from '../copy/modes.js';
+import { emitCodes, sampleRecord, type SampleSink } from './sink.js';
+import { loadNative } from '../linux/native.js';
+import { Sleeper } from './sleeper.js';
+import { TickSchedule } from './schedule.js';
+import { ReadError, type MemorySource } from '../copy/source.js';
+import { ThreadNamer } from '../copy/thread-names.js';
+import { asyncioTstateCheck, asyncioTstateEnd, TaskCopier } from '../copy/task-copy.js';
+import type { AsyncioOffsets } from '../../layout/asyncio-offsets.js';
+import type { AsyncMode } from '../../walk/task-graph.js';
+
+export type { SampleSink } from './sink.js';
+export type { CopyMode } from '../copy/modes.js';
+
+
+export interface SamplerOptions {
+  rateHz: number;
+  /** how copies are kept consistent (default optimistic) */
+  copy?: CopyMode;
+  /** which threads' samples are written (default wall: all); the others are copied and left out */
+  sampling?: SamplingMode;
+  /** false: code records without bytecode (CopierOptions.bytecode; the header must say so) */
+  bytecode?: boolean;
+  /** tells whether a thread is on a CPU (Linux: /proc), for the ON_CPU flag of its sample */
+  cpuStates?: { onCpu(nativeThreadId: bigint): boolean | null };
+  /** how a copy is checked (default: the anchor where the target has one and can be written) */
+  consistency?: Consistency;
+  /** stops and resumes the target (required for `adaptive` and `blocking`) */
+  stopper?: Stopper;
+  /** stop after this long (default: until stopped or the target exits) */
+  durationMs?: number;
+  /** end a block at least this often, so a killed recorder loses little (default 1000 ms) */
+  flushEveryMs?: number;
+  /** polled every tick */
+  shouldStop?: () => boolean;
+  /** asked when a read fails: is the target still there? */
+  isAlive?: () => boolean;
+  /** called every `progressEveryMs` with the stats so far */
+  onProgress?: (stats: SamplerStats, recent: SampleRecord[]) => void;
+  progressEveryMs?: number;
+  /** called with each tick's samples (after they went to the sink) */
+  onTick?: (samples: SampleRecord[], threads: ThreadSnapshot[], copy: CopyMode) => void;
+  /**
+   * Every other tick copies as this mode instead (it must be able to stop the target if the
+   * main mode can): two modes sampled from one run of a program, tick by tick, compare without
+   * the run-to-run differences of the program or of the machine's load. onTick says which.
+   */
+  alternate?: CopyMode;
+  /** false: read no thread names (default: read them where the sink takes them, see ThreadNamer) */
+  threadNames?: boolean;
+  /** also copy each thread's asyncio tasks for async-aware stacks (CPython 3.14+; see task-copy.ts) */
+  asyncio?: { offsets: AsyncioOffsets; mode: AsyncMode };
+}
+
+export type SamplerEnd = 'duration' | 'stopped' | 'target-exited';
+
+export interface SamplerStats {
+  /** ticks the schedule asked for so far: ticks + missed */
+  scheduled: number;
+  /** ticks made (all threads copied at each) */
+  ticks: number;
+  /**
+   * scheduled ticks that gave no samples: the sampler was too late for them (more than
+   * CATCH_UP_MS behind the schedule), or their copy failed (failedTicks). The one meaning of
+   * "missed" in records, reports and exports.
+   */
+  missed: number;
+  /** thread samples written */
+  samples: number;
+  /** thread samples copied but not written: the sampling mode leaves their thread out (not on a CPU, …) */
+  leftOut: number;
+  /** of which nothing proved the copy (torn) */
+  torn: number;
+  /** ticks whose copy failed before any thread (e.g. the interpreter list was unreadable) */
+  failedTicks: number;
+  codeObjects: number;
+  /** copy time per thread sample (the copy that was kept), µs */
+  copyMicros: { total: number; max: number };
+  /** thread samples that needed more than one copy */
+  retried: number;
+  /** thread samples copied with the target stopped */
+  stopped: number;
+  /** thread samples proven by the thread being off its CPU throughout the copy, without a stop (off-cpu.ts) */
+  offCpu: number;
+  elapsedMs: number;
+  ended: SamplerEnd | null;
+  /** why the profiler anchor could not be written (copies were then checked by re-reading) */
+  anchorWriteFailure: string | null;
+  /** thread names: reads of `threading`'s names made, the time they took (µs), records written */
+  names: { reads: number; micros: number; records: number };
+}
+
+/** How far behind its schedule the sampler may take a tick; slots further behind are missed. */
+export const CATCH_UP_MS = 10;
+
+/** Most time between two turns of the event loop while sampling. */
+const YIELD_MS = 2;
+
+/**
+ * The first copies of a target are slow: they read its code objects, and run the recorder's
+ * code for the first time (measured: 12 ms, then 3 ms, then 0.2-1.3 ms for the next few,
+ * against ~20 µs once warm) — at 10 kHz, a hundred and more ticks missed at the start of
+ * every recording. So the recorder copies the target before its schedule starts, for up to
+ * WARM_UP_MS or WARM_UP_PASSES passes. Those copies are not samples (no tick asked for them);
+ * the code objects they read are recorded, as every later sample may need them.
+ */
+const WARM_UP_MS = 30;
+const WARM_UP_PASSES = 200;
+
+/**
+ * Copy the target before the schedule starts (see WARM_UP_MS); code records written: returned.
+ * `look`: stopping nothing (a target added to a running group: a stop that waits for a CPU on
+ * a busy machine would hold up the other targets' ticks, for copies that are no samples).
+ * The thread names are read once then too (the first read runs cold code: measured 20 ms), at
+ * time 0, so that the schedule's first ticks do not wait for it.
+ */
+function warmUp(copier: MemoryCopier, copyOptions: CopyOptions, sink: SampleSink, namer: ThreadNamer | null, budgetMs: number, look = false): { codes: number; names: number } {
+  const until = performance.now() + budgetMs;
+  let codes = 0;
+  let last: ThreadSnapshot[] = [];
+  for (let i = 0; i < WARM_UP_PASSES && performance.now() < until; i++) {
+    let threads: ThreadSnapshot[];
+    try {
+      threads = look ? copier.copyAll({ look: true }) : copyThreads(copier, copyOptions);
+    } catch (e) {
+      if (e instanceof ReadError) break; // the schedule's first tick meets it again, and says why
+      throw e;
+    }
+    last = threads;
+    for (const t of threads) {
+      if (t.codes.length > 0 || t.codeReplaced) emitCodes(sink, t);
+      codes += t.codes.length;
+    }
+  }
+  let names = 0;
+  if (namer) {
+    for (const r of namer.tick(last, 0)) {
+      sink.addThreadName!(r);
+      names++;
+    }
+  }
+  return { codes, names };
+}
+
+/** Let the event loop run (signals, I/O) between ticks. */
+const yieldNow = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+/** Shorter sleeps wake closer to the tick (where the native calls are available). */
+function lowerTimerSlack(): void {
+  const native = loadNative();
+  if (typeof native !== 'string') native.setTimerSlack(1);
+}
+
+/**
+ * One target's sampling: its schedule, copier and statistics. A loop drives it — runSampler
+ * (one target), or SamplerGroup (several, one loop: the ticks of every target in time order)
+ * — by asking `due`, and taking the tick with `tick` once it is.
+ */
+export class TargetSampler {
+  readonly stats: SamplerStats = {
+    scheduled: 0,
+    ticks: 0,
+    missed: 0,
+    samples: 0,
+    leftOut: 0,
+    torn: 0,
+    failedTicks: 0,
+    codeObjects: 0,
+    copyMicros: { total: 0, max: 0 },
+    retried: 0,
+    stopped: 0,
+    offCpu: 0,
+    elapsedMs: 0,
+    ended: null,
+    anchorWriteFailure: null,
+    names: { reads: 0, micros: 0, records: 0 },
+  };
+  private readonly copyOptions: CopyOptions;
+  private readonly copier: MemoryCopier;
+  private readonly keepFlag: number;
+  private readonly unknownFlag: number;
+  private readonly cpuStates: SamplerOptions['cpuStates'] | null;
+  private schedule: TickSchedule | null = null;
+  private start = 0;
+  private stoppedMicros = 0;
+  private turn = 0;
+  private lastFlush = 0;
+  private lastProgress = 0;
+  private recent: SampleRecord[] = [];
+  private readonly tasks: TaskCopier | null;
+  private readonly namer: ThreadNamer | null;
+
+  constructor(
+    readonly source: MemorySource,
+    private readonly sink: SampleSink,
+    private readonly options: SamplerOptions,
+  ) {
+    if (!(options.rateHz > 0)) throw new RangeError(`rate ${options.rateHz} Hz`);
+    this.copyOptions = {
+      copy: options.copy ?? 'optimistic',
+      ...(options.stopper ? { stopper: options.stopper } : {}),
+      ...(options.consistency ? { consistency: options.consistency } : {}),
+    };
+    // (the code objects a pass used are the snapshot's business, not the sampler's)
+    this.copier = copierFor(source, this.copyOptions, {
+      collectUsed: false,
+      // the running task in the same read as the stack (see task-copy.ts)
+      ...(options.asyncio ? { tstateMin: asyncioTstateEnd(options.asyncio.offsets, source.layout.pointerSize), tstateCheck: asyncioTstateCheck(options.asyncio.offsets) } : {}),
+      ...(options.bytecode === false ? { bytecode: false } : {}),
+    });
+    this.tasks = options.asyncio ? new TaskCopier(source, source.layout, options.asyncio.offsets, options.asyncio.mode, this.copier) : null;
+    this.namer = options.threadNames !== false && sink.addThreadName ? new ThreadNamer(source) : null;
+    const mode = options.sampling ?? 'wall';
+    this.keepFlag = mode === 'wall' ? 0 : FACT_FLAG[mode];
+    this.unknownFlag = mode === 'wall' ? 0 : FACT_UNKNOWN_FLAG[mode];
+    this.cpuStates = options.cpuStates ?? null;
+  }
+
+  /** Copy the target for up to `warmUpMs` (see WARM_UP_MS; `look`: stopping nothing), then start the schedule now. */
+  begin(warmUpMs = WARM_UP_MS, look = false): void {
+    const warm = warmUp(this.copier, this.copyOptions, this.sink, this.namer, warmUpMs, look);
+    this.stats.codeObjects += warm.codes;
+    this.stats.names.records += warm.names;
+    this.start = performance.now();
+    this.schedule = new TickSchedule(1000 / this.options.rateHz, this.start, CATCH_UP_MS);
+    this.stoppedMicros = this.options.stopper?.stoppedMicros ?? 0;
+    this.lastFlush = this.start;
+    this.lastProgress = this.start;
+  }
+
+  /** When the next tick is due (performance.now() ms). */
+  get due(): number {
+    return this.schedule!.due;
+  }
+
+  /** Why the recording ends before its next tick (stopped, or its duration reached), else null. */
+  checkEnd(): SamplerEnd | null {
+    if (this.stats.ended) return this.stats.ended;
+    if (this.options.shouldStop?.()) this.stats.ended = 'stopped';
+    else if (this.options.durationMs !== undefined && this.schedule!.elapsed >= this.options.durationMs) this.stats.ended = 'duration';
+    return this.stats.ended;
+  }
+
+  /**
+   * Take the tick that is due (`now` at or after `due`). True when the loop should let the event
+   * loop run at once (the tick failed or found no thread). A target found gone ends the
+   * recording (`stats.ended` is then 'target-exited').
+   */
+  tick(now: number): boolean {
+    const { options, stats, sink } = this;
+    const schedule = this.schedule!;
+    const { missed: late, time: tickTime } = schedule.take(now);
+    if (late > 0) {
+      stats.missed += late;
+      stats.scheduled += late;
+      sink.addMissed(late);
+    }
+    stats.scheduled++;
+
+    const tickMode = options.alternate && this.turn++ % 2 === 1 ? { ...this.copyOptions, copy: options.alternate } : this.copyOptions;
+    const { cpuStates, keepFlag, tasks, namer } = this;
+    let threads: ThreadSnapshot[];
+    // With tasks: the target stopped for the whole copy — threads and tasks — where it can be.
+    // The tasks are other objects than the thread's frames, read after them: a task that
+    // resumed, or one that finished, in between would give a waiting task's stack that never
+    // was (a coroutine running, an awaited one gone: see task-graph.ts, which rejects those it
+    // can tell as torn). With copies that stop nothing (optimistic) they are read live.
+    const holdAll = tasks !== null && options.stopper !== undefined && tickMode.copy !== 'optimistic';
+    // (held: every thread was seen stopped; a stop that timed out is resumed all the same)
+    let held = false;
+    try {
+      if (holdAll) held = options.stopper!.stopAll();
+      threads = held ? this.copier.copyAll({ stopped: true }) : copyThreads(this.copier, tickMode);
+      // (a copy nothing proved is not walked: its tasks would not be looked at)
+      if (tasks) for (const t of threads) if (!t.unproven) tasks.copy(t);
+    } catch (e) {
+      if (!(e instanceof ReadError)) throw e;
+      if (options.isAlive && !options.isAlive()) {
+        stats.scheduled--; // not a tick of this target's life
+        stats.ended = 'target-exited';
+        return false;
+      }
+      stats.failedTicks++;
+      stats.missed++;
+      sink.addMissed(1);
+      return true;
+    } finally {
+      if (holdAll) options.stopper!.resume();
+      // the target's clock stood still while it was stopped: so does the schedule
+      const stoppedNow = options.stopper?.stoppedMicros ?? 0;
+      schedule.stood((stoppedNow - this.stoppedMicros) / 1000);
+      this.stoppedMicros = stoppedNow;
+    }
+    if (threads.length === 0) {
+      // no thread to sample (an interpreter starting or ending): a tick with no samples
+      stats.missed++;
+      sink.addMissed(1);
+      return true;
+    }
+    stats.ticks++;
+    const samples: SampleRecord[] = [];
+    for (const t of threads) {
+      if (cpuStates) {
+        const on = cpuStates.onCpu(t.nativeThreadId);
+        t.onCpu = on === true;
+        t.cpuUnknown = on === null;
+      }
+      const s = sampleRecord(t, tickTime);
+      // (the code objects go to the file whatever the mode keeps: the copier sends each once)
+      if (t.codes.length > 0 || t.codeReplaced) emitCodes(sink, t);
+      stats.codeObjects += t.codes.length;
+      // (a sample whose fact could not be told is written: the report counts it, as left out)
+      if (keepFlag !== 0 && (s.flags & keepFlag) === 0 && (s.flags & this.unknownFlag) === 0) {
+        stats.leftOut++;
+        continue;
+      }
+      samples.push(s);
+      // a copy's bytes are never changed once copied (fresh, or carved from a slab once)
+      sink.addSample(s, true);
+      stats.samples++;
+      if (s.recorderStatus === 'torn') stats.torn++;
+      if (s.flags & SAMPLE_FLAG.STOPPED) stats.stopped++;
+      if (s.flags & SAMPLE_FLAG.RETRIED) stats.retried++;
+      if (t.offCpuProof) stats.offCpu++;
+      stats.copyMicros.total += s.copyMicros;
+      if (s.copyMicros > stats.copyMicros.max) stats.copyMicros.max = s.copyMicros;
+    }
+    if (namer) {
+      // (after the copies: reading names never delays this tick's copies)
+      for (const r of namer.tick(threads, tickTime)) {
+        sink.addThreadName!(r);
+        stats.names.records++;
+      }
+      stats.names.reads = namer.reads;
+      stats.names.micros = namer.micros;
+    }
+    options.onTick?.(samples, threads, tickMode.copy);
+    if (options.onProgress) this.recent.push(...samples);
+
+    now = performance.now();
+    stats.elapsedMs = now - this.start;
+    if (now - this.lastFlush >= (options.flushEveryMs ?? 1000)) {
+      sink.flush();
+      this.lastFlush = now;
+    }
+    if (options.onProgress && now - this.lastProgress >= (options.progressEveryMs ?? 250)) {
+      options.onProgress(stats, this.recent);
+      this.recent = [];
+      this.lastProgress = now;
+    }
+    return false;
+  }
+
+  /** The recording is over: the last block is ended, and the final stats reported and returned. */
+  finish(): SamplerStats {
+    const { stats } = this;
+    if (this.schedule) stats.elapsedMs = performance.now() - this.start;
+    stats.anchorWriteFailure = this.copier.writeFailure;
+    this.sink.flush();
+    if (this.options.onProgress) this.options.onProgress(stats, this.recent);
+    this.recent = [];
+    return stats;
+  }
+
+  /** Put back what was written into the target (the profiler anchor): on every path, once sampling is over. */
+  clearAnchors(): void {
+    this.copier.clearAnchors();
+  }
+}
+
+/** Sample one target until its recording ends (see SamplerOptions); its stats. */
+export async function runSampler(source: MemorySource, sink: SampleSink, options: SamplerOptions): Promise<SamplerStats> {
+  return new SamplerGroup().run(new TargetSampler(source, sink, options));
+}
+
+/** How long a target added to a running group is copied before its schedule starts (see WARM_UP_MS): the recorder's code is warm by then, and the other targets wait meanwhile. */
+const ADDED_WARM_UP_MS = 5;
+
+interface Member {
+  target: TargetSampler;
+  /** the target's recording is over (stats; the error that ended it, if one did) */
+  onEnd: (stats: SamplerStats, error: unknown) => void;
+}
+
+export interface SamplerGroupOptions {
+  /** called between ticks about every `pollEveryMs` (it may add targets) */
+  poll?: () => void;
+  pollEveryMs?: number;
+}
+
+/**
+ * Several targets sampled by one loop (record --subprocesses): each keeps its own schedule
+ * (dithered, on its own clock: a stop of one target does not move another's ticks) and
+ * statistics, and the loop takes whichever tick is due first — one sleeper for all of them,
+ * so the recorder spins before the next tick of any target, not once per target. The group
+ * runs as long as its main target: when that one ends (stopped, duration, exited), so do the
+ * others ('stopped', or 'duration'). Another target that exits ends on its own, and one whose
+ * tick fails for another reason than its memory (a bug, a full disk) ends with that error,
+ * while the rest go on; the main target's failure ends them all and is thrown.
+ */
+export class SamplerGroup {
+  private readonly members: Member[] = [];
+
+  constructor(private readonly options: SamplerGroupOptions = {}) {}
+
+  /**
+   * Start sampling another target: warmed up briefly (stopping nothing), then on its own
+   * schedule. If even that fails, onEnd is called at once with the error.
+   */
+  add(target: TargetSampler, onEnd: Member['onEnd'], warmUpMs = ADDED_WARM_UP_MS): void {
+    try {
+      target.begin(warmUpMs, true);
+    } catch (e) {
+      this.close({ target, onEnd }, e);
+      return;
+    }
+    this.members.push({ target, onEnd });
+  }
+
+  /** Sample `main` and every target added, until `main`'s recording ends; its stats. */
+  async run(main: TargetSampler): Promise<SamplerStats> {
+    lowerTimerSlack();
+    const loaded = loadNative();
+    const native = typeof loaded === 'string' ? null : loaded;
+    const { poll } = this.options;
+    const pollEvery = this.options.pollEveryMs ?? 20;
+    try {
+      main.begin();
+      const sleeper = new Sleeper();
+      // (a wake-up to poll needs no spin: nothing is sampled at that moment)
+      const quiet = new Sleeper(false);
+      let lastYield = performance.now();
+      let nextPoll = lastYield;
+      for (;;) {
+        if (main.checkEnd()) break;
+        for (let i = this.members.length - 1; i >= 0; i--) {
+          const m = this.members[i]!;
+          if (m.target.checkEnd()) this.end(i, null);
+        }
+        let now = performance.now();
+        if (poll && now >= nextPoll) {
+          poll();
+          now = performance.now();
+          nextPoll = now + pollEvery;
+        }
+        let next = main;
+        let at = -1;
+        this.members.forEach((m, i) => {
+          if (m.target.due < next.due) {
+            next = m.target;
+            at = i;
+          }
+        });
+        // (no await when the tick is already due, as it is whenever the sampler runs behind: a
+        // turn through a promise costs a good part of a tick at the highest rates)
+        if (poll && nextPoll < next.due) {
+          if (nextPoll > now) await quiet.until(nextPoll);
+        } else if (next.due > now) await sleeper.until(next.due);
+        now = performance.now();
+        if (next.due > now) continue; // woken to look for new targets
+        let yieldAtOnce: boolean;
+        if (next === main) {
+          yieldAtOnce = main.tick(now);
+          if (main.stats.ended) break;
+        } else {
+          try {
+            yieldAtOnce = next.tick(now);
+          } catch (e) {
+            this.end(at, e);
+            continue;
+          }
+          if (next.stats.ended) {
+            this.end(at, null);
+            continue;
+          }
+        }
+        // let the event loop run (signals, I/O) every YIELD_MS, not every tick: a yield costs a
+        // turn of the loop, which at 10 kHz is a good part of the interval
+        if (yieldAtOnce || performance.now() - lastYield >= YIELD_MS) {
+          // a thread that stopped too late for its copy must not stay stopped until the next copy that stops one
+          if (native) native.releaseLingering(0);
+          await yieldNow();
+          lastYield = performance.now();
+        }
+      }
+      const rest: SamplerEnd = main.stats.ended === 'duration' ? 'duration' : 'stopped';
+      while (this.members.length > 0) {
+        const m = this.members[this.members.length - 1]!;
+        m.target.stats.ended ??= rest;
+        this.end(this.members.length - 1, null);
+      }
+      return main.finish();
+    } finally {
+      // the anchors are the one thing written into the targets: put them back, on every path
+      main.clearAnchors();
+      while (this.members.length > 0) {
+        this.members[this.members.length - 1]!.target.stats.ended ??= 'stopped';
+        this.end(this.members.length - 1, null);
+      }
+    }
+  }
+
+  private end(i: number, error: unknown): void {
+    const [m] = this.members.splice(i, 1);
+    this.close(m!, error);
+  }
+
+  private close(m: Member, error: unknown): void {
+    let stats = m.target.stats;
+    let failure = error;
+    try {
+      stats = m.target.finish();
+    } catch (e) {
+      failure ??= e;
+    }
+    try {
+      m.target.clearAnchors();
+    } catch (e) {
+      failure ??= e;
+    }
+    m.onEnd(stats, failure);
+  }
+}

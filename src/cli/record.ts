@@ -19,8 +19,8 @@ import { asyncModeOption, copyOption, parsePid, parsePositive, samplingModeOptio
 export const RECORD_HELP = `Usage: pyunwind record [OPTIONS] -o FILE (--pid PID | -- COMMAND [ARGS...])
 
 Sample a running Python into a capture file; pyunwind report FILE turns it into a profile.
-Every sample kept is proven to be of one moment (docs/validation.md). Option by option:
-docs/recording.md.
+In the default and blocking modes every sample kept is proven to be of one moment
+(docs/validation.md). Option by option: docs/recording.md.
 
 Options:
   -o, --output FILE      the capture file to write (required)
@@ -30,7 +30,8 @@ Options:
   -d, --duration SECS    stop after this long (default: when the target exits, or Ctrl-C)
   -m, --mode MODE        threads whose samples are kept: wall (default), cpu, gil, exception
       --copy COPY        what a copy nothing proves becomes: adaptive (default: made again
-                         with the thread stopped), optimistic (never stops: torn), blocking
+                         with the thread stopped), blocking (stop every running thread),
+                         optimistic (never stops: torn; before 3.15 kept if readings agree)
       --blocking         same as --copy blocking
       --read-only        never write into the target (no profiler anchor on 3.15+)
   -a, --all-threads      every thread of every interpreter (the default; for compatibility)

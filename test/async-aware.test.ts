@@ -28,6 +28,7 @@ import { CodeTable } from '../src/symbols/code-table.js';
 import { TaskStacks } from '../src/pipeline/task-stacks.js';
 import { RegionMemory } from '../src/walk/region-memory.js';
 import { MAX_TASKS, TaskGraph } from '../src/walk/task-graph.js';
+import { shortFilename } from '../src/export/filenames.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import { recordCoverage, skipTest, cannotRun } from './helpers/coverage.js';
 
@@ -366,8 +367,8 @@ describe.each(nativeInterpreters())('async-aware stacks, $label', (py) => {
     expect(rep.status, rep.stderr).toBe(0);
     const stacks = stacksOf(JSON.parse(rep.stdout) as JsonReport);
     const total = (name: string): number => stacks.filter((s) => s.names.includes(name)).reduce((n, s) => n + s.count, 0);
-    // (a function's row names its file too; a task's names none)
-    const row = (name: string): number | undefined => shown.get(name.startsWith('<') ? name : `${name} (${WORKLOAD})`);
+    // (a function's row names its file too, short as the terminal shows it; a task's names none)
+    const row = (name: string): number | undefined => shown.get(name.startsWith('<') ? name : `${name} (${shortFilename(WORKLOAD, process.cwd())})`);
     // the view's title says what it shows; it shows its top 20 rows by self — crunch first, the
     // others (tasks have no self samples) as far as they fit beside the program's start-up
     expect(last).toMatch(/^pyunwind top — .*, mode wall, async-aware running, by self$/m);

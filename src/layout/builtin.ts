@@ -29,7 +29,7 @@ const TABLES: Record<string, Tables> = {
     interp: { id: 48, next: 0, threadsHead: 16, threadsMain: null, codeObjectGeneration: null, gcCollecting: null },
     tstate: {
       size: 360, prev: 0, next: 8, interp: 16, currentFrame: 56, cframeCurrentFrame: 8, cframePrevious: 16,
-      baseFrame: null, lastProfiledFrame: null, lastProfiledFrameSeq: null,
+      baseFrame: null, lastProfiledFrame: null, lastProfiledFrameSeq: null, cStack: null,
       threadId: 152, nativeThreadId: 160, datastackChunk: 296, datastackTop: 304, datastackLimit: 312,
       holdsGil: null,
       currentException: null,
@@ -59,7 +59,7 @@ const TABLES: Record<string, Tables> = {
     interp: { id: 40, next: 0, threadsHead: 16, threadsMain: null, codeObjectGeneration: null, gcCollecting: null },
     tstate: {
       size: 208, prev: 0, next: 4, interp: 8, currentFrame: 40, cframeCurrentFrame: 4, cframePrevious: 8,
-      baseFrame: null, lastProfiledFrame: null, lastProfiledFrameSeq: null,
+      baseFrame: null, lastProfiledFrame: null, lastProfiledFrameSeq: null, cStack: null,
       threadId: 88, nativeThreadId: 92, datastackChunk: 172, datastackTop: 176, datastackLimit: 180,
       holdsGil: null,
       currentException: null,
@@ -86,7 +86,7 @@ const TABLES: Record<string, Tables> = {
     interp: { id: 8, next: 0, threadsHead: 72, threadsMain: null, codeObjectGeneration: null, gcCollecting: null },
     tstate: {
       size: 288, prev: 0, next: 8, interp: 16, currentFrame: 56, cframeCurrentFrame: 0, cframePrevious: 8,
-      baseFrame: null, lastProfiledFrame: null, lastProfiledFrameSeq: null,
+      baseFrame: null, lastProfiledFrame: null, lastProfiledFrameSeq: null, cStack: null,
       threadId: 136, nativeThreadId: 144, datastackChunk: 232, datastackTop: 240, datastackLimit: 248,
       holdsGil: null,
       currentException: null,
@@ -114,7 +114,7 @@ const TABLES: Record<string, Tables> = {
     interp: { id: 8, next: 0, threadsHead: 64, threadsMain: null, codeObjectGeneration: null, gcCollecting: null },
     tstate: {
       size: 168, prev: 0, next: 4, interp: 8, currentFrame: 40, cframeCurrentFrame: 0, cframePrevious: 4,
-      baseFrame: null, lastProfiledFrame: null, lastProfiledFrameSeq: null,
+      baseFrame: null, lastProfiledFrame: null, lastProfiledFrameSeq: null, cStack: null,
       threadId: 80, nativeThreadId: 84, datastackChunk: 136, datastackTop: 140, datastackLimit: 144,
       holdsGil: null,
       currentException: null,

@@ -372,6 +372,8 @@ function buildLayout(t: Table, version: PythonVersion): Layout {
     lastProfiledFrameSeq: opt('thread_state.last_profiled_frame_seq', () =>
       r.pointer('thread_state', 'last_profiled_frame_seq'),
     ),
+    // after the embedded base frame: Py_ssize_t refcount, then the three uintptr_t (layout.ts)
+    cStack: t.has('thread_state.base_frame') ? { top: ptr, softLimit: 2 * ptr, hardLimit: 3 * ptr } : null,
     // unsigned long: as wide as a pointer on both LP64 and ILP32
     threadId: r.pointer('thread_state', 'thread_id'),
     nativeThreadId: r.pointer('thread_state', 'native_thread_id'),

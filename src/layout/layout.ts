@@ -74,6 +74,16 @@ export interface Layout {
     baseFrame: number | null;
     lastProfiledFrame: number | null;
     lastProfiledFrameSeq: number | null;
+    /**
+     * 3.15+: where the thread's C stack is, as CPython keeps it for its overflow check
+     * (_PyThreadStateImpl's c_stack_top, c_stack_soft_limit, c_stack_hard_limit): offsets
+     * counted from the end of the base frame embedded in the thread state, not from its start
+     * (the debug offsets do not give them; they follow the base frame and a Py_ssize_t in
+     * pycore_tstate.h: checked with offsetof by test/layout.test.ts, and against /proc/PID/maps by
+     * test/c-stack.test.ts). Entry frames live
+     * there; no Python frame ever does (consistency.ts). null before 3.15.
+     */
+    cStack: { top: number; softLimit: number; hardLimit: number } | null;
     threadId: number;
     nativeThreadId: number;
     datastackChunk: number;

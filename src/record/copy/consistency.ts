@@ -29,9 +29,11 @@ export type Consistency = 'anchor' | 'reread';
 /**
  * Does the profiler anchor prove a reading? The anchor the reading shows (`anchor`, at place
  * `at` of the chain followed from the reading's current frame; -1: not in it) must be the same
- * — value and sequence — in the reading made after it (`unmoved`), name a Python frame, be one
- * the copier may trust to have named a live frame (AnchorTrust.trusts), and be the innermost
- * frame or its caller.
+ * — value and sequence — in the reading made after it (`unmoved`), name a Python frame off the
+ * thread's C stack (`python`: see CStack), be one the copier may trust to have named a live
+ * frame (AnchorTrust.trusts), and be the innermost frame or its caller — the caller only where
+ * the innermost frame can be walked whatever moment its copy is of (`above`:
+ * aboveAnchorWalks).
  *
  * Why that is enough (the argument in full: docs/validation.md). The interpreter moves the
  * anchor, and bumps its sequence, whenever the frame it names is popped or suspended (a
@@ -43,14 +45,85 @@ export type Consistency = 'anchor' | 'reread';
  * F: the current frame when the thread state was read. F's header, read a moment later, names
  * A as its caller — so it is A's callee then or at a moment of the reading (a frame pushed
  * right above a living A is A's callee), or a frame that had just been popped (its code then
- * cleared, and the walk skips it: A's own stack, of that moment). Two frames or more above the
+ * cleared, and the walk skips it: A's own stack, of that moment) — where F is a Python frame.
+ * F may also be the entry frame A's C callee ran an eval loop in, current between its Python
+ * frame's return and its own: on the C stack, whose slot the thread re-uses at once, so that
+ * its copy may be of any later moment (seen: an owner byte of 98, the caller still A — a sample
+ * then rejected as corrupt); such an F proves nothing unless its copy shows an entry frame,
+ * which the walk skips. Two frames or more above the
  * anchor are not proven: each was read at its own moment, and a frame read later can belong
  * to a call made after the frame read before it returned (the entry frame a C function's
  * callbacks share is re-used at the same address by every such call). An entry frame as the
- * anchor proves nothing: CPython pops entry frames without moving the anchor.
+ * anchor proves nothing: CPython pops entry frames without moving the anchor — and the
+ * interpreter itself moves the anchor onto one when the frame it names returns to C, where it
+ * stays after the entry frame is gone. Its owner byte cannot tell it (a copy of the dead slot
+ * showed a Python frame's owner); its address can: no Python frame is ever on the C stack.
  */
-export function anchorProves(at: number, python: boolean, trusted: boolean, unmoved: boolean): boolean {
-  return unmoved && trusted && python && (at === 0 || at === 1);
+export function anchorProves(at: number, python: boolean, trusted: boolean, unmoved: boolean, above: boolean): boolean {
+  return unmoved && trusted && python && (at === 0 || (at === 1 && above));
+}
+
+/**
+ * A thread's C stack, [low, high), as its thread state gives it (CPython 3.15+; Layout
+ * tstate.cStack). Entry frames live there, and nothing else of the frame chain: Python frames
+ * live in the data stack or in generator objects. A copy of the C stack may be of any moment:
+ * an entry frame is popped without the profiler anchor moving, and its slot is at once used by
+ * whatever the thread calls next. So an anchor found there, left on an entry frame that has
+ * since returned, vouches for nothing, and the copy of a frame there may show any bytes —
+ * even a Python frame's owner (docs/validation.md, "An anchor on the C stack"): a frame there
+ * is never taken for a Python frame (onCStack), whatever its copy says.
+ */
+export interface CStack {
+  low: number;
+  high: number;
+}
+
+/**
+ * How far a 3.15+ thread state is copied, counted from its start: through the base frame
+ * embedded at `baseAt` bytes in, and the C stack's fields after it.
+ */
+export function tstateCopyEnd(layout: Layout, baseAt: number): number {
+  const c = layout.tstate.cStack;
+  return baseAt + layout.frame.size + (c === null ? 0 : Math.max(c.top, c.softLimit, c.hardLimit) + layout.pointerSize);
+}
+
+/**
+ * The C stack of the thread whose state `ts` (copied from `tstate`, through the fields) is:
+ * null where the copy does not reach them, or they are not set (a thread that never ran Python)
+ * or not a stack. `low` is one overflow margin below the hard limit: the frame of a call that
+ * found the limit crossed may lie there.
+ */
+export function cStackOf(layout: Layout, ts: Uint8Array, tstate: bigint): CStack | null {
+  const c = layout.tstate.cStack;
+  const P = layout.pointerSize;
+  if (c === null || layout.tstate.baseFrame === null) return null;
+  const base = readPointer(ts, layout.tstate.baseFrame, P);
+  if (base < tstate) return null;
+  const end = Number(base - tstate) + layout.frame.size;
+  if (tstateCopyEnd(layout, Number(base - tstate)) > ts.length) return null;
+  return cStackFrom(Number(readPointer(ts, end + c.top, P)), Number(readPointer(ts, end + c.softLimit, P)), Number(readPointer(ts, end + c.hardLimit, P)));
+}
+
+/** The C stack the three fields give (cStackOf), null where they are not one. */
+export function cStackFrom(top: number, soft: number, hard: number): CStack | null {
+  // (set together from the thread's stack: hard < soft < top, a margin of a few pages apart)
+  if (!(hard > 0 && hard < soft && soft < top && soft - hard <= 1 << 20)) return null;
+  return { low: hard - (soft - hard), high: top };
+}
+
+/** Is `frame` on the C stack `c` (null: not known — taken as on it: nothing is vouched for)? */
+export function onCStack(c: CStack | null, frame: number): boolean {
+  return c === null || (frame >= c.low && frame < c.high);
+}
+
+/**
+ * With the anchor at the current frame's caller (place 1), can the current frame be walked
+ * whatever moment its copy is of? Not where it is on the C stack (an entry frame, in the moment
+ * between its Python frame's return and its own), unless its copy shows an entry frame, which
+ * the walk skips: its caller's stack then is the anchor's, proven.
+ */
+export function aboveAnchorWalks(c: CStack | null, current: number, owner: number | undefined, layout: Layout): boolean {
+  return !onCStack(c, current) || owner === layout.owners.interpreter;
 }
 
 /**
@@ -92,8 +165,9 @@ export class AnchorTrust {
    * After judging a reading made after the last write: it showed `anchor` as the anchor,
    * `current` as the current frame and `caller` as that frame's caller (0: none).
    */
-  saw(anchor: number, current: number, caller: number): void {
-    if (anchor === this.writtenNumber && (anchor === current || anchor === caller)) this.confirmed = true;
+  saw(anchor: number, current: number, caller: number, c: CStack | null): void {
+    // (a current frame on the C stack may be a dead entry frame's slot: its caller vouches for nothing)
+    if (anchor === this.writtenNumber && (anchor === current || (anchor === caller && !onCStack(c, current)))) this.confirmed = true;
   }
 }
 
@@ -102,7 +176,7 @@ export class AnchorTrust {
  * already would (a trusted Python frame at the chain's first or second place), else the
  * chain's innermost Python frame. (The next copy then finds it there, or — that frame returned
  * or yielded — on its caller, where the interpreter moved it.) `isPython(k)`: the chain's k-th
- * frame is a Python frame; `at`: where the anchor is in the chain (-1: not in it).
+ * frame is a Python frame off the C stack; `at`: where the anchor is in the chain (-1: not in it).
  */
 export function anchorPlace(n: number, at: number, trusted: boolean, isPython: (k: number) => boolean): number | null {
   if (trusted && (at === 0 || at === 1) && isPython(at)) return null;

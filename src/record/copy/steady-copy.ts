@@ -20,7 +20,7 @@
 
 import type { Layout } from '../../layout/layout.js';
 import type { Region } from '../../walk/types.js';
-import { anchorPlace, anchorProves, gilProves, type AnchorTrust } from './consistency.js';
+import { aboveAnchorWalks, anchorPlace, anchorProves, cStackFrom, gilProves, onCStack, tstateCopyEnd, type AnchorTrust, type CStack } from './consistency.js';
 import type { PreparedRead } from '../linux/native.js';
 import type { MemorySource } from './source.js';
 import { handlingException, holdsGilField } from './thread-facts.js';
@@ -314,6 +314,14 @@ export class SteadyCopy {
     return owner === this.layout.owners.thread || owner === this.layout.owners.generator;
   }
 
+  /** The chain's k-th frame is a Python frame off the C stack (consistency.ts, CStack). */
+  private isPythonAt(k: number): boolean {
+    return this.isPython(this.chainOff[k]!) && !onCStack(this.cStack, this.chainAddr[k]!);
+  }
+
+  /** the C stack as the last look's thread state gave it */
+  private cStack: CStack | null = null;
+
   private bindTo(whole: Uint8Array): void {
     this.boundTo = whole;
     this.whole = new DataView(whole.buffer, whole.byteOffset, whole.byteLength);
@@ -385,7 +393,10 @@ export class SteadyCopy {
     if (dv.getUint32(T.interp, true) !== this.interpLo || dv.getUint32(T.interp + 4, true) !== this.interpHi) return null;
     const tsLen = this.plan.tstateLength;
     const base = T.baseFrame !== null ? this.ptr(T.baseFrame) : 0;
-    if (base < 0 || (T.baseFrame !== null && Math.max(base - this.tstateNum + fs, this.tstateMin) !== tsLen)) return null;
+    if (base < 0 || (T.baseFrame !== null && Math.max(tstateCopyEnd(L, base - this.tstateNum), this.tstateMin) !== tsLen)) return null;
+    // the thread's C stack (consistency.ts, CStack), from the fields after the base frame
+    const cEnd = base - this.tstateNum + fs;
+    this.cStack = T.cStack !== null && T.baseFrame !== null ? cStackFrom(this.ptr(cEnd + T.cStack.top), this.ptr(cEnd + T.cStack.softLimit), this.ptr(cEnd + T.cStack.hardLimit)) : null;
     let frame = this.ptr(T.currentFrame);
     if (frame <= 0 || frame === base) return null;
     const threadLo = dv.getUint32(T.threadId, true);
@@ -515,8 +526,9 @@ export class SteadyCopy {
       }
       const trust = hooks.anchor;
       const unmoved = this.same8(T.lastProfiledFrame!) && (T.lastProfiledFrameSeq === null || this.same8(T.lastProfiledFrameSeq));
-      if (!proven && checked) proven = anchorProves(anchorAt, anchorAt >= 0 && this.isPython(this.chainOff[anchorAt]!), trust.trusts(anchor, this.chainAddr[0]!), unmoved);
-      trust.saw(anchor, this.chainAddr[0]!, n > 1 ? this.chainAddr[1]! : 0);
+      const above = anchorAt !== 1 || aboveAnchorWalks(this.cStack, this.chainAddr[0]!, this.bytes[this.chainOff[0]! + F.owner], L);
+      if (!proven && checked) proven = anchorProves(anchorAt, anchorAt >= 0 && this.isPythonAt(anchorAt), trust.trusts(anchor, this.chainAddr[0]!), unmoved, above);
+      trust.saw(anchor, this.chainAddr[0]!, n > 1 ? this.chainAddr[1]! : 0, this.cStack);
     }
     let unproven = !proven;
     if (unproven && hooks.trustAgreement && checked) {
@@ -603,7 +615,7 @@ export class SteadyCopy {
     }
     if (this.anchored) {
       const anchor = this.ptr(T.lastProfiledFrame!);
-      const k = anchorPlace(n, anchorAt, hooks.anchor.trusts(anchor, n > 0 ? this.chainAddr[0]! : 0), (j) => this.isPython(this.chainOff[j]!));
+      const k = anchorPlace(n, anchorAt, hooks.anchor.trusts(anchor, n > 0 ? this.chainAddr[0]! : 0), (j) => this.isPythonAt(j));
       if (k !== null) hooks.placeAnchor(BigInt(this.chainAddr[k]!));
     }
     // the ids as bigints, made again only when they change

@@ -12,7 +12,7 @@ import type { Layout } from '../../layout/layout.js';
 import { readPointer } from '../../walk/region-memory.js';
 import type { Region } from '../../walk/types.js';
 import type { CodeCache, PendingCodes } from './code-cache.js';
-import { agrees, anchorPlace, anchorProves, gilProves, sameFields, type Consistency, type Seen } from './consistency.js';
+import { aboveAnchorWalks, agrees, anchorPlace, anchorProves, cStackOf, gilProves, onCStack, sameFields, tstateCopyEnd, type Consistency, type CStack, type Seen } from './consistency.js';
 import { GrowingMemory, hex, maskChunks, pick, u64 } from './copy-memory.js';
 import type { Range } from '../linux/native.js';
 import { readMany, type MemorySource } from './source.js';
@@ -157,7 +157,8 @@ export function copyThread(
   // thread state through its end in the same region
   if (L.tstate.baseFrame !== null) {
     const base = readPointer(ts, L.tstate.baseFrame, P);
-    const end = base + BigInt(L.frame.size);
+    // (and the C stack's fields after it: consistency.ts, CStack)
+    const end = base >= tstate ? tstate + BigInt(tstateCopyEnd(L, Number(base - tstate))) : base + BigInt(L.frame.size);
     if (base >= tstate + BigInt(L.tstate.size) && end - tstate <= BigInt(L.tstate.size + MAX_TSTATE_TAIL)) {
       const need = Math.max(Number(end - tstate), ctx.tstateMin);
       if (ts.length < need) {
@@ -304,10 +305,10 @@ export function copyThread(
   return attempt;
 }
 
-/** A Python frame of the copy (owned by a thread or a generator)? */
-function isPythonFrame(L: Layout, mem: GrowingMemory, frame: bigint): boolean {
+/** A Python frame of the copy (owned by a thread or a generator), off the C stack `c` (consistency.ts, CStack)? */
+function isPythonFrame(L: Layout, mem: GrowingMemory, frame: bigint, c: CStack | null): boolean {
   const owner = mem.bytes(frame + BigInt(L.frame.owner), 1)?.[0];
-  return owner === L.owners.thread || owner === L.owners.generator;
+  return (owner === L.owners.thread || owner === L.owners.generator) && !onCStack(c, Number(frame));
 }
 
 /**
@@ -339,8 +340,10 @@ function proven(
   const chain = seen.chain;
   const at = chain.findIndex((f) => Number(f) === anchor);
   const current = chain.length > 0 ? Number(chain[0]!) : 0;
-  const ok = anchorProves(at, at >= 0 && isPythonFrame(L, seen.mem, chain[at]!), cache.anchor.trusts(anchor, current), sameFields(L, seen, fields, now));
-  cache.anchor.saw(anchor, current, chain.length > 1 ? Number(chain[1]!) : 0);
+  const c = cStackOf(L, seen.ts, seen.tstate);
+  const above = at !== 1 || aboveAnchorWalks(c, current, seen.mem.bytes(chain[0]! + BigInt(L.frame.owner), 1)?.[0], L);
+  const ok = anchorProves(at, at >= 0 && isPythonFrame(L, seen.mem, chain[at]!, c), cache.anchor.trusts(anchor, current), sameFields(L, seen, fields, now), above);
+  cache.anchor.saw(anchor, current, chain.length > 1 ? Number(chain[1]!) : 0, c);
   return ok;
 }
 
@@ -348,7 +351,8 @@ function proven(
 function placeAnchor(ctx: CopyContext, cache: ThreadCache, tstate: bigint, ts: Uint8Array, chain: readonly bigint[], mem: GrowingMemory): void {
   const L = ctx.layout;
   const anchor = readPointer(ts, L.tstate.lastProfiledFrame!, L.pointerSize);
-  const k = anchorPlace(chain.length, chain.indexOf(anchor), cache.anchor.trusts(Number(anchor), chain.length > 0 ? Number(chain[0]!) : 0), (j) => isPythonFrame(L, mem, chain[j]!));
+  const c = cStackOf(L, ts, tstate);
+  const k = anchorPlace(chain.length, chain.indexOf(anchor), cache.anchor.trusts(Number(anchor), chain.length > 0 ? Number(chain[0]!) : 0), (j) => isPythonFrame(L, mem, chain[j]!, c));
   if (k !== null) ctx.writeAnchor(tstate, chain[k]!);
 }
 

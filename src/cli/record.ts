@@ -31,7 +31,8 @@ Options:
   -m, --mode MODE        threads whose samples are kept: wall (default), cpu, gil, exception
       --copy COPY        what a copy nothing proves becomes: adaptive (default: made again
                          with the thread stopped), blocking (stop every running thread),
-                         optimistic (never stops: torn; before 3.15 kept if readings agree)
+                         optimistic (never stops: torn — kept if its readings agree where
+                         there is no anchor, before 3.15 or --read-only: not exact)
       --blocking         same as --copy blocking
       --read-only        never write into the target (no profiler anchor on 3.15+)
   -a, --all-threads      every thread of every interpreter (the default; for compatibility)

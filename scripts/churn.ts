@@ -29,7 +29,8 @@ Records workloads/churn.py on each Debian CPython 3.13+ in each copy mode until 
 were accepted, and checks every accepted stack against the stacks the program can have.
 
   --samples N      accepted samples per version and mode (default 1000000)
-  --versions LIST  e.g. 3.13,3.15 (default: every Debian 3.13+ provisioned)
+  --versions LIST  e.g. 3.13,3.15 (Debian's), or labels: pyenv-3.11.7,debian-3.11
+                   (default: every Debian 3.13+ provisioned)
   --modes LIST     of ${Object.keys(MODES).join(', ')} (default: all; optimistic-read-only
                    only where the anchor exists, 3.15+: elsewhere it is optimistic)
   --seconds S      length of each recording (default 20)
@@ -70,8 +71,9 @@ function main(): Promise<number> | number {
   const modes = (values.modes?.split(',') ?? Object.keys(MODES)) as ModeName[];
   for (const m of modes) if (!(m in MODES)) throw new Error(`unknown mode ${m} (${Object.keys(MODES).join(', ')})`);
   const wanted = values.versions?.split(',');
-  const pythons = nativeInterpreters().filter((p) => /^debian-3\.1[3-9]/.test(p.label) && (!wanted || wanted.some((v) => p.label === `debian-${v}`)));
-  if (pythons.length === 0) throw new Error('no Debian CPython 3.13+ to record: run npm run provision');
+  // (a version names the Debian interpreter; a label — pyenv-3.11.7, debian-3.11 — any native one)
+  const pythons = nativeInterpreters().filter((p) => (wanted ? wanted.some((v) => p.label === v || p.label === `debian-${v}`) : /^debian-3\.1[3-9]/.test(p.label)));
+  if (pythons.length === 0) throw new Error(wanted ? `no interpreter named ${wanted.join(', ')}` : 'no Debian CPython 3.13+ to record: run npm run provision');
   for (const p of pythons) if (p.missing) throw new Error(`${p.label}: ${p.missing}`);
   return run(pythons, modes, enough, seconds);
 }
@@ -86,7 +88,8 @@ async function run(pythons: ReturnType<typeof nativeInterpreters>, modes: ModeNa
   console.log(`# churn: ${new Date().toISOString().slice(0, 10)}, node ${process.version}, ${os.cpus()[0]?.model ?? '?'} × ${os.cpus().length}, ${enough} accepted samples per version and mode, ${seconds} s recordings`);
   try {
     for (const py of pythons) {
-      const anchor = !/3\.1[34]$/.test(py.label);
+      // (the profiler anchor: CPython 3.15+)
+      const anchor = Number(/3\.(\d+)/.exec(py.label)?.[1] ?? 0) >= 15;
       for (const name of modes) {
         const mode = MODES[name];
         if (mode.readOnly && !anchor) continue; // the same as optimistic there

@@ -19,9 +19,8 @@ import { openLinuxProcess } from '../src/record/linux/process.js';
 import { MemoryCopier } from '../src/record/copy/copier.js';
 import { cStackOf, onCStack, tstateCopyEnd } from '../src/record/copy/consistency.js';
 import { liveThreadStates } from '../src/record/copy/thread-list.js';
-import type { MemorySource } from '../src/record/copy/source.js';
-import type { Layout } from '../src/layout/layout.js';
 import { readPointer } from '../src/walk/region-memory.js';
+import { chainOf, patchedSource, word } from './helpers/patched-source.js';
 import { recordCoverage, cannotRun } from './helpers/coverage.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import { spawnInteractive, type Interactive } from '../harness/spawn.js';
@@ -29,55 +28,6 @@ import { spawnInteractive, type Interactive } from '../harness/spawn.js';
 const PROGRAM = path.resolve('test/fixtures/entry_frames.py');
 const running: Interactive[] = [];
 afterAll(() => running.forEach((p) => p.kill()));
-
-interface Frame {
-  address: bigint;
-  owner: number;
-}
-
-/** The chain from the thread's current frame, read from live (stopped-still) memory. */
-function chainOf(source: MemorySource, L: Layout, tstate: bigint): Frame[] {
-  const P = L.pointerSize;
-  const out: Frame[] = [];
-  let f = readPointer(source.read(tstate, L.tstate.currentFrame + P), L.tstate.currentFrame, P);
-  for (let i = 0; f !== 0n && i < 64; i++) {
-    const b = source.read(f, L.frame.size);
-    out.push({ address: f, owner: b[L.frame.owner]! });
-    f = readPointer(b, L.frame.previous, P);
-  }
-  return out;
-}
-
-/** `source`, with the bytes of `patches` (address → bytes) shown in place of what is there. */
-function patchedSource(source: MemorySource, patches: Map<bigint, Uint8Array>): MemorySource {
-  const apply = (address: bigint, bytes: Uint8Array | null): Uint8Array | null => {
-    if (!bytes) return bytes;
-    for (const [at, p] of patches) {
-      for (let i = 0; i < p.length; i++) {
-        const o = at + BigInt(i) - address;
-        if (o >= 0n && o < BigInt(bytes.length)) bytes[Number(o)] = p[i]!;
-      }
-    }
-    return bytes;
-  };
-  return {
-    description: source.description,
-    runtimeAddress: source.runtimeAddress,
-    layout: source.layout,
-    nativeThreadIds: source.nativeThreadIds,
-    read: (a, n) => apply(a, source.read(a, n))!,
-    tryRead: (a, n) => apply(a, source.tryRead(a, n)),
-    readv: (ranges) => ranges.map((r) => apply(r.address, source.tryRead(r.address, r.length))),
-    write: (a, b) => source.write!(a, b),
-    close: () => {},
-  };
-}
-
-const word = (v: bigint, P: number): Uint8Array => {
-  const b = new Uint8Array(P);
-  for (let i = 0; i < P; i++) b[i] = Number((v >> BigInt(8 * i)) & 0xffn);
-  return b;
-};
 
 const targets = nativeInterpreters().filter((p) => /^debian-3\.(1[5-9])$/.test(p.label));
 
@@ -176,6 +126,12 @@ describe.each(targets)('the C stack in the proof of a copy, $label', (py) => {
       patches.set(entry!.address, dead);
       expect(copyMain().unproven, 'an anchor on the C stack read as a Python frame').toBe(true);
       patches.clear();
+      // (the copier anchored reader() again from that torn chain, which ended at the entry
+      // frame: trusting the interpreter's moves below it takes an anchor written from a whole
+      // one — cleared, the copier writes it again)
+      setAnchor(0n);
+      copyMain();
+      expect(copyMain().unproven, 'the copier\'s anchor on reader() again').toBe(false);
 
       // the entry frame current (between reader()'s return and map()'s), its slot read torn:
       // the caller's anchor unmoved, the entry frame's owner byte of a later moment

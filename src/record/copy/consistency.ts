@@ -135,9 +135,11 @@ export function aboveAnchorWalks(c: CStack | null, current: number, owner: numbe
  * frame alive: as the current frame (alive when the thread state was read: trusted for that
  * reading already), or as the current frame's caller (alive at some moment of that reading:
  * trusted from the next reading on). From then on the interpreter moves the anchor when that
- * frame goes. A value other than the one written was moved there by the interpreter, and is
- * trusted. Before the copier's first write the anchor may hold anything (another profiler's
- * value): not trusted.
+ * frame goes, to the frame below it, and so on down the stack: a value other than the one
+ * written that names a frame below it in the chain the write was made from was moved there by
+ * the interpreter, and is trusted. Any other value was written by someone else (another
+ * profiler of the same process, whose write may name a frame that had returned by then): not
+ * trusted, nor is anything before the copier's first write.
  */
 export class AnchorTrust {
   /** the value this copier last wrote (null: none yet) */
@@ -146,11 +148,16 @@ export class AnchorTrust {
   writtenNumber = -1;
   /** a reading after the write showed `written` alive */
   confirmed = false;
+  /** the frames below `written` in the chain it was written from: where the interpreter moves it */
+  private readonly below = new Set<number>();
 
-  wrote(target: bigint): void {
+  /** The anchor was set to `target`, with `below` the frames under it in the copy's chain. */
+  wrote(target: bigint, below: Iterable<number>): void {
     this.written = target;
     this.writtenNumber = Number(target);
     this.confirmed = false;
+    this.below.clear();
+    for (const f of below) this.below.add(f);
   }
 
   /**
@@ -158,7 +165,8 @@ export class AnchorTrust {
    * trusted to name a live frame (for this reading)?
    */
   trusts(anchor: number, current: number): boolean {
-    return this.writtenNumber >= 0 && anchor > 0 && (anchor !== this.writtenNumber || this.confirmed || anchor === current);
+    if (this.writtenNumber < 0 || anchor <= 0) return false;
+    return anchor === this.writtenNumber ? this.confirmed || anchor === current : this.below.has(anchor);
   }
 
   /**

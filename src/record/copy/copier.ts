@@ -191,7 +191,7 @@ export class MemoryCopier {
       gilRange: (interp) => this.gils.get(interp) ?? null,
       canStop: this.stopper !== null,
       reached: collectUsed ? (codes) => codes.forEach((c) => self.used.add(c)) : () => {},
-      writeAnchor: (tstate, target) => this.writeAnchor(tstate, target),
+      writeAnchor: (tstate, target, below) => this.writeAnchor(tstate, target, below),
     };
   }
 
@@ -625,7 +625,7 @@ export class MemoryCopier {
       confirmed: (a, interp, g) => this.codes.confirmed(a, interp, g),
       bytecodeRange: (a) => this.codes.bytecodeRange(a),
       refreshRound: () => this.codes.refreshRound,
-      placeAnchor: (target) => this.writeAnchor(tstate, target),
+      placeAnchor: (target, below) => this.writeAnchor(tstate, target, below),
     };
   }
 
@@ -673,15 +673,18 @@ export class MemoryCopier {
     this.anchored.clear();
   }
 
-  /** Set the thread's profiler anchor to `target`; on failure, check copies by comparing alone. */
-  private writeAnchor(tstate: bigint, target: bigint): void {
+  /**
+   * Set the thread's profiler anchor to `target` (`below`: the frames under it in the copy's
+   * chain: AnchorTrust); on failure, check copies by comparing alone.
+   */
+  private writeAnchor(tstate: bigint, target: bigint, below: Iterable<number>): void {
     // little-endian: a 4-byte pointer is the low half of the 8-byte word
     const word = new Uint8Array(8);
     new DataView(word.buffer).setBigUint64(0, target, true);
     try {
       this.source.write!(tstate + BigInt(this.layout.tstate.lastProfiledFrame!), word.subarray(0, this.P));
       this.anchored.add(tstate);
-      this.threads.get(tstate)?.anchor.wrote(target);
+      this.threads.get(tstate)?.anchor.wrote(target, below);
     } catch (e) {
       // the target cannot be written after all: check copies by comparing alone from now on
       this.consistency = 'reread';

@@ -52,8 +52,8 @@ export interface SteadyHooks {
   bytecodeRange(address: bigint): [bigint, bigint] | null;
   /** the code cache's refresh round: the confirmations a copy remembers hold within one (code-cache.ts) */
   refreshRound(): number;
-  /** leave the profiler anchor on this frame */
-  placeAnchor(target: bigint): void;
+  /** leave the profiler anchor on this frame (`below`: the frames under it in the chain: AnchorTrust) */
+  placeAnchor(target: bigint, below: Iterable<number>): void;
   /** what the copier knows of the thread's anchor (consistency.ts) */
   readonly anchor: AnchorTrust;
   /**
@@ -616,7 +616,7 @@ export class SteadyCopy {
     if (this.anchored) {
       const anchor = this.ptr(T.lastProfiledFrame!);
       const k = anchorPlace(n, anchorAt, hooks.anchor.trusts(anchor, n > 0 ? this.chainAddr[0]! : 0), (j) => this.isPythonAt(j));
-      if (k !== null) hooks.placeAnchor(BigInt(this.chainAddr[k]!));
+      if (k !== null) hooks.placeAnchor(BigInt(this.chainAddr[k]!), this.chainAddr.subarray(k + 1, n));
     }
     // the ids as bigints, made again only when they change
     if (threadLo !== this.idWords[0] || threadHi !== this.idWords[1]) {

@@ -60,7 +60,7 @@ export interface CopyContext {
   /** the code objects a copy's stack reached */
   reached(codes: readonly bigint[]): void;
   /** set the thread's profiler anchor */
-  writeAnchor(tstate: bigint, target: bigint): void;
+  writeAnchor(tstate: bigint, target: bigint, below: Iterable<number>): void;
 }
 
 /** A thread's copy in progress: the snapshot, the code checks made in its window, and what it is. */
@@ -353,7 +353,7 @@ function placeAnchor(ctx: CopyContext, cache: ThreadCache, tstate: bigint, ts: U
   const anchor = readPointer(ts, L.tstate.lastProfiledFrame!, L.pointerSize);
   const c = cStackOf(L, ts, tstate);
   const k = anchorPlace(chain.length, chain.indexOf(anchor), cache.anchor.trusts(Number(anchor), chain.length > 0 ? Number(chain[0]!) : 0), (j) => isPythonFrame(L, mem, chain[j]!, c));
-  if (k !== null) ctx.writeAnchor(tstate, chain[k]!);
+  if (k !== null) ctx.writeAnchor(tstate, chain[k]!, chain.slice(k + 1).map(Number));
 }
 
 /**

@@ -140,8 +140,9 @@ describe.each(chosen.length ? chosen : [{ label: 'none', command: '', missing: '
     const r = spawnSync(process.execPath, [BIN, 'record', '-o', file, '-r', '3000', '-q', '--', py.command, 'workloads/deep.py', '3', '24'], { encoding: 'utf8', timeout: 120_000 });
     expect(r.status, r.stderr).toBe(0);
     const rec = await load(file);
-    expect(rec.samples.length).toBeGreaterThan(500);
     const window = 240;
+    // (what the windows below take: samples 100 … 100 + window; a loaded machine gets fewer ticks)
+    expect(rec.samples.length).toBeGreaterThanOrEqual(100 + window);
 
     // the unedited recording splices most walks (the program's stack changes only at its top)
     const plain = path.join(dir, `${py.label}-plain.pyuw`);

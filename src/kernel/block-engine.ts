@@ -396,8 +396,10 @@ export class BlockEngine {
     }
     // What this block adds is kept apart until the block is done: a block the engine gives up
     // on goes to the reference path whole.
-    const local = new Profile();
-    const localCopies = new CopyStats();
+    // (created at the first harvest before the block's end: the common block has none, and its
+    // one harvest goes straight into `profile`, once the block can no longer be given up on)
+    let local: Profile | null = null;
+    let localCopies: CopyStats | null = null;
     const names: ThreadNameRecord[] = [];
     e.engineBeginBlock();
     let pos = base + head.pos;
@@ -429,7 +431,7 @@ export class BlockEngine {
         // on from there; if nothing was counted, the image arena is what is full: grow it
         const at = e.engineStopAt();
         if (e.engineSlotCount() > 0) {
-          this.harvest(local, localCopies);
+          this.harvest((local ??= new Profile()), (localCopies ??= new CopyStats()));
           e.engineClearOutputs();
         } else if (!this.growData()) {
           return reference(block, profile, copies);
@@ -439,9 +441,13 @@ export class BlockEngine {
       }
       return reference(block, profile, copies);
     }
-    this.harvest(local, localCopies);
-    profile.merge(local);
-    copies.merge(localCopies);
+    if (local && localCopies) {
+      this.harvest(local, localCopies);
+      profile.merge(local);
+      copies.merge(localCopies);
+    } else {
+      this.harvest(profile, copies);
+    }
     const samples = e.engineSamples();
     return {
       samples,

@@ -6,16 +6,18 @@
 // counter bump, and a walk that reaches a frame of the thread's previous walk from which
 // nothing was patched takes the rest of that walk (splicing, walk.ts). Stacks are interned as
 // tree nodes — (caller's node, code, instruction) per thread — so a spliced walk interns only
-// its new frames. Out come, per block: one slot per thread (ids, time span, name time, counts
-// per status) and the nodes with the samples that ended on each. The host names each distinct
-// (code, instruction).
+// its new frames. Out come, at each harvest: one slot per thread (ids, time span, name time,
+// counts per status), the nodes made since the last one, and the nodes samples ended on with
+// their counts. Slots and nodes outlive harvests and blocks (until the host resets the tree:
+// its tables full, a code address given another code object, a block given up on), so the host
+// names and interns each node once, and touches per harvest only what it counted.
 //
 // The engine takes only blocks it decodes exactly as the reference reader does
 // (src/capture/patch.ts); at anything else — a malformed record, an unknown record type, a
 // patch without a base, a base region used twice, the block's byte budget passed — it stops
 // with STOP_MALFORMED before changing anything for that record, and the host processes the
 // whole block on the reference path instead (which reports what is wrong). Its outputs for
-// that block are then dropped: nothing outlives a block but the code table.
+// that block are then dropped: the host resets the tree.
 //
 // Memory: the host lays out the areas (see src/kernel/block-engine.ts) and passes them in a config
 // block of u32 slots; every load and store is checked against the memory size, and every
@@ -62,6 +64,7 @@ import {
   C_HASH_CAP,
   C_KEEP_FLAGS,
   C_UNKNOWN_FLAGS,
+  C_WEIGHTED,
   C_NATIVE,
   C_NODES,
   C_NODES_CAP,
@@ -207,6 +210,9 @@ let nodesCap: u32 = 0;
 let nodeCount: u32 = 0;
 let copyTouched: u32 = 0;
 let touchedCount: u32 = 0;
+/** the nodes whose weight is not 0, in the order they got it (C_WEIGHTED) */
+let weighted: u32 = 0;
+let weightedCount: u32 = 0;
 let hash: u32 = 0;
 let hashCap: u32 = 0;
 let frames: u32 = 0;
@@ -316,6 +322,10 @@ export function engineInit(config: u32, params: u32): bool {
   nativeNodes = load<u32>(cfg + C_NATIVE * 4);
   copyHist = load<u32>(cfg + C_COPY_HIST * 4);
   trace = load<u32>(cfg + C_TRACE * 4);
+  // (called again when the host moves its growable areas: these tables do not move, and what
+  // they hold stays)
+  weighted = load<u32>(cfg + C_WEIGHTED * 4);
+  if (!inMemory(<u64>weighted, <u64>nodesCap * 4)) return false;
   if (!inMemory(<u64>copyHist, <u64>COPY_BUCKETS * 4)) return false;
   if (!inMemory(<u64>trace, <u64>maxDepth * TRACE_SIZE)) return false;
   if (!inMemory(<u64>frames, <u64>maxDepth * FRAME_SIZE)) return false;
@@ -342,7 +352,7 @@ export function engineGrowData(size: u32): void {
   dataEnd = data + size;
 }
 
-/** A new block: no thread has an image, nothing is counted. */
+/** A new block: no thread has an image, nothing is counted (slots and nodes stay). */
 export function engineBeginBlock(): void {
   threadCount = 0;
   descsUsed = 0;
@@ -356,11 +366,20 @@ export function engineBeginBlock(): void {
   engineClearOutputs();
 }
 
-/** Forget the counted slots and stacks (the host has harvested them); thread images stay. */
+/**
+ * Forget what was counted (the host has harvested it, or dropped it): the slots' counts and the
+ * nodes' weights. The slots and nodes themselves stay, and so do thread images.
+ */
 export function engineClearOutputs(): void {
-  slotCount = 0;
-  // the hash needs no clearing: an entry counts only if it names a node below nodeCount that says it is there
-  nodeCount = 0;
+  for (let s: u32 = 0; s < slotCount; s++) {
+    const sl = slots + s * SLOT_SIZE;
+    store<u64>(sl, <u64>-1, S_FIRST);
+    store<u64>(sl, 0, S_LAST);
+    store<i64>(sl, -1, S_MAIN_TIME);
+    memory.fill(sl + S_COUNTS, 0, STATUS_COUNT * 4);
+  }
+  for (let i: u32 = 0; i < weightedCount; i++) store<u32>(nodes + load<u32>(weighted + i * 4) * NODE_SIZE, 0, N_WEIGHT);
+  weightedCount = 0;
   counted = 0;
   copySum = 0;
   copyMax = 0;
@@ -368,6 +387,18 @@ export function engineClearOutputs(): void {
   retriedCount = 0;
   for (let i: u32 = 0; i < touchedCount; i++) store<u32>(copyHist + load<u32>(copyTouched + i * 4) * 4, 0);
   touchedCount = 0;
+}
+
+/**
+ * Forget the slots and the nodes too (after a harvest, or dropping what was counted): the tables
+ * are full, or the host's names of nodes no longer hold. Thread images stay, without their walk's
+ * node.
+ */
+export function engineResetTree(): void {
+  engineClearOutputs();
+  slotCount = 0;
+  // the hash needs no clearing: an entry counts only if it names a node below nodeCount that says it is there
+  nodeCount = 0;
   for (let t: u32 = 0; t < threadCount; t++) {
     const th = threads + t * THREAD_SIZE;
     store<u32>(th, NONE, T_SLOT);
@@ -375,6 +406,11 @@ export function engineClearOutputs(): void {
     store<u32>(th, NONE, T_LAST_STACK);
     store<u32>(th, NONE, T_LAST_STATUS);
   }
+}
+
+/** Are the slot or node tables too full for another sample (STOP_FULL then wants a harvest and a reset)? */
+export function engineTreeFull(): bool {
+  return slotCount >= slotsCap || <u64>nodeCount + <u64>nodesPerSample() + 1 >= <u64>nodesCap;
 }
 
 export function engineStopAt(): u32 {
@@ -404,6 +440,9 @@ export function engineNodeCount(): u32 {
 }
 export function engineTouchedCount(): u32 {
   return touchedCount;
+}
+export function engineWeightedCount(): u32 {
+  return weightedCount;
 }
 /** counted samples (those the filter keeps) since the outputs were cleared */
 export function engineCounted(): u32 {
@@ -614,7 +653,7 @@ function sample(end: u32): i32 {
   if (<u64>descsUsed + <u64>listBytes > <u64>(descsEnd - descs)) return STOP_FULL;
   // (so that interning this sample's stack cannot fail once its image has changed)
   // (a whole walk, and the <GC> node above it)
-  if (slotCount >= slotsCap || <u64>nodeCount + <u64>nodesPerSample() + 1 >= <u64>nodesCap) return STOP_FULL;
+  if (engineTreeFull()) return STOP_FULL;
 
   // Second pass: apply. New descriptors go to scratch first (a patch reads its base's).
   blockBytes = budget;
@@ -879,7 +918,12 @@ function sample(end: u32): i32 {
   if (stack != NONE && gcLeaf != 0 && (flags & FLAG_GC) != 0) stack = internNode(stack, sl, GC_CODE, 0);
   if (stack != NONE) {
     const n = nodes + stack * NODE_SIZE;
-    store<u32>(n, load<u32>(n, N_WEIGHT) + 1, N_WEIGHT);
+    const w = load<u32>(n, N_WEIGHT);
+    if (w == 0) {
+      store<u32>(weighted + weightedCount * 4, stack);
+      weightedCount++;
+    }
+    store<u32>(n, w + 1, N_WEIGHT);
   }
   return STOP_END;
 }

@@ -2,14 +2,14 @@
 // (harness/real-programs.ts) recorded on CPython 3.15 by `pyunwind record` (default mode) and by
 // CPython's profiler (`python3.15 -m profiling.sampling run --binary`) for the same time at the
 // same rate; then each capture turned into every format both tools write, by `pyunwind report`
-// (one thread, and workers) and by the profiler's `replay` (pure Python), alternating, best of
-// ROUNDS. Per program: samples, bytes per sample of each capture, samples per second of each
+// (one thread, and workers) and by the profiler's `replay` (pure Python), alternating, ROUNDS
+// rounds. Per program: samples, bytes per sample of each capture, samples per second of each
 // conversion with each tool's start-up subtracted (the same command on a capture of a program that
-// ends at once, measured the same way), and the ratio.
+// ends at once, run right before it in each round), the median over the rounds, and the ratio.
 //
 //   node --import tsx bench/real-captures.bench.ts [--dir DIR] [--record] [--seconds 10]
 //        [--rates 10000] [--programs configs,threadpool,...] [--rounds 3] [--formats collapsed,...]
-//        [--workers 0,1,2]
+//        [--workers 0,1,2] [--against OTHER_CHECKOUT]
 //
 // The captures are kept in DIR (default .cache/real-captures) and re-used unless --record (or
 // one is missing): a change to processing is compared on the same captures. Figures go to
@@ -32,12 +32,15 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '3' },
     formats: { type: 'string', default: 'collapsed,json,pprof,pstats,gecko,speedscope,cpuprofile,flamegraph' },
     workers: { type: 'string', default: '0' },
+    // another checkout's bin/pyunwind.js (built): its processing measured the same way, for A/B
+    against: { type: 'string' },
   },
 });
 
 const PY = path.resolve('.cache/cpython/bin/python3.15');
 const PYP = path.resolve('.cache/cpython/bin/python3.15p');
 const BIN = path.resolve('bin/pyunwind.js');
+const OTHER = values.against ? path.resolve(values.against, 'bin/pyunwind.js') : null;
 const DIR = path.resolve(values.dir!);
 const SECONDS = Number(values.seconds);
 const ROUNDS = Math.max(1, Number(values.rounds));
@@ -110,7 +113,6 @@ function profilerSamples(file: string): number {
   return n;
 }
 
-const best = (xs: number[]): number => Math.min(...xs);
 const f0 = (n: number): string => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '–');
 const f1 = (n: number): string => (Number.isFinite(n) ? n.toFixed(1) : '–');
 
@@ -120,7 +122,7 @@ function main(): void {
     console.error(`needs ${PY} and ${PYP}: npm run provision`);
     process.exit(2);
   }
-  console.log(`# ${new Date().toISOString().slice(0, 10)}, node ${process.version}, ${os.cpus()[0]?.model} × ${os.cpus().length}; captures in ${DIR}; best of ${ROUNDS}`);
+  console.log(`# ${new Date().toISOString().slice(0, 10)}, node ${process.version}, ${os.cpus()[0]?.model} × ${os.cpus().length}; captures in ${DIR}; median of ${ROUNDS} rounds`);
   // start-up: each tool on a capture of a program that ends at once (a few samples)
   const nap = path.join(DIR, 'startup.py');
   fs.writeFileSync(nap, 'import time\ntime.sleep(0.3)\n');
@@ -136,15 +138,20 @@ function main(): void {
 
   const sizes: Record<string, string>[] = [];
   const rows: Record<string, string>[] = [];
-  const timeOf = (cmd: string, args: string[]): number[] => Array.from({ length: ROUNDS }, () => run(cmd, args).ms);
-  const pyunwindArgs = (file: string, format: string, workers: number): string[] => [BIN, 'report', '-q', '-f', format, '-j', String(workers), '-o', path.join(out, `p.${format}`), file];
+  const pyunwindArgs = (file: string, format: string, workers: number, bin = BIN): string[] => [bin, 'report', '-q', '-f', format, '-j', String(workers), '-o', path.join(out, `p.${format}`), file];
   const replayArgs = (file: string, format: string): string[] => ['-m', 'profiling.sampling', 'replay', REPLAY[format]!, '-o', path.join(out, `t.${format}`), file];
-  // start-up of each command, measured once per format (what a conversion of nothing costs)
-  const startup = new Map<string, number>();
-  for (const format of FORMATS) {
-    for (const w of WORKERS) startup.set(`p ${format} ${w}`, best(timeOf(process.execPath, pyunwindArgs(tiny.capture, format, w))));
-    if (REPLAY[format]) startup.set(`t ${format}`, best(timeOf(PYP, replayArgs(tiny.binary, format))));
-  }
+  /**
+   * One round of a command: its time on the capture less its time on the start-up capture, run
+   * right before it (so that both see the machine of that moment); `startups` gets the latter.
+   */
+  const net = (cmd: string, args: (file: string) => string[], file: string, tinyFile: string, startups: number[]): number => {
+    const t = run(cmd, args(tinyFile)).ms;
+    startups.push(t);
+    return run(cmd, args(file)).ms - t;
+  };
+  const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  const startupMs = new Map<string, number[]>();
+  const startupOf = (k: string): number[] => startupMs.get(k) ?? (startupMs.set(k, []), startupMs.get(k)!);
   for (const pair of pairs) {
     const pn = pyunwindSamples(pair.capture);
     const tn = profilerSamples(pair.binary);
@@ -160,36 +167,39 @@ function main(): void {
       'size ratio': `${(pb / pn / (tb / tn)).toFixed(1)}×`,
     });
     for (const format of FORMATS) {
-      // alternating: pyunwind, the profiler, pyunwind, …
+      // alternating: pyunwind, (the other checkout,) the profiler, pyunwind, …
       const pMs = new Map<number, number[]>(WORKERS.map((w) => [w, []]));
       const tMs: number[] = [];
+      const oMs: number[] = [];
       for (let r = 0; r < ROUNDS; r++) {
-        for (const w of WORKERS) pMs.get(w)!.push(run(process.execPath, pyunwindArgs(pair.capture, format, w)).ms);
-        if (REPLAY[format]) tMs.push(run(PYP, replayArgs(pair.binary, format)).ms);
+        for (const w of WORKERS) pMs.get(w)!.push(net(process.execPath, (f) => pyunwindArgs(f, format, w), pair.capture, tiny.capture, startupOf(`pyunwind ${format} -j ${w}`)));
+        if (OTHER) oMs.push(net(process.execPath, (f) => pyunwindArgs(f, format, 0, OTHER), pair.capture, tiny.capture, startupOf(`other checkout ${format}`)));
+        if (REPLAY[format]) tMs.push(net(PYP, (f) => replayArgs(f, format), pair.binary, tiny.binary, startupOf(`replay ${format}`)));
       }
-      const tRate = REPLAY[format] ? tn / (Math.max(1, best(tMs) - startup.get(`t ${format}`)!) / 1000) : NaN;
+      const rate = (n: number, ms: number): number => n / (Math.max(1, ms) / 1000);
+      const tRate = REPLAY[format] ? rate(tn, median(tMs)) : NaN;
       for (const w of WORKERS) {
-        const net = Math.max(1, best(pMs.get(w)!) - startup.get(`p ${format} ${w}`)!);
-        const pRate = pn / (net / 1000);
+        const pRate = rate(pn, median(pMs.get(w)!));
         rows.push({
           program: pair.name,
           rate: `${pair.rate} Hz`,
           format,
           workers: String(w),
-          'pyunwind ms (net)': f0(net),
+          'pyunwind ms (net)': f0(median(pMs.get(w)!)),
           'pyunwind samples/s': f0(pRate),
-          'profiler ms (net)': REPLAY[format] ? f0(best(tMs) - startup.get(`t ${format}`)!) : '–',
+          'profiler ms (net)': REPLAY[format] ? f0(median(tMs)) : '–',
           'profiler samples/s': f0(tRate),
           ratio: Number.isFinite(tRate) ? `${(pRate / tRate).toFixed(1)}×` : '–',
+          ...(OTHER && w === 0 ? { 'other checkout samples/s': f0(rate(pn, median(oMs))), 'this / other': `${(pRate / rate(pn, median(oMs))).toFixed(2)}×` } : {}),
         });
       }
     }
   }
-  console.log('\nStart-up (subtracted below), ms: ' + [...startup].map(([k, v]) => `${k.replace(/^p /, 'pyunwind ').replace(/^t /, 'profiler ')}: ${f0(v)}`).join('; '));
+  console.log('\nStart-up (subtracted in each round), median ms: ' + [...startupMs].map(([k, v]) => `${k}: ${f0(median(v))}`).join('; '));
   if (profilerFailures.length) console.log(`\nThe profiler's recordings that failed (made again): ${profilerFailures.join('; ')}`);
   console.log('\nCapture size');
   console.table(sizes);
-  console.log('\nProcessing: capture → format, start-up subtracted, best of ' + ROUNDS);
+  console.log('\nProcessing: capture → format, start-up subtracted, median of ' + ROUNDS + ' rounds');
   console.table(rows);
   fs.rmSync(out, { recursive: true, force: true });
 }

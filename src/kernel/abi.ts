@@ -129,7 +129,9 @@ export const C_NATIVE = 21;
  * (cpu: FLAG_CPU_UNKNOWN): a sample left out by C_KEEP_FLAGS with it is counted (engineUndetermined)
  */
 export const C_UNKNOWN_FLAGS = 22;
-export const C_COUNT = 23;
+/** C_NODES_CAP u32: the nodes whose weight is not 0 (since the outputs were cleared), in the order they got it */
+export const C_WEIGHTED = 23;
+export const C_COUNT = 24;
 /** C_FILTER: which samples are counted */
 export const FILTER_ALL = 0;
 export const FILTER_THREAD = 1;
@@ -138,7 +140,7 @@ export const COPY_BUCKETS = 65536;
 export const THREAD_SIZE = 112;
 /** a region descriptor of a thread image */
 export const DESC_SIZE = 24;
-/** a slot: one thread's counts in a block — u64 thread state, interpreter, thread id, native id, first and last time, latest time flagged main (-1: none), STATUS_COUNT u32 counts */
+/** a slot: one thread (its ids) and its counts since the outputs were cleared — u64 thread state, interpreter, thread id, native id, first and last time, latest time flagged main (-1: none), STATUS_COUNT u32 counts */
 export const SLOT_SIZE = 104;
 export const S_TSA = 0;
 export const S_INTERP = 8;
@@ -148,7 +150,7 @@ export const S_FIRST = 32;
 export const S_LAST = 40;
 export const S_MAIN_TIME = 48;
 export const S_COUNTS = 56;
-/** a node: a stack as a tree node — u32 caller's node (0xffffffff: a root of its slot), u32 slot, u64 code, u64 instruction, u32 samples that ended on it, u32 where the hash holds it */
+/** a node: a stack as a tree node — u32 caller's node (0xffffffff: a root of its slot), u32 slot, u64 code, u64 instruction, u32 samples that ended on it since the outputs were cleared, u32 where the hash holds it */
 export const NODE_SIZE = 32;
 export const N_PARENT = 0;
 export const N_SLOT = 4;

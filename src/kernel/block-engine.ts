@@ -13,7 +13,8 @@ import { ByteReader, RECORD_TYPE, readCodeRecord, readThreadNameRecord } from '.
 import type { CaptureWarning, ThreadNameRecord } from '../capture/types.js';
 import type { Layout } from '../layout/layout.js';
 import { Profile } from '../profile/profile.js';
-import type { CountedNode, SourceFrame } from '../profile/types.js';
+import type { ThreadProfile } from '../profile/thread.js';
+import type { SourceFrame } from '../profile/types.js';
 import { CodeTable } from '../symbols/code-table.js';
 import { GC_FRAME, NATIVE_FRAME } from '../symbols/pseudo-frames.js';
 import { sourceFrame } from '../symbols/types.js';
@@ -40,6 +41,7 @@ import {
   C_HASH_CAP,
   C_KEEP_FLAGS,
   C_UNKNOWN_FLAGS,
+  C_WEIGHTED,
   C_NATIVE,
   C_NODES,
   C_NODES_CAP,
@@ -92,8 +94,12 @@ const CAPACITY = {
   threads: 8192,
   descBytes: 4 << 20,
   slots: 8192,
-  /** stack nodes (at least a whole walk more than maxDepth: see nodeCapacity) */
-  nodes: 1 << 16,
+  /**
+   * stack nodes (at least a whole walk more than maxDepth: see nodeCapacity); they outlive
+   * harvests and blocks, so this holds the distinct stacks of most captures (a node is 32 bytes,
+   * its hash entries 8, its place in the weighted list 4)
+   */
+  nodes: 1 << 18,
   /** the data arena's first size; it grows (with memory) when a block needs more */
   dataBytes: 8 << 20,
 };
@@ -104,6 +110,9 @@ interface EngineExports {
   engineGrowData(size: number): void;
   engineBeginBlock(): void;
   engineClearOutputs(): void;
+  engineResetTree(): void;
+  engineTreeFull(): number;
+  engineWeightedCount(): number;
   engineRun(start: number, end: number): number;
   engineStopAt(): number;
   engineSamples(): number;
@@ -250,6 +259,18 @@ export interface PayloadBlock {
 export class BlockEngine {
   private readonly layout = new Map<string, number>();
   private codesVersion = -1;
+  /** the code table's count of addresses given another code object, when the tree was last reset for it */
+  private renamedSeen = 0;
+  /**
+   * The profile the engine's nodes are interned in (null: none yet, or the tree was reset): its
+   * nodes [0, mappedCount) have their stack there (stackOf), in the thread of their slot (threadOf).
+   * The engine keeps its nodes from one harvest and block to the next, so each is named and
+   * interned once, and a harvest adds only weights.
+   */
+  private mapped: Profile | null = null;
+  private mappedCount = 0;
+  private stackOf = new Int32Array(1024);
+  private threadOf: (ThreadProfile | undefined)[] = [];
   private dataSize = CAPACITY.dataBytes;
 
   private constructor(
@@ -292,6 +313,7 @@ export class BlockEngine {
       ['nodes', this.nodeCapacity * NODE_SIZE],
       ['copyTouched', COPY_BUCKETS * 4],
       ['hash', this.nodeCapacity * 2 * 4],
+      ['weighted', this.nodeCapacity * 4],
       ['copyHist', COPY_BUCKETS * 4],
     ];
     let at = align(e.heapBase(), 16);
@@ -341,6 +363,7 @@ export class BlockEngine {
     slots[C_COPY_TOUCHED] = L.get('copyTouched')!;
     slots[C_HASH] = L.get('hash')!;
     slots[C_HASH_CAP] = this.nodeCapacity * 2;
+    slots[C_WEIGHTED] = L.get('weighted')!;
     slots[C_FRAMES] = L.get('frames')!;
     slots[C_FILTER] = filter === undefined ? FILTER_ALL : FILTER_THREAD;
     slots[C_FILTER_LO] = filter === undefined ? 0 : Number(filter & 0xffffffffn);
@@ -384,6 +407,18 @@ export class BlockEngine {
     const e = this.exports;
     // the code table first: a bigger one moves the payload area
     this.syncCodes();
+    // a node names a (code address, instruction): where an address now holds another code
+    // object, what the host named stands no more
+    const renamed = this.codes.renamed + (this.options.opcodes ? this.codes.recoded : 0);
+    if (renamed !== this.renamedSeen) {
+      this.resetTree();
+      this.renamedSeen = renamed;
+    }
+    // (a block given up on: what the engine counted of it is dropped, with the nodes it made)
+    const fallback = (): BlockResult => {
+      this.resetTree();
+      return reference(block, profile, copies);
+    };
     if (this.payloadRoom() < payload.length) this.placeTail(this.layout.get('payload')! - this.layout.get('codes')!, payload.length * 2);
     const base = this.layout.get('payload')!;
     new Uint8Array(this.memory.buffer, base, payload.length).set(payload);
@@ -392,7 +427,7 @@ export class BlockEngine {
     try {
       missed = head.uint('missed count');
     } catch {
-      return reference(block, profile, copies);
+      return fallback();
     }
     // What this block adds is kept apart until the block is done: a block the engine gives up
     // on goes to the reference path whole.
@@ -416,13 +451,13 @@ export class BlockEngine {
         try {
           const type = r.u8('record type');
           const length = r.uint('record length');
-          if (length > r.remaining) return reference(block, profile, copies);
+          if (length > r.remaining) return fallback();
           const body = new ByteReader(payload, r.pos, r.pos + length);
           if (type === RECORD_TYPE.THREAD_NAME) names.push(readThreadNameRecord(body));
           else readCodeRecord(body);
           pos = base + r.pos + length;
         } catch {
-          return reference(block, profile, copies);
+          return fallback();
         }
         continue;
       }
@@ -430,19 +465,21 @@ export class BlockEngine {
         // at a record boundary, nothing of the record applied: harvest what was counted and go
         // on from there; if nothing was counted, the image arena is what is full: grow it
         const at = e.engineStopAt();
-        if (e.engineSlotCount() > 0) {
+        if (e.engineTreeFull()) {
+          // (kept apart: the rest of the block may still be given up on)
           this.harvest((local ??= new Profile()), (localCopies ??= new CopyStats()));
-          e.engineClearOutputs();
+          this.resetTree();
         } else if (!this.growData()) {
-          return reference(block, profile, copies);
+          return fallback();
         }
         pos = at;
         continue;
       }
-      return reference(block, profile, copies);
+      return fallback();
     }
     if (local && localCopies) {
       this.harvest(local, localCopies);
+      this.resetTree();
       profile.merge(local);
       copies.merge(localCopies);
     } else {
@@ -505,7 +542,20 @@ export class BlockEngine {
     return sourceFrame(sf);
   }
 
-  /** Add what the engine counted since its outputs were last cleared to `profile`. */
+  /** Forget the engine's slots and nodes, and where they were interned. */
+  private resetTree(): void {
+    this.exports.engineResetTree();
+    this.mapped = null;
+    this.mappedCount = 0;
+    this.threadOf = [];
+  }
+
+  /**
+   * Add what the engine counted since its outputs were last cleared to `profile`, and clear them.
+   * Into the profile its nodes are interned in (or a first one): the nodes made since are
+   * interned, and the weights added. Into another (a block's own, kept apart until the block is
+   * done): the weighted nodes and their callers are interned there, the mapping left as it was.
+   */
   private harvest(profile: Profile, copies: CopyStats): void {
     const e = this.exports;
     const L = this.layout;
@@ -516,35 +566,69 @@ export class BlockEngine {
     const nodeCount = e.engineNodeCount();
     const slotsAt = L.get('slots')!;
     const nodesAt = L.get('nodes')! >>> 2;
-    // each node in its slot's list: parents come before children (a node is made after its caller's)
-    const trees: CountedNode[][] = Array.from({ length: slotCount }, () => []);
-    const local = new Int32Array(nodeCount);
-    // (u32 words of a node: the 64-bit code and instruction as low, high halves)
-    const [parentAt, slotAt, codeAt, ipAt, weightAt] = [N_PARENT, N_SLOT, N_CODE, N_IP, N_WEIGHT].map((o) => o >>> 2) as [number, number, number, number, number];
-    for (let i = 0; i < nodeCount; i++) {
-      const n = nodesAt + i * (NODE_SIZE >>> 2);
-      const parent = u32[n + parentAt]!;
-      const slot = u32[n + slotAt]!;
-      const tree = trees[slot]!;
-      local[i] = tree.length;
-      tree.push({ parent: parent === 0xffffffff ? -1 : local[parent]!, frame: this.frameName(u32[n + codeAt]!, u32[n + codeAt + 1]!, u32[n + ipAt]!, u32[n + ipAt + 1]!), weight: u32[n + weightAt]! });
-    }
+    const weightedAt = L.get('weighted')! >>> 2;
+    const weightedCount = e.engineWeightedCount();
+    const persistent = this.mapped === null || this.mapped === profile;
+    // the slots that counted samples since the outputs were cleared: their counts, and their thread
+    const threadOf: (ThreadProfile | undefined)[] = persistent ? this.threadOf : [];
     for (let s = 0; s < slotCount; s++) {
       const sl = slotsAt + s * SLOT_SIZE;
+      if (dv.getBigUint64(sl + S_FIRST, true) === 0xffffffffffffffffn) continue; // none
       const counts = STATUS_NAMES.map((_, k) => dv.getUint32(sl + S_COUNTS + k * 4, true));
       const mainTime = Number(dv.getBigInt64(sl + S_MAIN_TIME, true));
+      const thread = {
+        interpreterId: dv.getBigUint64(sl + S_INTERP, true),
+        threadId: dv.getBigUint64(sl + S_TID, true),
+        nativeThreadId: dv.getBigUint64(sl + S_NTID, true),
+      };
       profile.addCounted({
-        thread: {
-          interpreterId: dv.getBigUint64(sl + S_INTERP, true),
-          threadId: dv.getBigUint64(sl + S_TID, true),
-          nativeThreadId: dv.getBigUint64(sl + S_NTID, true),
-        },
+        thread,
         firstTime: Number(dv.getBigUint64(sl + S_FIRST, true)),
         lastTime: Number(dv.getBigUint64(sl + S_LAST, true)),
         ...(mainTime >= 0 ? { name: 'MainThread', nameTime: mainTime } : {}),
         statuses: counts,
-        tree: trees[s]!,
+        tree: [],
       });
+      threadOf[s] ??= profile.threadProfile(thread);
+    }
+    // (u32 words of a node: the 64-bit code and instruction as low, high halves)
+    const [parentAt, slotAt, codeAt, ipAt, weightAt] = [N_PARENT, N_SLOT, N_CODE, N_IP, N_WEIGHT].map((o) => o >>> 2) as [number, number, number, number, number];
+    const W = NODE_SIZE >>> 2;
+    /** intern node i (its caller interned already) in `stackOf` */
+    const intern = (i: number, stackOf: Int32Array): void => {
+      const n = nodesAt + i * W;
+      const parent = u32[n + parentAt]!;
+      const t = threadOf[u32[n + slotAt]!];
+      // (a node is made by a sample counted in its slot, since the outputs were last cleared)
+      if (!t) throw new Error(`block engine: node ${i} of a slot that counted nothing (a bug in the engine)`);
+      const frame = t.internFrame(this.frameName(u32[n + codeAt]!, u32[n + codeAt + 1]!, u32[n + ipAt]!, u32[n + ipAt + 1]!));
+      stackOf[i] = t.internStack(parent === 0xffffffff ? -1 : stackOf[parent]!, frame);
+    };
+    let stackOf: Int32Array;
+    if (persistent) {
+      this.mapped = profile;
+      if (this.stackOf.length < nodeCount) {
+        const grown = new Int32Array(Math.max(nodeCount, this.stackOf.length * 2));
+        grown.set(this.stackOf);
+        this.stackOf = grown;
+      }
+      stackOf = this.stackOf;
+      // (parents come before children: a node is made after its caller's)
+      for (let i = this.mappedCount; i < nodeCount; i++) intern(i, stackOf);
+      this.mappedCount = nodeCount;
+    } else {
+      // only what this harvest weighs, and the callers of it
+      stackOf = new Int32Array(nodeCount).fill(-1);
+      const path: number[] = [];
+      for (let k = 0; k < weightedCount; k++) {
+        for (let i = u32[weightedAt + k]!; i !== 0xffffffff && stackOf[i] === -1; i = u32[nodesAt + i * W + parentAt]!) path.push(i);
+        while (path.length) intern(path.pop()!, stackOf);
+      }
+    }
+    for (let k = 0; k < weightedCount; k++) {
+      const i = u32[weightedAt + k]!;
+      const n = nodesAt + i * W;
+      threadOf[u32[n + slotAt]!]!.addStackWeight(stackOf[i]!, u32[n + weightAt]!);
     }
     const block = new CopyStats();
     block.samples = e.engineCounted();
@@ -559,6 +643,7 @@ export class BlockEngine {
       block.hist.set(b, u32[hist + b]!);
     }
     copies.merge(block);
+    e.engineClearOutputs();
   }
 }
 

@@ -120,8 +120,12 @@ export class BlockProcessor {
     for (const r of records) this.codes.add(r);
   }
 
-  process(block: PayloadBlock): LocalBlock {
-    const profile = new Profile();
+  /**
+   * What the block adds: into `into` where given (the calling thread's profile: the engine then
+   * interns each stack there once, not once per block), else into a profile of its own.
+   */
+  process(block: PayloadBlock, into?: Profile): LocalBlock {
+    const profile = into ?? new Profile();
     const copies = new CopyStats();
     const result = this.engine ? this.engine.processPayload(block, profile, copies, this.reference) : this.reference(block, profile, copies);
     return { result, profile, copies };

@@ -307,8 +307,10 @@ export async function processCapture(open: () => CaptureReader | Promise<Capture
         return;
       }
       names.addAll(r.names ?? []);
-      if (done.profile instanceof Profile) profile.merge(done.profile);
-      else profile.mergeTransfer(done.profile);
+      // (a block processed in this thread added to the profile itself)
+      if (done.profile instanceof Profile) {
+        if (done.profile !== profile) profile.merge(done.profile);
+      } else profile.mergeTransfer(done.profile);
       copies.merge(done.copies);
       blocks++;
       profile.addTicks(r.ticks - (r.firstTime !== null && r.firstTime === lastTime ? 1 : 0));
@@ -343,7 +345,7 @@ export async function processCapture(open: () => CaptureReader | Promise<Capture
         continue;
       }
       local!.addCodes(opened.codes);
-      take(local!.process(opened.block));
+      take(local!.process(opened.block, profile));
     }
     while (pool && pool.queued > 0 && !late) {
       await pool.answered();

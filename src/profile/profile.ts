@@ -270,6 +270,14 @@ export class Profile {
     return p;
   }
 
+  /**
+   * @internal The thread of these ids, made if new: for the block engine, which interns its
+   * stacks there once each and adds their weights at each harvest (src/kernel/block-engine.ts).
+   */
+  threadProfile(ids: ThreadIds): ThreadProfile {
+    return this.threadFor(ids);
+  }
+
   private threadFor(ids: ThreadIds): ThreadProfile {
     const key = threadKey(ids);
     let t = this.byKey.get(key);

@@ -31,6 +31,16 @@ export class CodeTable {
   private sorted: CodeRange[] | null = null;
   /** bumped whenever a code object is added, replaced or withdrawn */
   version = 0;
+  /**
+   * bumped whenever an address that held a code object is given a record that names its frames
+   * otherwise (another code object there, or withdrawn): a (code address, instruction) named
+   * before may name something else now. The same code object recorded again (the recorder
+   * refreshes its bytecode) names them alike. (An added code object changes no name given
+   * before: a frame is named only by a code object the table holds.)
+   */
+  renamed = 0;
+  /** bumped whenever an address that held a code object is given a record with other bytecode (names with opcodes change) */
+  recoded = 0;
 
   constructor(
     readonly layout: Layout,
@@ -51,6 +61,11 @@ export class CodeTable {
         if (!(e instanceof SymbolError)) throw e;
         info = e;
       }
+    }
+    const old = this.entries.get(record.address);
+    if (old) {
+      if (!sameNames(old.info, info)) this.renamed++;
+      if (old.info instanceof SymbolError || info instanceof SymbolError || !sameBytes(old.info.bytecode, info.bytecode)) this.recoded++;
     }
     this.entries.set(record.address, { info, lines: new Map(), opcodes: null });
     this.sorted = null;
@@ -100,4 +115,24 @@ export class CodeTable {
     }
     return f;
   }
+}
+
+/** Do two records of one address name every (code, instruction) alike (without opcodes)? */
+function sameNames(a: CodeInfo | SymbolError, b: CodeInfo | SymbolError): boolean {
+  if (a instanceof SymbolError || b instanceof SymbolError) return false;
+  if (a.qualname !== b.qualname || a.name !== b.name || a.filename !== b.filename || a.firstLine !== b.firstLine || a.bytecodeStart !== b.bytecodeStart || a.bytecodeEnd !== b.bytecodeEnd) return false;
+  if (a.locations.length !== b.locations.length) return false;
+  for (let i = 0; i < a.locations.length; i++) {
+    const x = a.locations[i]!;
+    const y = b.locations[i]!;
+    if (x.start !== y.start || x.end !== y.end || x.line !== y.line || x.endLine !== y.endLine || x.column !== y.column || x.endColumn !== y.endColumn) return false;
+  }
+  return true;
+}
+
+function sameBytes(a: Uint8Array | null, b: Uint8Array | null): boolean {
+  if (a === null || b === null) return a === b;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }

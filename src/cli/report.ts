@@ -49,7 +49,7 @@ ${formatsHelp('                          ')}
       --opcodes         each frame's bytecode instruction too, as dis names it
       --full-filenames  whole file paths in text (default: short, as py-spy shows them)
   -n, --top N           functions listed per thread in text (default 15)
-  -j, --workers N       worker threads (default: one per core from 4 MB of capture)
+  -j, --workers N       worker threads (default 0: all in this thread)
   -q, --quiet           no progress line
   -h, --help            this help
 `;

@@ -1,12 +1,12 @@
 // From a capture file to a profile, in Node: the file is streamed a block at a time
-// (openCapture), and a large capture's blocks are processed by a pool of worker threads
-// (src/pipeline/workers/), their results merged in file order — the profile is the same whatever the
-// worker count. The processing itself, and the report of a capture in memory that runs in every
+// (openCapture), processed in this thread, or — when asked for (`workers`) — by a pool of worker
+// threads (src/pipeline/workers/), their results merged in file order: the profile is the same
+// whatever the worker count. The processing itself, and the report of a capture in memory that runs in every
 // runtime (reportCaptureBytes), are in ./process-capture.ts.
 
 import { openCapture } from '../capture/file.js';
-import { defaultWorkers, WorkerPool } from './workers/pool.js';
-import { processCapture, WORKERS_FROM_BYTES, type ProcessHost } from './process-capture.js';
+import { WorkerPool } from './workers/pool.js';
+import { processCapture, type ProcessHost } from './process-capture.js';
 import type { CaptureReport, ReportOptions } from './process-capture.js';
 
 export {
@@ -19,9 +19,14 @@ export {
   type ReportOptions,
 } from './process-capture.js';
 
-/** Node's worker threads. */
+/**
+ * Node's worker threads, used only when asked for: since the engine keeps its stack tree from one
+ * block to the next in the calling thread, two workers on two cores are slower than one thread
+ * on every real capture measured (docs/benchmarks.md, "Processing real captures": 0.5–0.9× on
+ * 1–30 MB), so the default is the one that pays.
+ */
 const host: ProcessHost = {
-  defaultWorkers: (bytes) => (bytes >= WORKERS_FROM_BYTES ? defaultWorkers() : 0),
+  defaultWorkers: () => 0,
   pool: async (workers, setup) => new WorkerPool(workers, setup),
 };
 

@@ -88,6 +88,12 @@ function functionKey(qualname: string, filename: string): string {
   return `${qualname.length}:${qualname}${filename}`;
 }
 
+/** Where (caller, frame) starts its probe in a stack table (ThreadProfile.internStack). */
+function stackHash(parent: number, frame: number): number {
+  const h = Math.imul(parent + 1, 0x9e3779b1) ^ Math.imul(frame, 0x85ebca77);
+  return (h ^ (h >>> 15)) >>> 0;
+}
+
 export class ThreadProfile {
   readonly interpreterId: bigint;
   readonly threadId: bigint;
@@ -113,9 +119,11 @@ export class ThreadProfile {
   private readonly functionIndex = new Map<string, number>();
   private readonly _functions: FunctionId[] = [];
 
-  // children of each stack by frame index (roots: rootIndex), created on first child
-  private readonly rootIndex = new Map<number, number>();
-  private readonly childIndex: (Map<number, number> | undefined)[] = [];
+  // each stack by its caller's stack and its frame: an open-addressing table of stack + 1 (0:
+  // empty), compared against _stackParent and _stackFrame — no object per stack (a Map of the
+  // children of each stack was a garbage collector's feast on deep stacks: 300,000 maps for
+  // one recursion)
+  private stackTable = new Int32Array(1024);
   private readonly _stackParent: number[] = [];
   private readonly _stackFrame: number[] = [];
   private readonly _stackWeight: number[] = [];
@@ -198,19 +206,34 @@ export class ThreadProfile {
 
   /** @internal Interns the stack (parent, frame) and returns its index (parent −1: a root). */
   internStack(parent: number, frame: number): number {
-    let children: Map<number, number> | undefined;
-    if (parent < 0) children = this.rootIndex;
-    else if ((children = this.childIndex[parent]) === undefined) this.childIndex[parent] = children = new Map();
-    let i = children.get(frame);
-    if (i === undefined) {
-      i = this._stackParent.length;
-      this._stackParent.push(parent);
-      this._stackFrame.push(frame);
-      this._stackWeight.push(0);
-      this.childIndex.push(undefined);
-      children.set(frame, i);
+    const parents = this._stackParent;
+    const frames = this._stackFrame;
+    const table = this.stackTable;
+    const mask = table.length - 1;
+    let h = stackHash(parent, frame) & mask;
+    for (let e = table[h]!; e !== 0; e = table[h]!) {
+      if (parents[e - 1] === parent && frames[e - 1] === frame) return e - 1;
+      h = (h + 1) & mask;
     }
+    const i = parents.length;
+    parents.push(parent);
+    frames.push(frame);
+    this._stackWeight.push(0);
+    table[h] = i + 1;
+    // (at most half full: probes stay short)
+    if (2 * (i + 1) > mask) this.growStackTable();
     return i;
+  }
+
+  private growStackTable(): void {
+    const table = new Int32Array(this.stackTable.length * 2);
+    const mask = table.length - 1;
+    for (let i = 0; i < this._stackParent.length; i++) {
+      let h = stackHash(this._stackParent[i]!, this._stackFrame[i]!) & mask;
+      while (table[h] !== 0) h = (h + 1) & mask;
+      table[h] = i + 1;
+    }
+    this.stackTable = table;
   }
 
   /** @internal */

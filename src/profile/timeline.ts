@@ -31,8 +31,18 @@ export interface TimelineThread extends ThreadIds {
   status: Status[];
 }
 
+interface TimelineEntry {
+  thread: TimelineThread;
+  frameIndex: Map<string, number>;
+  stackIndex: Map<string, number>;
+  // the thread's previous trusted stack, root first: its frames and their stacks — consecutive
+  // samples share most of their stack, so a sample interns only below the first frame that differs
+  lastFrames: SourceFrame[];
+  lastPath: number[];
+}
+
 export class Timeline {
-  private readonly byKey = new Map<string, { thread: TimelineThread; frameIndex: Map<string, number>; stackIndex: Map<string, number> }>();
+  private readonly byKey = new Map<string, TimelineEntry>();
   private count = 0;
 
   /** Add one attempted sample (the same input a Profile takes), in recording order. */
@@ -45,6 +55,8 @@ export class Timeline {
         thread: { interpreterId, threadId, nativeThreadId, name: undefined, frames: [], stackParent: [], stackFrame: [], time: [], stack: [], status: [] },
         frameIndex: new Map(),
         stackIndex: new Map(),
+        lastFrames: [],
+        lastPath: [],
       };
       this.byKey.set(key, entry);
     }
@@ -55,7 +67,18 @@ export class Timeline {
     else if (sample.frames.length === 0) stack = IDLE_STACK;
     else {
       stack = -1;
-      for (let i = sample.frames.length - 1; i >= 0; i--) {
+      const n = sample.frames.length;
+      const { lastFrames, lastPath } = entry;
+      let depth = 0;
+      for (; depth < n && depth < lastPath.length; depth++) {
+        const f = sample.frames[n - 1 - depth]!;
+        const g = lastFrames[depth]!;
+        if (f !== g && (f.qualname !== g.qualname || f.filename !== g.filename || f.line !== g.line || f.opcode !== g.opcode)) break;
+        stack = lastPath[depth]!;
+      }
+      lastFrames.length = depth;
+      lastPath.length = depth;
+      for (let i = n - 1 - depth; i >= 0; i--) {
         const f = sample.frames[i]!;
         const fk = `${f.qualname}\0${f.filename}\0${f.line ?? ''}\0${f.opcode ?? ''}`;
         let fi = entry.frameIndex.get(fk);
@@ -73,6 +96,8 @@ export class Timeline {
           entry.stackIndex.set(sk, si);
         }
         stack = si;
+        lastFrames.push(f);
+        lastPath.push(si);
       }
     }
     t.time.push(sample.time);
@@ -108,7 +133,7 @@ export class Timeline {
         stack: [...o.stack],
         status: [...o.status],
       };
-      this.byKey.set(threadKey(t), { thread: t, frameIndex: new Map(e.frameIndex), stackIndex: new Map(e.stackIndex) });
+      this.byKey.set(threadKey(t), { thread: t, frameIndex: new Map(e.frameIndex), stackIndex: new Map(e.stackIndex), lastFrames: [], lastPath: [] });
       this.count += t.time.length;
     }
     return this;

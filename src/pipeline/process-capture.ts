@@ -62,7 +62,8 @@ export interface ReportOptions {
   reference?: boolean;
   /**
    * worker threads to process blocks in (Node; the engine path only); 0: this thread.
-   * Default: this thread for a small capture (a few blocks), else one worker per core.
+   * Default: the host's (Node: this thread — workers were slower on every real capture
+   * measured, docs/benchmarks.md; the viewer: one per core from WORKERS_FROM_BYTES).
    */
   workers?: number;
   /** stop after the block in which this many samples have been processed (a quick look, benchmarks) */

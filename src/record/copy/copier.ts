@@ -458,10 +458,10 @@ export class MemoryCopier {
       // waiting threads of a program before 3.15, whose last GIL holder is often asleep.
       const quiet = this.blocking ? null : this.offCpuCopy(interp, interpreterId, tstate, cache.nativeThreadId);
       if (quiet) return this.finish(quiet, 1);
-      // Stopped first, the copy is of the sample's own moment. (Adaptive: a thread whose copies
-      // needed stops lately runs call-heavy code; a copy nothing proved would be made again with it
-      // stopped a few hundred microseconds after the sample's moment, by when it is likely
-      // somewhere else — more often in a long-lived frame than in a short one.)
+      // Stopped first, the copy is of the sample's own moment. (Adaptive: a thread whose first
+      // copies were not proven lately runs call-heavy code; a copy nothing proved would be made
+      // again — at once, or with it stopped a few hundred microseconds later — after the sample's
+      // moment, by when it is more often in a long-lived frame than in a short one.)
       const attempt = this.stoppedCopy(interp, interpreterId, tstate, cache.nativeThreadId);
       if (attempt.entry !== 'thread') return attempt;
       return this.finish(attempt, 1);
@@ -470,6 +470,9 @@ export class MemoryCopier {
     if (attempt.entry !== 'thread') return attempt;
     let attempts = 1;
     if (this.allStopped) this.settle(attempt.snap);
+    // (what the policy learns: whether the copy of the sample's own moment was proven — one
+    // made again is of a later moment, and biased: see stopsFirst)
+    const firstUnproven = attempt.snap.unproven;
     // (a copy the anchor did not prove left the anchor on its innermost Python frame: made
     // again at once, a few microseconds after the first, it is proven unless that frame was
     // already gone)
@@ -479,7 +482,7 @@ export class MemoryCopier {
     }
     if (!this.allStopped && !this.blocking) {
       const c = this.threads.get(tstate);
-      if (c) learn(c, attempt.snap.unproven);
+      if (c) learn(c, firstUnproven);
     }
     if (attempt.snap.unproven && this.canStop) {
       attempt = this.stoppedCopy(interp, interpreterId, tstate, attempt.snap.nativeThreadId);

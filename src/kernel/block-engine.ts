@@ -576,20 +576,18 @@ export class BlockEngine {
       if (dv.getBigUint64(sl + S_FIRST, true) === 0xffffffffffffffffn) continue; // none
       const counts = STATUS_NAMES.map((_, k) => dv.getUint32(sl + S_COUNTS + k * 4, true));
       const mainTime = Number(dv.getBigInt64(sl + S_MAIN_TIME, true));
-      const thread = {
-        interpreterId: dv.getBigUint64(sl + S_INTERP, true),
-        threadId: dv.getBigUint64(sl + S_TID, true),
-        nativeThreadId: dv.getBigUint64(sl + S_NTID, true),
-      };
-      profile.addCounted({
-        thread,
+      const t = profile.addCounted({
+        thread: {
+          interpreterId: dv.getBigUint64(sl + S_INTERP, true),
+          threadId: dv.getBigUint64(sl + S_TID, true),
+          nativeThreadId: dv.getBigUint64(sl + S_NTID, true),
+        },
         firstTime: Number(dv.getBigUint64(sl + S_FIRST, true)),
         lastTime: Number(dv.getBigUint64(sl + S_LAST, true)),
         ...(mainTime >= 0 ? { name: 'MainThread', nameTime: mainTime } : {}),
         statuses: counts,
-        tree: [],
       });
-      threadOf[s] ??= profile.threadProfile(thread);
+      threadOf[s] ??= t;
     }
     // (u32 words of a node: the 64-bit code and instruction as low, high halves)
     const [parentAt, slotAt, codeAt, ipAt, weightAt] = [N_PARENT, N_SLOT, N_CODE, N_IP, N_WEIGHT].map((o) => o >>> 2) as [number, number, number, number, number];

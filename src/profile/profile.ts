@@ -12,7 +12,7 @@
 
 import { STATUS_NAMES, TRUSTED, type Status } from '../walk/status.js';
 import { ThreadProfile, compareFrames, compareThreads, threadKey, type ProcessTag, type ThreadIds, type ThreadTransfer } from './thread.js';
-import { emptyStatusCounts, type CountedNode, type ProfileStats, type SourceFrame, type SampleInput, type SampleThread, type StatusCounts } from './types.js';
+import { emptyStatusCounts, type ProfileStats, type SourceFrame, type SampleInput, type SampleThread, type StatusCounts } from './types.js';
 
 export const PROFILE_FORMAT = 'pyunwind-profile';
 export const PROFILE_VERSION = 2;
@@ -98,10 +98,9 @@ export class Profile {
   /**
    * Adds many samples of one thread at once — what the block engine counted (src/kernel/block-engine.ts):
    * the time span of the samples, the time of the latest one that carried the thread's name,
-   * the number of samples per status (in STATUS_NAMES order; idle samples weigh 1 each), and
-   * the stacks of the trusted ones as a tree: each node a frame under its caller's node (−1: an
-   * outermost frame), callers listed before callees, with the weight of the samples that ended
-   * there. The same as adding each sample.
+   * and the number of samples per status (in STATUS_NAMES order; idle samples weigh 1 each).
+   * Returns the thread, in which the engine interns the stacks of the trusted ones once each
+   * and adds their weights (internStack, addStackWeight): together, the same as adding each sample.
    */
   addCounted(c: {
     thread: SampleThread;
@@ -110,8 +109,7 @@ export class Profile {
     name?: string;
     nameTime?: number;
     statuses: readonly number[];
-    tree: readonly CountedNode[];
-  }): void {
+  }): ThreadProfile {
     if (!(Number.isFinite(c.firstTime) && Number.isFinite(c.lastTime))) throw new RangeError('sample times must be finite');
     const t = this.threadFor(c.thread);
     t.observeSpan(c.firstTime, c.lastTime);
@@ -122,15 +120,7 @@ export class Profile {
     });
     const idle = c.statuses[STATUS_NAMES.indexOf('idle')] ?? 0;
     if (idle > 0) t.addIdle(idle);
-    const stackOf = new Int32Array(c.tree.length);
-    c.tree.forEach((n, i) => {
-      if (!(Number.isInteger(n.parent) && n.parent >= -1 && n.parent < i)) throw new RangeError(`counted node ${i}: its caller ${n.parent} is not listed before it`);
-      if (!(Number.isFinite(n.weight) && n.weight >= 0)) throw new RangeError(`stack weight must be finite and >= 0, got ${n.weight}`);
-      checkFrame(n.frame);
-      const stack = t.internStack(n.parent < 0 ? -1 : stackOf[n.parent]!, t.internFrame(n.frame));
-      stackOf[i] = stack;
-      if (n.weight > 0) t.addStackWeight(stack, n.weight);
-    });
+    return t;
   }
 
   /**
@@ -268,14 +258,6 @@ export class Profile {
       p.byKey.set(t.key, t);
     });
     return p;
-  }
-
-  /**
-   * @internal The thread of these ids, made if new: for the block engine, which interns its
-   * stacks there once each and adds their weights at each harvest (src/kernel/block-engine.ts).
-   */
-  threadProfile(ids: ThreadIds): ThreadProfile {
-    return this.threadFor(ids);
   }
 
   private threadFor(ids: ThreadIds): ThreadProfile {

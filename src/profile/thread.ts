@@ -6,7 +6,7 @@
 // backward pass over the table accumulates subtrees and one forward pass visits parents first.
 
 import { STATUS_NAMES, TRUSTED, type Status } from '../walk/status.js';
-import { emptyStatusCounts, type FunctionStat, type SourceFrame, type StatusCounts, type ValidationStats } from './types.js';
+import { emptyStatusCounts, sameFrame, type FunctionStat, type SourceFrame, type StatusCounts, type ValidationStats } from './types.js';
 
 /** A function identity: (qualname, filename). */
 export interface FunctionId {
@@ -250,7 +250,7 @@ export class ThreadProfile {
     for (; depth < n && depth < path.length; depth++) {
       const f = frames[n - 1 - depth]!;
       const known = this._frames[this._stackFrame[path[depth]!]!]!;
-      if (f.line !== known.line || f.qualname !== known.qualname || f.filename !== known.filename || f.opcode !== known.opcode) break;
+      if (!sameFrame(f, known)) break;
       stack = path[depth]!;
     }
     path.length = depth;

@@ -9,7 +9,7 @@
 
 import { compareThreads, threadKey, type ProcessTag, type ThreadIds } from './thread.js';
 import { TRUSTED } from '../walk/status.js';
-import type { SampleInput, SourceFrame, Status } from './types.js';
+import { sameFrame, type SampleInput, type SourceFrame, type Status } from './types.js';
 import { sourceFrame } from '../symbols/types.js';
 
 /** `stack` of an idle sample (trusted, no Python frame) */
@@ -72,8 +72,7 @@ export class Timeline {
       let depth = 0;
       for (; depth < n && depth < lastPath.length; depth++) {
         const f = sample.frames[n - 1 - depth]!;
-        const g = lastFrames[depth]!;
-        if (f !== g && (f.qualname !== g.qualname || f.filename !== g.filename || f.line !== g.line || f.opcode !== g.opcode)) break;
+        if (!sameFrame(f, lastFrames[depth]!)) break;
         stack = lastPath[depth]!;
       }
       lastFrames.length = depth;

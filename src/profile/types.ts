@@ -31,6 +31,11 @@ export interface SampleInput {
 /** Samples per status; every key is present. */
 export type StatusCounts = Record<Status, number>;
 
+/** Do two frames name the same (qualname, filename, line, opcode)? */
+export function sameFrame(a: SourceFrame, b: SourceFrame): boolean {
+  return a === b || (a.line === b.line && a.qualname === b.qualname && a.filename === b.filename && a.opcode === b.opcode);
+}
+
 export function emptyStatusCounts(): StatusCounts {
   return Object.fromEntries(STATUS_NAMES.map((s) => [s, 0])) as StatusCounts;
 }
@@ -71,9 +76,3 @@ export interface FunctionStat {
   total: number;
 }
 
-/** A stack counted by the block engine: a frame under its caller's node (−1: outermost), and the weight of the samples that ended on it. */
-export interface CountedNode {
-  parent: number;
-  frame: SourceFrame;
-  weight: number;
-}

@@ -679,6 +679,7 @@ function sample(end: u32): i32 {
   const scratch = descs + descsUsed;
   pos = regionsAt;
   let addressesChanged = form == FORM_WHOLE || regionCount != baseCount;
+  let lengthsChanged = false;
   for (let i: u32 = 0; i < regionCount; i++) {
     const kind = byte();
     const d = scratch + i * DESC_SIZE;
@@ -732,7 +733,22 @@ function sample(end: u32): i32 {
       store<u32>(d, n, D_LEN);
       store<u32>(d, cap, D_CAP);
       store<u32>(d, buf, D_DATA);
-      if (j != i || n != baseLen) addressesChanged = true;
+      if (j != i || buf != load<u32>(base, D_DATA)) {
+        addressesChanged = true;
+      } else if (n != baseLen) {
+        // the same bytes in the same place, cut or grown at the end (a stack that moved): the
+        // walk's table takes the new length, and a splice may still take the frames below.
+        // Bytes it no longer holds count as patched, so no spliced frame lies past its end
+        // (grown bytes are in the runs).
+        lengthsChanged = true;
+        if (n < baseLen) {
+          if (hullCount < HULLS_MAX) {
+            store<u32>(hulls + hullCount * 8, buf + n);
+            store<u32>(hulls + hullCount * 8, buf + baseLen, 4);
+          }
+          hullCount++;
+        }
+      }
     }
   }
   // the sample's list becomes the thread's
@@ -746,7 +762,7 @@ function sample(end: u32): i32 {
   }
   memory.copy(list, scratch, regionCount * DESC_SIZE);
   store<u32>(th, regionCount, T_COUNT);
-  if (addressesChanged || listCap != 0) store<u32>(th, 0, T_SORTED_OK);
+  if (addressesChanged || lengthsChanged || listCap != 0) store<u32>(th, 0, T_SORTED_OK);
   const idsChanged = form == FORM_WHOLE || interp != load<u64>(th, T_INTERP) || tid != load<u64>(th, T_TID) || ntid != load<u64>(th, T_NTID);
   store<u64>(th, interp, T_INTERP);
   store<u64>(th, tid, T_TID);
@@ -882,6 +898,22 @@ function sample(end: u32): i32 {
       chain = bufPy;
       known = load<u32>(th, T_NODES_OK) != 0 ? pyRest : 0;
     } else if (outEnded && outVisited <= SPLICE_MAX) {
+      // the outermost frames this walk shares with the thread's last one keep their nodes
+      // (a node is its caller's node, the frame's code and instruction, and the <native>
+      // after it): a stack that moved at its top interns only its new frames
+      if (load<u32>(th, T_NODES_OK) != 0) {
+        const oldPy = load<u32>(th, T_TRACE_PY);
+        const most = oldPy < pyCount ? oldPy : pyCount;
+        const flagMask: u32 = nativeNodes != 0 ? FRAME_CALLS_THROUGH_C : 0;
+        while (known < most) {
+          const a = frames + (pyCount - 1 - known) * FRAME_SIZE;
+          const b = bufPy + (oldPy - 1 - known) * FRAME_SIZE;
+          if (load<u64>(a, FRAME_CODE) != load<u64>(b, FRAME_CODE) || load<u64>(a, FRAME_IP) != load<u64>(b, FRAME_IP)) break;
+          if (((load<u32>(a, FRAME_FLAGS) ^ load<u32>(b, FRAME_FLAGS)) & flagMask) != 0) break;
+          known++;
+        }
+        if (known > 0 && oldPy != pyCount) memory.copy(bufNodes + (pyCount - known) * 4, bufNodes + (oldPy - known) * 4, known * 4);
+      }
       memory.copy(buf, trace, outVisited * TRACE_SIZE);
       memory.copy(bufPy, frames, pyCount * FRAME_SIZE);
       chain = bufPy;

@@ -766,7 +766,7 @@ const ONE_SHOT_MAX = 64 << 10;
 /** Larger payloads are fed in steps of this size, each of which can make ~1032× as much. */
 const INFLATE_STEP = 64 << 10;
 
-type InflateRawSync = (data: Uint8Array, options: { maxOutputLength: number; finishFlush?: number }) => Uint8Array;
+type InflateRawSync = (data: Uint8Array, options: { maxOutputLength: number; finishFlush?: number; chunkSize?: number }) => Uint8Array;
 type DeflateRawSync = (buf: Uint8Array, options: { level: number }) => Uint8Array;
 
 /** Node's zlib where the runtime has it (process.getBuiltinModule); null elsewhere. */
@@ -797,7 +797,9 @@ const zlibInflateRaw: InflateRawSync | null = nodeZlib?.inflateRawSync ?? null;
 function nativeInflate(stored: Uint8Array, rawLength: number): Uint8Array | null {
   if (!zlibInflateRaw) return null;
   try {
-    const out = zlibInflateRaw(stored, { maxOutputLength: rawLength + 1 });
+    // one output chunk of the block's size: zlib's default (16 KB chunks joined at the end)
+    // allocated and copied each block twice
+    const out = zlibInflateRaw(stored, { maxOutputLength: rawLength + 1, chunkSize: Math.max(64, rawLength + 1) });
     return out.length === rawLength ? new Uint8Array(out.buffer, out.byteOffset, out.length) : null;
   } catch {
     return null;

@@ -412,6 +412,7 @@ export class BlockEngine {
     const renamed = this.codes.renamed + (this.options.opcodes ? this.codes.recoded : 0);
     if (renamed !== this.renamedSeen) {
       this.resetTree();
+      this.names.clear();
       this.renamedSeen = renamed;
     }
     // (a block given up on: what the engine counted of it is dropped, with the nodes it made)
@@ -515,16 +516,14 @@ export class BlockEngine {
     return true;
   }
 
-  /** Frame names by code address, then instruction address (numbers: exact below 2^53), for codes.version. */
+  /** Frame names by code address, then instruction address (numbers: exact below 2^53), until an address is renamed. */
   private names = new Map<number, Map<number, SourceFrame>>();
-  private namesVersion = -1;
 
-  /** The name of (code, instruction), from the code table as it is now; each named once while the table stays. */
+  /**
+   * The name of (code, instruction), from the code table as it is now; each named once while
+   * no address is given another code object (a code object added names nothing named before).
+   */
   private frameName(codeLo: number, codeHi: number, ipLo: number, ipHi: number): SourceFrame {
-    if (this.namesVersion !== this.codes.version) {
-      this.names.clear();
-      this.namesVersion = this.codes.version;
-    }
     if (codeHi >= 1 << 21 || ipHi >= 1 << 21) return this.nameOf(codeLo, codeHi, ipLo, ipHi); // past 2^53: not cached
     const code = codeHi * 2 ** 32 + codeLo;
     const ip = ipHi * 2 ** 32 + ipLo;

@@ -40,6 +40,166 @@ export function unescapeCollapsed(s: string): string {
 }
 
 export function exportCollapsed(profile: Profile, options: CollapsedOptions = {}): string {
+  return new TextDecoder().decode(exportCollapsedBytes(profile, options));
+}
+
+/** The same text as UTF-8 bytes (what a file gets: no string of the whole output is made). */
+export function exportCollapsedBytes(profile: Profile, options: CollapsedOptions = {}): Uint8Array {
+  return collapsedByTree(profile, options) ?? new TextEncoder().encode(collapsedByString(profile, options));
+}
+
+const SEMICOLON = 0x3b;
+
+/**
+ * @internal The lines in sorted order straight from each thread's stack tree, as UTF-8, or null
+ * where that would not give the order a sort of the lines gives. Deep stacks make lines of
+ * thousands of characters that share most of their length: making a string per stack and
+ * sorting them was most of the export. A walk of the tree, siblings in their labels' order and
+ * a stack's own line before those of the stacks below it, copying the open path's bytes per
+ * line, gives the sorted order when: no label is the start of another (a line then differs
+ * from another first inside a label, never at a separator — and the ' ' before a count sorts
+ * before the ';' that goes deeper); no thread's prefix is the start of another's; no two
+ * stacks make the same line (siblings of one label, lines without their numbers, threads in
+ * one). (UTF-8's byte order is not UTF-16's: the order is decided on the strings.)
+ */
+export function collapsedByTree(profile: Profile, options: CollapsedOptions): Uint8Array | null {
+  const { idle = false, lines = true, threads = true } = options;
+  if (!lines || !threads) return null;
+  const all = [...profile.threads()];
+  const prefixes = all.map((t) => `${t.process ? `${escapeCollapsed(t.process.label)};` : ''}${escapeCollapsed(threadLabel(t, false))};`);
+  const byPrefix = all.map((_, i) => i).sort((a, b) => (prefixes[a]! < prefixes[b]! ? -1 : prefixes[a]! > prefixes[b]! ? 1 : 0));
+  for (let k = 1; k < byPrefix.length; k++) if (prefixes[byPrefix[k]!]!.startsWith(prefixes[byPrefix[k - 1]!]!)) return null;
+  // every label, ranked in string order, and its bytes
+  const labelsOf = all.map((t) => t.frames.map((f) => escapeCollapsed(frameLabel(f, lines))));
+  const distinct = new Set<string>(idle ? [IDLE_FRAME] : []);
+  for (const ls of labelsOf) for (const l of ls) distinct.add(l);
+  const sorted = [...distinct].sort();
+  const encoder = new TextEncoder();
+  const rank = new Map<string, number>();
+  const encoded: Uint8Array[] = [];
+  for (let k = 0; k < sorted.length; k++) {
+    if (k > 0 && sorted[k]!.startsWith(sorted[k - 1]!)) return null;
+    rank.set(sorted[k]!, k);
+    encoded.push(encoder.encode(sorted[k]!));
+  }
+  const idleRank = idle ? rank.get(IDLE_FRAME)! : -1;
+  // the output's size first, so that it is made in one piece (copies of tens of megabytes as
+  // it grew were most of the time of deep recursion's): where each stack's path ends in its line
+  const prefixBytes = prefixes.map((p) => encoder.encode(p));
+  const ranksOf = labelsOf.map((ls) => ls.map((l) => rank.get(l)!));
+  const endsOf: Int32Array[] = [];
+  let size = 0;
+  for (let i = 0; i < all.length; i++) {
+    const t = all[i]!;
+    const weights = t.stackWeight;
+    const frameOf = t.stackFrame;
+    const parentOf = t.stackParent;
+    const frameRank = ranksOf[i]!;
+    const ends = new Int32Array(weights.length);
+    const p = prefixBytes[i]!.length;
+    // (a caller's index is below its callee's)
+    for (let s = 0; s < weights.length; s++) {
+      const parent = parentOf[s]!;
+      ends[s] = (parent < 0 ? p : ends[parent]! + 1) + encoded[frameRank[frameOf[s]!]!]!.length;
+      if (weights[s]! > 0) size += ends[s]! + ` ${weights[s]!}\n`.length;
+    }
+    if (idle && t.idleWeight > 0) size += p + encoded[idleRank]!.length + ` ${t.idleWeight}\n`.length;
+    endsOf[i] = ends;
+  }
+  const out = new Uint8Array(size);
+  let o = 0;
+  const count = (w: number): void => {
+    const text = ` ${w}\n`;
+    for (let k = 0; k < text.length; k++) out[o++] = text.charCodeAt(k);
+  };
+  let path = new Uint8Array(1 << 12);
+  for (const i of byPrefix) {
+    const t = all[i]!;
+    const prefix = prefixBytes[i]!;
+    const frameRank = ranksOf[i]!;
+    const weights = t.stackWeight;
+    const frameOf = t.stackFrame;
+    const parentOf = t.stackParent;
+    const ends = endsOf[i]!;
+    // children of each stack as one list (a stack's own arrays would be a garbage
+    // collector's feast on deep trees): stack s's are kids[first[s + 1] .. first[s + 2]), the
+    // roots kids[first[0] .. first[1])
+    const n = weights.length;
+    const first = new Int32Array(n + 2);
+    for (let k = 0; k < n; k++) first[parentOf[k]! + 2]!++;
+    for (let k = 1; k <= n + 1; k++) first[k]! += first[k - 1]!;
+    const kids = new Int32Array(n);
+    const fill = first.slice(0, n + 1);
+    for (let k = 0; k < n; k++) kids[fill[parentOf[k]! + 1]!++] = k;
+    const bySibling = (a: number, b: number): number => frameRank[frameOf[a]!]! - frameRank[frameOf[b]!]!;
+    /** sorts the children of p (-1: the roots); false when two have one label */
+    const order = (p: number): boolean => {
+      const from = first[p + 1]!;
+      const to = first[p + 2]!;
+      if (to - from < 2) return true;
+      const list = kids.subarray(from, to).sort(bySibling);
+      for (let k = 1; k < list.length; k++) if (frameRank[frameOf[list[k]!]!] === frameRank[frameOf[list[k - 1]!]!]) return false;
+      return true;
+    };
+    const idleWeight = idle ? t.idleWeight : 0;
+    if (!order(-1)) return null;
+    const top = kids.subarray(first[0]!, first[1]!);
+    // the idle line stands among the roots where `prefix<idle>` sorts
+    let idleAt = -1;
+    if (idleWeight > 0) {
+      idleAt = top.findIndex((r) => frameRank[frameOf[r]!]! >= idleRank);
+      if (idleAt < 0) idleAt = top.length;
+      else if (frameRank[frameOf[top[idleAt]!]!] === idleRank) return null;
+    }
+    const emitIdle = (): void => {
+      out.set(prefix, o);
+      out.set(encoded[idleRank]!, o + prefix.length);
+      o += prefix.length + encoded[idleRank]!.length;
+      count(idleWeight);
+    };
+    // depth first; the open path's bytes in `path`
+    if (path.length < prefix.length + 1) path = new Uint8Array(Math.max(path.length * 2, prefix.length + 1));
+    path.set(prefix);
+    const todo: number[] = [];
+    for (let k = top.length - 1; k >= 0; k--) todo.push(top[k]!);
+    let rootsSeen = 0;
+    while (todo.length > 0) {
+      const s = todo.pop()!;
+      const parent = parentOf[s]!;
+      let at: number;
+      if (parent < 0) {
+        if (rootsSeen === idleAt) emitIdle();
+        rootsSeen++;
+        at = prefix.length;
+      } else {
+        at = ends[parent]! + 1;
+      }
+      const label = encoded[frameRank[frameOf[s]!]!]!;
+      const end = ends[s]!;
+      if (end > path.length) {
+        const grown = new Uint8Array(Math.max(end, path.length * 2));
+        grown.set(path.subarray(0, at));
+        path = grown;
+      }
+      if (parent >= 0) path[at - 1] = SEMICOLON;
+      if (label.length > 16) path.set(label, at);
+      else for (let k = 0; k < label.length; k++) path[at + k] = label[k]!;
+      if (weights[s]! > 0) {
+        out.set(path.subarray(0, end), o);
+        o += end;
+        count(weights[s]!);
+      }
+      if (!order(s)) return null;
+      for (let k = first[s + 2]! - 1; k >= first[s + 1]!; k--) todo.push(kids[k]!);
+    }
+    if (rootsSeen === idleAt) emitIdle();
+  }
+  if (o !== size) throw new Error(`collapsed export: ${o} bytes made where ${size} were counted (a bug)`);
+  return out;
+}
+
+/** @internal The lines made and sorted as strings (every case; what collapsedByTree must equal). */
+export function collapsedByString(profile: Profile, options: CollapsedOptions): string {
   const { idle = false, lines = true, threads = true } = options;
   const counts = new Map<string, number>();
   const add = (stack: string, w: number): void => {

@@ -181,8 +181,8 @@ export const FORMATS = {
         const { exportDiffCollapsed } = await import('./diff.js');
         return exportDiffCollapsed(report.profile, base.report.profile);
       }
-      const { exportCollapsed } = await import('./collapsed.js');
-      return exportCollapsed(report.profile);
+      const { exportCollapsedBytes } = await import('./collapsed.js');
+      return exportCollapsedBytes(report.profile);
     },
   },
   speedscope: {

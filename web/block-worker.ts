@@ -8,17 +8,19 @@
 
 import { BlockProcessor } from '../src/pipeline/block-processor.js';
 import { layoutFromSource } from '../src/layout/index.js';
-import { handleBlockJob } from '../src/pipeline/workers/block-job.js';
-import type { BlockJob, BlockReply, WorkerSetup } from '../src/pipeline/workers/messages.js';
+import { handleBlockJob, type WorkerState } from '../src/pipeline/workers/block-job.js';
+import type { BlockReply, WorkerJob, WorkerSetup } from '../src/pipeline/workers/messages.js';
+import { Profile } from '../src/profile/index.js';
 
 let ready: Promise<BlockProcessor> | null = null;
 let chain: Promise<unknown> = Promise.resolve();
+const state: WorkerState = { profile: new Profile() };
 
 function answer(reply: BlockReply, transfer: ArrayBuffer[] = []): void {
   self.postMessage(reply, { transfer });
 }
 
-self.onmessage = (ev: MessageEvent<{ setup: WorkerSetup } | BlockJob>) => {
+self.onmessage = (ev: MessageEvent<{ setup: WorkerSetup } | WorkerJob>) => {
   const m = ev.data;
   if ('setup' in m) {
     const s = m.setup;
@@ -35,7 +37,7 @@ self.onmessage = (ev: MessageEvent<{ setup: WorkerSetup } | BlockJob>) => {
       answer({ id: m.id, error: e instanceof Error ? e.message : String(e) });
       return;
     }
-    const { reply, transfer } = handleBlockJob(processor, m);
+    const { reply, transfer } = handleBlockJob(processor, m, state);
     answer(reply, transfer);
   });
 };

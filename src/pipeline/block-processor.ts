@@ -16,7 +16,6 @@ import type { Layout } from '../layout/layout.js';
 import type { ProcessedSample } from './sample-processor.js';
 import { SampleChain, type PseudoFrames } from './sample-chain.js';
 import { Profile } from '../profile/index.js';
-import type { ProfileTransfer } from '../profile/profile.js';
 import type { SampleInput } from '../profile/types.js';
 import { CodeTable } from '../symbols/code-table.js';
 import { BlockEngine, CopyStats, type BlockResult, type PayloadBlock } from '../kernel/block-engine.js';
@@ -50,11 +49,11 @@ export interface BlockProcessorOptions {
   module?: WebAssembly.Module;
 }
 
-/** What one block adds: its own profile and copy statistics, to be merged in block order. */
+/** What one block adds: its counts and copy statistics, merged in block order, and its profile. */
 export interface ProcessedBlock {
   result: BlockResult;
-  /** a Profile, or (from a worker) its transfer form */
-  profile: Profile | ProfileTransfer;
+  /** the profile it added to (none from a worker: its blocks add to the worker's own, merged at the end) */
+  profile?: Profile;
   copies: CopyStats;
 }
 

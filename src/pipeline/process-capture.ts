@@ -21,6 +21,7 @@ import { BlockProcessor, openBlock, skipped, type ProcessedBlock } from './block
 import { sampleInput, type PseudoFrames } from './sample-chain.js';
 import type { ProcessedSample } from './sample-processor.js';
 import { Profile, ThreadNameTable, Timeline } from '../profile/index.js';
+import type { ProfileTransfer } from '../profile/profile.js';
 import type { SampleInput } from '../profile/types.js';
 import { CopyStats } from '../kernel/block-engine.js';
 import type { Walker } from '../walk/index.js';
@@ -210,6 +211,8 @@ export interface BlockPool {
   answered(): Promise<void>;
   /** the answers of the oldest blocks, in submission order, as far as they are there */
   takeReady(): Iterable<ProcessedBlock | LateCodes>;
+  /** what the blocks added, one profile per worker: asked once every answer is taken */
+  profiles(): Promise<ProfileTransfer[]>;
   close(): Promise<void>;
 }
 
@@ -308,10 +311,9 @@ export async function processCapture(open: () => CaptureReader | Promise<Capture
         return;
       }
       names.addAll(r.names ?? []);
-      // (a block processed in this thread added to the profile itself)
-      if (done.profile instanceof Profile) {
-        if (done.profile !== profile) profile.merge(done.profile);
-      } else profile.mergeTransfer(done.profile);
+      // (a block processed in this thread added to the profile itself; a worker adds to its own,
+      // merged at the end)
+      if (done.profile && done.profile !== profile) profile.merge(done.profile);
       copies.merge(done.copies);
       blocks++;
       profile.addTicks(r.ticks - (r.firstTime !== null && r.firstTime === lastTime ? 1 : 0));
@@ -358,6 +360,8 @@ export async function processCapture(open: () => CaptureReader | Promise<Capture
       reader.close();
       return processCapture(open, { ...options, workers: 0 }, host);
     }
+    // (the profile does not depend on the order its parts are merged in)
+    if (pool) for (const part of await pool.profiles()) profile.mergeTransfer(part);
     names.nameProfile(profile);
     if (timeline) names.nameTimeline(timeline);
     // in file order, whichever thread found them when

@@ -6,8 +6,9 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { BlockProcessor } from '../block-processor.js';
 import { layoutFromSource } from '../../layout/index.js';
-import { handleBlockJob } from './block-job.js';
-import type { BlockJob, WorkerSetup } from './messages.js';
+import { handleBlockJob, type WorkerState } from './block-job.js';
+import type { WorkerJob, WorkerSetup } from './messages.js';
+import { Profile } from '../../profile/index.js';
 
 const setup = workerData as WorkerSetup;
 const port = parentPort!;
@@ -20,8 +21,9 @@ const ready = BlockProcessor.load(layoutFromSource(setup.layoutSource), {
   module: setup.module,
 });
 let chain: Promise<unknown> = Promise.resolve();
+const state: WorkerState = { profile: new Profile() };
 
-port.on('message', (job: BlockJob | { close: true }) => {
+port.on('message', (job: WorkerJob | { close: true }) => {
   if ('close' in job) {
     // after the jobs before it: the thread then ends on its own, not in the middle of anything
     chain = chain.then(() => port.close());
@@ -35,7 +37,7 @@ port.on('message', (job: BlockJob | { close: true }) => {
       port.postMessage({ id: job.id, error: e instanceof Error ? (e.stack ?? e.message) : String(e) });
       return;
     }
-    const { reply, transfer } = handleBlockJob(processor, job);
+    const { reply, transfer } = handleBlockJob(processor, job, state);
     port.postMessage(reply, transfer);
   });
 });

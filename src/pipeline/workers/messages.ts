@@ -22,6 +22,19 @@ export interface WorkerSetup {
   module: WebAssembly.Module;
 }
 
+/**
+ * A block to process, or (`flush`) a request for the profile the worker has built from the blocks
+ * it processed since the last one: each worker adds its blocks to one profile of its own, which
+ * crosses once at the end (a profile per block, merged in the parent, made the parent the
+ * bottleneck: every worker's stacks interned again, block after block).
+ */
+export type WorkerJob = BlockJob | FlushJob;
+
+export interface FlushJob {
+  id: number;
+  flush: true;
+}
+
 export interface BlockJob {
   id: number;
   /** code records of the blocks before this one that this worker has not been sent, in file order */
@@ -33,7 +46,9 @@ export interface BlockJob {
 }
 
 export type BlockReply =
-  | { id: number; result: BlockResult; profile: ProfileTransfer; copies: CopyStatsJSON }
+  | { id: number; result: BlockResult; copies: CopyStatsJSON }
+  /** the answer to a FlushJob */
+  | { id: number; profile: ProfileTransfer }
   /** the block holds code records after other records: blocks processed meanwhile may have missed them */
   | { id: number; lateCodes: true }
   | { id: number; error: string };

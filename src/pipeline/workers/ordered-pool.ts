@@ -16,14 +16,15 @@ import type { RawBlock } from '../../capture/reader.js';
 import type { ProcessedBlock } from '../block-processor.js';
 import { CopyStats } from '../../kernel/block-engine.js';
 import type { BlockPool, LateCodes } from '../process-capture.js';
-import type { BlockJob, BlockReply } from './messages.js';
+import type { BlockJob, BlockReply, WorkerJob } from './messages.js';
+import type { ProfileTransfer } from '../../profile/profile.js';
 
 /** Jobs in flight per worker: enough to keep each busy while the parent reads the file. */
 const DEPTH = 4;
 
 /** One worker, as the pool sees it. */
 export interface BlockPort {
-  post(job: BlockJob, transfer: ArrayBuffer[]): void;
+  post(job: WorkerJob, transfer: ArrayBuffer[]): void;
   /** ask the worker to finish its jobs and end; resolves when it has (or was stopped) */
   close(): Promise<void>;
 }
@@ -70,6 +71,8 @@ export class OrderedBlockPool implements BlockPool {
   private nextId = 0;
   private failure: Error | null = null;
   private waiters: (() => void)[] = [];
+  /** the flush jobs sent (profiles()), by id: the worker's profile once it answered */
+  private readonly flushed = new Map<number, { slot: Slot; profile: ProfileTransfer | null }>();
 
   /** `connect(i, events)`: start worker i, its messages reported through `events`. */
   constructor(size: number, connect: (i: number, events: PortEvents) => BlockPort) {
@@ -142,18 +145,47 @@ export class OrderedBlockPool implements BlockPool {
     }
   }
 
+  /**
+   * The profile each worker built from the blocks it processed (each worker adds its blocks to
+   * one profile of its own: the answers of the blocks carry only their counts). Asked after the
+   * blocks' answers were taken; the workers start new profiles.
+   */
+  async profiles(): Promise<ProfileTransfer[]> {
+    const ids = this.slots.map((slot) => {
+      const id = this.nextId++;
+      this.flushed.set(id, { slot, profile: null });
+      slot.inFlight++;
+      slot.port.post({ id, flush: true }, []);
+      return id;
+    });
+    while (!this.failure && ids.some((id) => this.flushed.get(id)!.profile === null)) await this.answered();
+    if (this.failure) throw this.failure;
+    const out = ids.map((id) => this.flushed.get(id)!.profile!);
+    for (const id of ids) this.flushed.delete(id);
+    return out;
+  }
+
   /** End the workers, each after the jobs it has. */
   async close(): Promise<void> {
     await Promise.all(this.slots.map((s) => s.port.close()));
   }
 
   private answer(m: BlockReply): void {
+    const flush = this.flushed.get(m.id);
+    if (flush) {
+      flush.slot.inFlight--;
+      if ('profile' in m) flush.profile = m.profile;
+      else this.failure ??= new Error(`processing worker: ${'error' in m ? m.error : 'no profile in its answer'}`);
+      this.wake();
+      return;
+    }
     const p = this.pending.get(m.id);
     if (!p) return;
     p.slot.inFlight--;
     if ('error' in m) p.done = new Error(`processing worker: ${m.error}`);
     else if ('lateCodes' in m) p.done = { lateCodes: true };
-    else p.done = { result: m.result, profile: m.profile, copies: CopyStats.fromJSON(m.copies) };
+    else if ('result' in m) p.done = { result: m.result, copies: CopyStats.fromJSON(m.copies) };
+    else p.done = new Error('processing worker: a profile where the answer to a block was expected');
     this.wake();
   }
 

@@ -121,16 +121,7 @@ export function collapsedByTree(profile: Profile, options: CollapsedOptions): Ui
     const frameOf = t.stackFrame;
     const parentOf = t.stackParent;
     const ends = endsOf[i]!;
-    // children of each stack as one list (a stack's own arrays would be a garbage
-    // collector's feast on deep trees): stack s's are kids[first[s + 1] .. first[s + 2]), the
-    // roots kids[first[0] .. first[1])
-    const n = weights.length;
-    const first = new Int32Array(n + 2);
-    for (let k = 0; k < n; k++) first[parentOf[k]! + 2]!++;
-    for (let k = 1; k <= n + 1; k++) first[k]! += first[k - 1]!;
-    const kids = new Int32Array(n);
-    const fill = first.slice(0, n + 1);
-    for (let k = 0; k < n; k++) kids[fill[parentOf[k]! + 1]!++] = k;
+    const { first, kids } = t.childIndex();
     const bySibling = (a: number, b: number): number => frameRank[frameOf[a]!]! - frameRank[frameOf[b]!]!;
     /** sorts the children of p (-1: the roots); false when two have one label */
     const order = (p: number): boolean => {

@@ -288,26 +288,46 @@ function checkFrame(f: SourceFrame): void {
  */
 export function threadToJSON(t: ThreadProfile): ThreadJSON {
   const sub = t.subtreeWeights();
-  const { roots, children } = t.children();
+  const { first, kids } = t.childIndex();
+  const frameOf = t.stackFrame;
   const used = new Set<number>();
-  for (let s = 0; s < sub.length; s++) if (sub[s]! > 0) used.add(t.stackFrame[s]!);
+  for (let s = 0; s < sub.length; s++) if (sub[s]! > 0) used.add(frameOf[s]!);
   const order = [...used].sort((a, b) => compareFrames(t.frames[a]!, t.frames[b]!));
-  const newFrame = new Map<number, number>();
-  order.forEach((f, i) => newFrame.set(f, i));
-  const rank = (s: number): number => newFrame.get(t.stackFrame[s]!)!;
+  const newFrame = new Int32Array(t.frames.length);
+  order.forEach((f, i) => (newFrame[f] = i));
+  const rank = (s: number): number => newFrame[frameOf[s]!]!;
+  const byRankDown = (a: number, b: number): number => rank(b) - rank(a);
 
   const stacks: StackJSON[] = [];
-  const todo: [stack: number, parent: number][] = [];
-  const pushSorted = (list: number[], parent: number): void => {
-    const kept = list.filter((s) => sub[s]! > 0).sort((a, b) => rank(b) - rank(a));
-    for (const s of kept) todo.push([s, parent]);
+  // depth first, children by frame: what is still to do, as (stack, index of its parent's entry)
+  const todoStack: number[] = [];
+  const todoParent: number[] = [];
+  const pushSorted = (p: number, parent: number): void => {
+    const from = first[p + 1]!;
+    const to = first[p + 2]!;
+    if (to - from === 1) {
+      const s = kids[from]!;
+      if (sub[s]! > 0) {
+        todoStack.push(s);
+        todoParent.push(parent);
+      }
+      return;
+    }
+    const kept: number[] = [];
+    for (let k = from; k < to; k++) if (sub[kids[k]!]! > 0) kept.push(kids[k]!);
+    kept.sort(byRankDown);
+    for (const s of kept) {
+      todoStack.push(s);
+      todoParent.push(parent);
+    }
   };
-  pushSorted(roots, -1);
-  while (todo.length > 0) {
-    const [s, parent] = todo.pop()!;
+  pushSorted(-1, -1);
+  while (todoStack.length > 0) {
+    const s = todoStack.pop()!;
+    const parent = todoParent.pop()!;
     const index = stacks.length;
     stacks.push([parent, rank(s), t.stackWeight[s]!]);
-    pushSorted(children[s]!, index);
+    pushSorted(s, index);
   }
   return {
     interpreterId: t.interpreterId.toString(),

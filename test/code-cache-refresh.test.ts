@@ -189,3 +189,29 @@ describe('bytecode refresh and the steady copy', () => {
     expect(cache.refreshRound).toBe(round + 2);
   });
 });
+
+// A withdrawal (no code object at the address any more) is a record of the capture like any
+// other: a code object recorded there after it replaces it, and so must begin a new block —
+// else the writer, which puts a block's code records before its samples, puts the new record
+// before the samples the withdrawal was for, and they are named by a function that did not
+// exist yet (seen on 3.15 in test/code-reuse.test.ts: a sample named f_246 while f_244 ran).
+describe.each([
+  ['re-read each copy (3.11–3.13)', null, null, null],
+  ['confirmed by the count of deaths (3.14+)', 7n, 8n, 9n],
+] as const)('a code object after a withdrawal: %s', (_, first, second, third) => {
+  it('replaces the withdrawal', () => {
+    const { mem } = memory();
+    const cache = new CodeCache(mem, L);
+    expect(pass(cache, 3, first)).toMatchObject({ records: 1, replaced: false });
+    const code = mem.regions.get(CODE)!;
+    mem.regions.delete(CODE);
+    expect(pass(cache, 4, second)).toMatchObject({ records: 1, replaced: true });
+    expect(cache.snapshot(CODE)).toBeNull();
+    // another function at the address
+    mem.regions.set(CODE, code);
+    mem.regions.set(QUALNAME, asciiStr('cold'));
+    mem.regions.set(NAME, asciiStr('cold'));
+    expect(pass(cache, 5, third)).toMatchObject({ records: 1, replaced: true });
+    expect(cache.snapshot(CODE)).not.toBeNull();
+  });
+});

@@ -56,6 +56,11 @@ const REFRESH_MAX_MS = REFRESH_FIRST_MS << 10;
 interface Entry {
   /** the copy recorded for this address (null: none, or withdrawn) */
   snapshot: CodeRecord | null;
+  /**
+   * the capture holds a record for this address — a code object or a withdrawal (set by
+   * commit): a later record replaces it, and so must begin a new block
+   */
+  recorded?: boolean;
   /** what the processing side will make of the snapshot (see contentKey) */
   key: string;
   /** header fields that tell code objects apart (type, size, names, line table, first line) */
@@ -256,6 +261,7 @@ export class CodeCache {
     for (const [address, next] of pending) {
       const had = this.entries.get(address);
       this.entries.set(address, next);
+      next.recorded = had?.recorded === true;
       if (next.refreshAt < this.nextDueAt) this.nextDueAt = next.refreshAt;
       if (had?.key === next.key) {
         // same content: keep the record already made
@@ -265,7 +271,10 @@ export class CodeCache {
       if (next.snapshot === null && !had?.snapshot) continue; // nothing recorded, nothing to withdraw
       const record = next.snapshot ?? { address, regions: [] };
       next.snapshot = record.regions.length ? record : null;
-      replaced ||= had?.snapshot != null;
+      // (a withdrawal is a record too: a code object recorded after one, in the same block,
+      // would be read before the samples the withdrawal was for — and name their frames)
+      replaced ||= next.recorded;
+      next.recorded = true;
       fresh.push(record);
     }
     return { fresh, replaced };

@@ -86,6 +86,7 @@ import {
   GC_CODE_LO,
   NATIVE_CODE_LO,
   NODE_SIZE,
+  N_CHILD,
   N_CODE,
   N_HASH_AT,
   N_IP,
@@ -505,6 +506,16 @@ function slotFor(tsa: u64, interp: u64, tid: u64, ntid: u64): u32 {
  * is room). Roots (parent NONE) are told apart by their slot; other nodes by their caller.
  */
 function internNode(parent: u32, slot: u32, code: u64, ip: u64): u32 {
+  // the caller's last child first: a stack that moved at its top mostly grows again the way it
+  // was (one node read, where the table costs a bucket and a node, both far apart)
+  const p = nodes + parent * NODE_SIZE;
+  if (parent != NONE) {
+    const c = load<u32>(p, N_CHILD);
+    if (c < nodeCount) {
+      const n = nodes + c * NODE_SIZE;
+      if (load<u32>(n, N_PARENT) == parent && load<u32>(n, N_SLOT) == slot && load<u64>(n, N_CODE) == code && load<u64>(n, N_IP) == ip) return c;
+    }
+  }
   let h: u64 = 0xcbf29ce484222325 ^ ((<u64>parent << 32) | <u64>slot);
   h *= 0x100000001b3;
   h = (h ^ code) * 0x100000001b3;
@@ -524,10 +535,15 @@ function internNode(parent: u32, slot: u32, code: u64, ip: u64): u32 {
       store<u64>(m, ip, N_IP);
       store<u32>(m, 0, N_WEIGHT);
       store<u32>(m, i, N_HASH_AT);
+      store<u32>(m, NONE, N_CHILD);
       store<u32>(e, nodeCount);
+      if (parent != NONE) store<u32>(p, nodeCount, N_CHILD);
       return nodeCount++;
     }
-    if (load<u32>(n, N_PARENT) == parent && load<u32>(n, N_SLOT) == slot && load<u64>(n, N_CODE) == code && load<u64>(n, N_IP) == ip) return idx;
+    if (load<u32>(n, N_PARENT) == parent && load<u32>(n, N_SLOT) == slot && load<u64>(n, N_CODE) == code && load<u64>(n, N_IP) == ip) {
+      if (parent != NONE) store<u32>(p, idx, N_CHILD);
+      return idx;
+    }
     i = (i + 1) & mask;
   }
   return NONE; // unreachable: the hash is at most half full

@@ -151,13 +151,15 @@ export const S_LAST = 40;
 export const S_MAIN_TIME = 48;
 export const S_COUNTS = 56;
 /** a node: a stack as a tree node — u32 caller's node (0xffffffff: a root of its slot), u32 slot, u64 code, u64 instruction, u32 samples that ended on it since the outputs were cleared, u32 where the hash holds it */
-export const NODE_SIZE = 32;
+export const NODE_SIZE = 40;
 export const N_PARENT = 0;
 export const N_SLOT = 4;
 export const N_CODE = 8;
 export const N_IP = 16;
 export const N_WEIGHT = 24;
 export const N_HASH_AT = 28;
+/** the child last interned under the node (a hint, checked: NONE or stale after a reset) */
+export const N_CHILD = 32;
 /** the pseudo-code of a <GC> node and of a <native> node: 2^64 - 1 and 2^64 - 2, as the two 32-bit halves a node holds */
 export const PSEUDO_CODE_HI = 0xffffffff;
 export const GC_CODE_LO = 0xffffffff;

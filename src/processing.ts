@@ -53,6 +53,7 @@ export type { ProfileJSON, ThreadJSON, SourceFrame, StackJSON, ProfileStats, Sta
 export { combineProcesses, makeSeveral, type ProcessInput } from './export/formats.js';
 export {
   exportCollapsed,
+  exportCollapsedBytes,
   exportJson,
   exportSpeedscope,
   exportText,

@@ -9,7 +9,7 @@ export {
   type ThreadDocument,
   type ThreadSummary,
 } from './json.js';
-export { exportCollapsed, escapeCollapsed, unescapeCollapsed, type CollapsedOptions } from './collapsed.js';
+export { exportCollapsed, exportCollapsedBytes, escapeCollapsed, unescapeCollapsed, type CollapsedOptions } from './collapsed.js';
 export {
   exportSpeedscope,
   speedscopeDocument,

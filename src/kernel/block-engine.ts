@@ -413,6 +413,7 @@ export class BlockEngine {
     if (renamed !== this.renamedSeen) {
       this.resetTree();
       this.names.clear();
+      this.frameIds = new WeakMap();
       this.renamedSeen = renamed;
     }
     // (a block given up on: what the engine counted of it is dropped, with the nodes it made)
@@ -518,6 +519,8 @@ export class BlockEngine {
 
   /** Frame names by code address, then instruction address (numbers: exact below 2^53), until an address is renamed. */
   private names = new Map<number, Map<number, SourceFrame>>();
+  /** each thread's frame index of each name in `names` (cleared with it) */
+  private frameIds = new WeakMap<ThreadProfile, Map<SourceFrame, number>>();
 
   /**
    * The name of (code, instruction), from the code table as it is now; each named once while
@@ -591,14 +594,26 @@ export class BlockEngine {
     // (u32 words of a node: the 64-bit code and instruction as low, high halves)
     const [parentAt, slotAt, codeAt, ipAt, weightAt] = [N_PARENT, N_SLOT, N_CODE, N_IP, N_WEIGHT].map((o) => o >>> 2) as [number, number, number, number, number];
     const W = NODE_SIZE >>> 2;
+    // each slot's frame indices by name (frameName gives one object per name: a lookup by it
+    // spares interning the name's four keys again)
+    const idsOf: Map<SourceFrame, number>[] = [];
     /** intern node i (its caller interned already) in `stackOf` */
     const intern = (i: number, stackOf: Int32Array): void => {
       const n = nodesAt + i * W;
       const parent = u32[n + parentAt]!;
-      const t = threadOf[u32[n + slotAt]!];
+      const slot = u32[n + slotAt]!;
+      const t = threadOf[slot];
       // (a node is made by a sample counted in its slot, since the outputs were last cleared)
       if (!t) throw new Error(`block engine: node ${i} of a slot that counted nothing (a bug in the engine)`);
-      const frame = t.internFrame(this.frameName(u32[n + codeAt]!, u32[n + codeAt + 1]!, u32[n + ipAt]!, u32[n + ipAt + 1]!));
+      let ids = idsOf[slot];
+      if (!ids) {
+        ids = this.frameIds.get(t);
+        if (!ids) this.frameIds.set(t, (ids = new Map()));
+        idsOf[slot] = ids;
+      }
+      const name = this.frameName(u32[n + codeAt]!, u32[n + codeAt + 1]!, u32[n + ipAt]!, u32[n + ipAt + 1]!);
+      let frame = ids.get(name);
+      if (frame === undefined) ids.set(name, (frame = t.internFrame(name)));
       stackOf[i] = t.internStack(parent === 0xffffffff ? -1 : stackOf[parent]!, frame);
     };
     let stackOf: Int32Array;

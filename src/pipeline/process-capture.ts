@@ -4,8 +4,9 @@
 // host touching one; a block the engine would not decode exactly as the reference reader does
 // goes the reference way (decode, walk each sample, add it), as every block does when a caller
 // wants each sample (onSample) or brings its own walker (src/pipeline/block-processor.ts). Given a pool
-// (Node: worker threads, src/pipeline/workers/, through src/pipeline/report-file.ts), blocks are processed by it and
-// their results merged in file order: the profile is the same whatever the worker count. The
+// (Node: worker threads, src/pipeline/workers/, through src/pipeline/report-file.ts), blocks are processed by it:
+// their counts taken in file order, and each worker's profile (its blocks add to one of its own)
+// merged at the end: the profile is the same whatever the worker count. The
 // recorder's `torn` verdict stands. Rejected samples are only counted.
 //
 // Nothing here imports a Node module (the processing entry, src/processing.ts, runs in every

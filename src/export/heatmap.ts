@@ -48,7 +48,7 @@ export function lineCounts(t: ThreadProfile): LineCounts {
     return l;
   };
   const sub = t.subtreeWeights();
-  const { roots, children } = t.children();
+  const { first, kids } = t.childIndex();
   const frames = t.frames;
   // ids of (file, line) and of files, per frame, for the on-path counts
   const lineIds = new Map<string, number>();
@@ -67,7 +67,7 @@ export function lineCounts(t: ThreadProfile): LineCounts {
   const lineOnPath = new Int32Array(lineIds.size);
   const fileOnPath = new Int32Array(fileIds.size);
   const todo: number[] = [];
-  for (let r = roots.length - 1; r >= 0; r--) todo.push(roots[r]!);
+  for (let r = first[1]! - 1; r >= first[0]!; r--) todo.push(kids[r]!);
   while (todo.length > 0) {
     const x = todo.pop()!;
     if (x < 0) {
@@ -91,8 +91,7 @@ export function lineCounts(t: ThreadProfile): LineCounts {
     lineOnPath[frameLine[fr]!]!++;
     fileOnPath[frameFile[fr]!]!++;
     todo.push(~x);
-    const ch = children[x]!;
-    for (let c = ch.length - 1; c >= 0; c--) todo.push(ch[c]!);
+    for (let c = first[x + 2]! - 1; c >= first[x + 1]!; c--) todo.push(kids[c]!);
   }
   return { files };
 }

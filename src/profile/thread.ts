@@ -434,31 +434,19 @@ export class ThreadProfile {
     return { first, kids };
   }
 
-  /** Children of each stack, and the roots, in index order. */
-  children(): { roots: number[]; children: number[][] } {
-    const n = this._stackParent.length;
-    const roots: number[] = [];
-    const children: number[][] = Array.from({ length: n }, () => []);
-    for (let i = 0; i < n; i++) {
-      const p = this._stackParent[i]!;
-      (p < 0 ? roots : children[p]!).push(i);
-    }
-    return { roots, children };
-  }
-
   /** Every function with weight, by total then self (descending), then name. */
   functions(): FunctionStat[] {
     const nf = this._functions.length;
     const self = new Float64Array(nf);
     const total = new Float64Array(nf);
     const sub = this.subtreeWeights();
-    const { roots, children } = this.children();
+    const { first, kids } = this.childIndex();
     // A function's total is the subtree weight of its outermost occurrences on each path:
     // a depth-first walk keeps how many times each function is on the current path, and a
     // stack adds its subtree only when its function was not already there (recursion).
     const onPath = new Int32Array(nf);
     const todo: number[] = [];
-    for (let r = roots.length - 1; r >= 0; r--) todo.push(roots[r]!);
+    for (let r = first[1]! - 1; r >= first[0]!; r--) todo.push(kids[r]!);
     while (todo.length > 0) {
       const x = todo.pop()!;
       if (x < 0) {
@@ -469,8 +457,7 @@ export class ThreadProfile {
       self[f]! += this._stackWeight[x]!;
       if (onPath[f]!++ === 0) total[f]! += sub[x]!;
       todo.push(~x);
-      const ch = children[x]!;
-      for (let c = ch.length - 1; c >= 0; c--) todo.push(ch[c]!);
+      for (let c = first[x + 2]! - 1; c >= first[x + 1]!; c--) todo.push(kids[c]!);
     }
     const out: FunctionStat[] = [];
     for (let f = 0; f < nf; f++) {

@@ -131,8 +131,14 @@ import {
   ID_INTERPRETER,
   ID_NATIVE,
   ID_THREAD,
+  FRAME_CHANGED,
+  FRAME_IMAGE,
+  FRAME_LITERAL,
+  KIND_FRAMES,
   KIND_LITERAL,
   KIND_PATCH,
+  MAX_FRAME_IMAGES,
+  MAX_FRAME_WORDS,
   MAX_BLOCK_RAW,
   RECORD_CODE,
   RECORD_SAMPLE,
@@ -250,6 +256,72 @@ let pos: u32 = 0;
 let limit: u32 = 0;
 let bad: bool = false;
 
+// ---- frame images (format 1.3 frames regions; src/capture/frame-images.ts is the twin) ----
+// An image: u32 mask of the words made relative to the frame's address, 4 bytes unused, then
+// MAX_FRAME_WORDS u64 words (the first `shapeN` used). Images live in pages of the data arena,
+// allocated as the block needs them; the page table is static.
+const IMG_STRIDE: u32 = 8 + MAX_FRAME_WORDS * 8;
+const IMG_PER_PAGE: u32 = 256;
+const IMG_PAGE_BYTES: u32 = IMG_PER_PAGE * IMG_STRIDE;
+const imgPages = memory.data((MAX_FRAME_IMAGES / IMG_PER_PAGE) * 4, 4);
+let imageCount: u32 = 0;
+/** the word size and words of the block's frames (0: no frames region yet) */
+let shapeWb: u32 = 0;
+let shapeN: u32 = 0;
+
+@inline function imageAt(e: u32): u32 {
+  return load<u32>(imgPages + (e / IMG_PER_PAGE) * 4) + (e % IMG_PER_PAGE) * IMG_STRIDE;
+}
+
+/** Writes image e as the frame at `addr`, at linear offset `out`. */
+function materialize(e: u32, addr: u64, out: u32): void {
+  const img = imageAt(e);
+  const mask = load<u32>(img);
+  for (let q: u32 = 0; q < shapeN; q++) {
+    let v = load<u64>(img + 8 + q * 8);
+    if (((mask >>> q) & 1) != 0) v += addr;
+    if (shapeWb == 8) store<u64>(out + q * 8, v);
+    else store<u32>(out + q * 4, <u32>v);
+  }
+}
+
+/** The frame at `out` (address `addr`, in a region [lo, hi)) becomes the block's next image, if there is room. */
+function addImage(out: u32, addr: u64, lo: u64, hi: u64): void {
+  if (imageCount >= <u32>MAX_FRAME_IMAGES) return;
+  if (imageCount % IMG_PER_PAGE == 0) {
+    // (the first pass reserved the arena bytes)
+    store<u32>(imgPages + (imageCount / IMG_PER_PAGE) * 4, data + dataUsed);
+    dataUsed += IMG_PAGE_BYTES;
+  }
+  const img = imageAt(imageCount);
+  let mask: u32 = 0;
+  for (let q: u32 = 0; q < shapeN; q++) {
+    let w: u64 = shapeWb == 8 ? load<u64>(out + q * 8) : <u64>load<u32>(out + q * 4);
+    if (w >= lo && w < hi) {
+      mask |= (<u32>1) << q;
+      w -= addr;
+    }
+    store<u64>(img + 8 + q * 8, w);
+  }
+  store<u32>(img, mask);
+  imageCount++;
+}
+
+/** Arena bytes for the pages of `more` images added to the block's. */
+function imagePagesBytes(more: u64): u64 {
+  let total = <u64>imageCount + more;
+  if (total > <u64>MAX_FRAME_IMAGES) total = <u64>MAX_FRAME_IMAGES;
+  const pagesNow = (<u64>imageCount + IMG_PER_PAGE - 1) / IMG_PER_PAGE;
+  const pagesThen = (total + IMG_PER_PAGE - 1) / IMG_PER_PAGE;
+  return (pagesThen - pagesNow) * <u64>IMG_PAGE_BYTES;
+}
+
+/** The exclusive end of a region, all ones when it would pass 2^64 (as frame-images.ts's framePlace). */
+@inline function regionEnd(addr: u64, len: u64): u64 {
+  const e = addr + len;
+  return e < addr ? <u64>-1 : e;
+}
+
 // ---- reading (every read bounded by `limit`; a bad read sets `bad`) ----
 
 @inline function byte(): u32 {
@@ -356,6 +428,9 @@ export function engineGrowData(size: u32): void {
 /** A new block: no thread has an image, nothing is counted (slots and nodes stay). */
 export function engineBeginBlock(): void {
   threadCount = 0;
+  imageCount = 0;
+  shapeWb = 0;
+  shapeN = 0;
   descsUsed = 0;
   dataUsed = 0;
   blockBytes = 0;
@@ -613,6 +688,7 @@ function sample(end: u32): i32 {
   if (th != 0) for (let j: u32 = 0; j < baseCount; j++) store<u32>(baseDescs + j * DESC_SIZE, 0, D_USED);
   const regionsAt = pos;
   let need: u64 = 0; // new arena bytes
+  let newImages: u64 = 0; // frame images the sample adds
   let budget: u64 = blockBytes;
   let changed = form == FORM_WHOLE || regionCount != baseCount;
   for (let i: u32 = 0; i < regionCount; i++) {
@@ -651,12 +727,85 @@ function sample(end: u32): i32 {
       if (n > (at > baseLen ? at : baseLen)) return STOP_MALFORMED;
       if (n > <u64>load<u32>(base, D_CAP)) need += (n + 7) & ~7;
       if (runs != 0 || n != baseLen || j != i) changed = true;
+    } else if (kind == KIND_FRAMES) {
+      const jp = number();
+      if (bad) return STOP_MALFORMED;
+      let baseLen: u64 = 0;
+      let cap: u64 = 0;
+      if (jp == 0) {
+        varint(); // address
+        changed = true;
+      } else {
+        if (jp > <u64>baseCount) return STOP_MALFORMED;
+        const base = baseDescs + (<u32>jp - 1) * DESC_SIZE;
+        if (load<u32>(base, D_USED) != 0) return STOP_MALFORMED;
+        store<u32>(base, 1, D_USED);
+        baseLen = <u64>load<u32>(base, D_LEN);
+        cap = <u64>load<u32>(base, D_CAP);
+        if (<u32>jp - 1 != i) changed = true;
+      }
+      const n = number();
+      const wb = number();
+      const nw = number();
+      const keepEnd = number();
+      const count = number();
+      if (bad || n > <u64>MAX_BLOCK_RAW || (wb != 4 && wb != 8) || nw < 1 || nw > <u64>MAX_FRAME_WORDS) return STOP_MALFORMED;
+      if (shapeWb == 0) {
+        shapeWb = <u32>wb;
+        shapeN = <u32>nw;
+      } else if (<u64>shapeWb != wb || <u64>shapeN != nw) return STOP_MALFORMED;
+      if (keepEnd > n || keepEnd > baseLen || count > <u64>(limit - pos) / 2) return STOP_MALFORMED;
+      budget += n;
+      const S: u64 = wb * nw;
+      let end: u64 = keepEnd;
+      for (let k: u64 = 0; k < count; k++) {
+        const off = end + number();
+        if (bad || off + S > n) return STOP_MALFORMED;
+        end = off + S;
+        const op = number();
+        if (bad) return STOP_MALFORMED;
+        if (op == FRAME_LITERAL) {
+          if (<u64>pos + S > <u64>limit) return STOP_MALFORMED;
+          pos += <u32>S;
+          newImages++;
+        } else if (op == FRAME_IMAGE || op == FRAME_CHANGED) {
+          // images this sample adds before the frame count too
+          const e = number();
+          const made = <u64>imageCount + newImages;
+          if (bad || e >= (made < <u64>MAX_FRAME_IMAGES ? made : <u64>MAX_FRAME_IMAGES)) return STOP_MALFORMED;
+          if (op == FRAME_CHANGED) {
+            const mask = number();
+            if (bad || mask == 0 || mask >= (<u64>1) << nw) return STOP_MALFORMED;
+            for (let q: u64 = 0; q < nw; q++) {
+              if (((mask >>> q) & 1) == 0) continue;
+              const z = varint();
+              if (bad || (wb == 4 && z >= (<u64>1) << 33)) return STOP_MALFORMED;
+            }
+            newImages++;
+          }
+        } else {
+          return STOP_MALFORMED;
+        }
+      }
+      const runs = number();
+      if (bad) return STOP_MALFORMED;
+      let at: u64 = 0;
+      for (let k: u64 = 0; k < runs; k++) {
+        const start = at + number();
+        const len = number();
+        if (bad || start + len > n || <u64>pos + len > <u64>limit) return STOP_MALFORMED;
+        pos += <u32>len;
+        at = start + len;
+      }
+      if (n > cap) need += (n + 7) & ~7;
+      if (count != 0 || runs != 0 || n != baseLen || keepEnd != n) changed = true;
     } else {
       return STOP_MALFORMED;
     }
     if (budget > MAX_BLOCK_SAMPLE_BYTES) return STOP_MALFORMED;
   }
   if (bad) return STOP_MALFORMED;
+  need += imagePagesBytes(newImages);
   // (bytes left in the body: fields of a later minor version, ignored)
   // the thread's splice buffer, on its first sample in the block
   if (th == 0 || load<u32>(th, T_TRACE) == 0) need += TRACE_BYTES;
@@ -711,6 +860,105 @@ function sample(end: u32): i32 {
       store<u32>(d, (n + 7) & ~7, D_CAP);
       store<u32>(d, at, D_DATA);
       addressesChanged = true;
+    } else if (kind == KIND_FRAMES) {
+      const jp = <u32>number();
+      let addr: u64 = 0;
+      let buf: u32 = 0;
+      let cap: u32 = 0;
+      let baseLen: u32 = 0;
+      if (jp == 0) {
+        addr = varint();
+        addressesChanged = true;
+      } else {
+        const base = baseDescs + (jp - 1) * DESC_SIZE;
+        addr = load<u64>(base, D_ADDR);
+        buf = load<u32>(base, D_DATA);
+        cap = load<u32>(base, D_CAP);
+        baseLen = load<u32>(base, D_LEN);
+        if (jp - 1 != i) addressesChanged = true;
+      }
+      const n = <u32>number();
+      number(); // word size (checked: the block's)
+      number(); // words
+      const keepEnd = <u32>number();
+      const count = <u32>number();
+      if (n > cap) {
+        // a bigger buffer, with the base's bytes it keeps
+        const at = data + dataUsed;
+        if (keepEnd != 0) memory.copy(at, buf, keepEnd);
+        dataUsed += (n + 7) & ~7;
+        buf = at;
+        cap = (n + 7) & ~7;
+        addressesChanged = true;
+      }
+      // the base's bytes up to keepEnd, zeros after; then the frames
+      if (n > keepEnd) memory.fill(buf + keepEnd, 0, n - keepEnd);
+      const S: u32 = shapeWb * shapeN;
+      const lo = addr;
+      const hi = regionEnd(addr, <u64>n);
+      let end: u32 = keepEnd;
+      for (let k: u32 = 0; k < count; k++) {
+        const off = end + <u32>number();
+        end = off + S;
+        const fa = addr + <u64>off;
+        const op = <u32>number();
+        if (op == FRAME_LITERAL) {
+          memory.copy(buf + off, pos, S);
+          pos += S;
+        } else {
+          materialize(<u32>number(), fa, buf + off);
+          if (op == FRAME_IMAGE) continue;
+          const mask = <u32>number();
+          for (let q: u32 = 0; q < shapeN; q++) {
+            if (((mask >>> q) & 1) == 0) continue;
+            const z = varint();
+            const change: i64 = <i64>(z >>> 1) ^ -(<i64>(z & 1));
+            const w = buf + off + q * shapeWb;
+            if (shapeWb == 8) store<u64>(w, load<u64>(w) + <u64>change);
+            else store<u32>(w, load<u32>(w) + <u32>change);
+          }
+        }
+        addImage(buf + off, fa, lo, hi);
+      }
+      const runs = <u32>number();
+      let at: u32 = 0;
+      let runEnd: u32 = 0;
+      let first: u32 = NONE;
+      for (let k: u32 = 0; k < runs; k++) {
+        const start = at + <u32>number();
+        const len = <u32>number();
+        memory.copy(buf + start, pos, len);
+        pos += len;
+        at = start + len;
+        if (first == NONE) first = start;
+        runEnd = at;
+      }
+      // what changed: from keepEnd (or the first run below it) to the end of the bytes, old or new
+      let from = keepEnd < first ? keepEnd : first;
+      let to = n > baseLen ? n : baseLen;
+      if (runEnd > to) to = runEnd;
+      if (keepEnd >= n && runs == 0) from = NONE; // nothing rewritten (a cut end is below)
+      if (from != NONE && from < to) {
+        if (hullCount < HULLS_MAX) {
+          store<u32>(hulls + hullCount * 8, buf + from);
+          store<u32>(hulls + hullCount * 8, buf + to, 4);
+        }
+        hullCount++;
+      }
+      store<u64>(d, addr, D_ADDR);
+      store<u32>(d, n, D_LEN);
+      store<u32>(d, cap, D_CAP);
+      store<u32>(d, buf, D_DATA);
+      if (!addressesChanged && n != baseLen) {
+        lengthsChanged = true;
+        if (n < baseLen) {
+          if (hullCount < HULLS_MAX) {
+            store<u32>(hulls + hullCount * 8, buf + n);
+            store<u32>(hulls + hullCount * 8, buf + baseLen, 4);
+          }
+          hullCount++;
+        }
+      }
     } else {
       const j = <u32>number();
       const base = baseDescs + j * DESC_SIZE;

@@ -22,6 +22,7 @@ import {
 import type { ThreadNameRecord } from '../src/capture/types.js';
 import { BLOCK_TYPE, ByteWriter, FILE_MAGIC, RECORD_TYPE, crc32, encodeBlock, encodeTrailer, writeCodeRecord } from '../src/capture/format.js';
 import { SampleEncoder } from '../src/capture/patch.js';
+import { decodeBlock } from '../src/capture/reader.js';
 import type { Region } from '../src/walk/types.js';
 import { rng } from './helpers/rng.js';
 
@@ -236,7 +237,7 @@ describe('header', () => {
     const { bytes } = writeAll(header, []);
     const { reader, blocks } = readAll(bytes);
     expect(reader.header).toEqual(header);
-    expect(reader.formatVersion).toEqual({ major: 1, minor: 2 });
+    expect(reader.formatVersion).toEqual({ major: 1, minor: 3 });
     expect(blocks).toEqual([]);
     expect(reader.warnings).toEqual([]);
     expect(reader.closedCleanly).toBe(true);
@@ -643,3 +644,146 @@ function bytesOfHeaderOnly(): Uint8Array {
   const reader = readCaptureBytes(bytes);
   return bytes.subarray(0, reader.dataStart);
 }
+
+/**
+ * Samples of threads whose regions hold stacks of frames, as a recorder copies them: a data-stack
+ * chunk (a header, then frames that push and pop, the top one changing as it runs, words that
+ * point into the chunk — `previous`, a stack pointer — and words from a few executables), frames
+ * outside it, and the hint a recorder gives — sometimes with addresses that lie (outside every
+ * region, overlapping, of another shape).
+ */
+function stackSamples(seed: number, threads: number, count: number, wb: 4 | 8, words: number): SampleRecord[] {
+  const rand = rng(seed);
+  const S = wb * words;
+  const exec = Array.from({ length: 6 }, () => BigInt(0x4000_0000 + ((rand() * 0x1000_0000) | 0) * 8));
+  const word = (b: DataView, at: number, v: bigint): void => (wb === 8 ? b.setBigUint64(at, BigInt.asUintN(64, v), true) : b.setUint32(at, Number(BigInt.asUintN(32, v)), true));
+  const state = Array.from({ length: threads }, (_, t) => ({
+    tsa: BigInt(0x1000_0000 + t * 0x10_0000),
+    chunk: BigInt(0x2000_0000 + t * 0x100_0000 + ((rand() * 64) | 0) * 8),
+    header: randomBytes(rand, 24),
+    frames: [] as { exec: bigint; ip: number; local: bigint; pad: number }[],
+    outside: null as Uint8Array | null,
+  }));
+  const out: SampleRecord[] = [];
+  let time = 0;
+  for (let i = 0; i < count; i++) {
+    const th = state[(rand() * threads) | 0]!;
+    const op = rand();
+    if (op < 0.3) for (let k = 1 + ((rand() * 3) | 0); k > 0; k--) th.frames.push({ exec: exec[(rand() * exec.length) | 0]!, ip: (rand() * 40) | 0, local: BigInt((rand() * 2 ** 31) | 0), pad: (rand() * 3) | 0 });
+    else if (op < 0.55) th.frames.splice(Math.max(0, th.frames.length - 1 - ((rand() * 3) | 0)));
+    else if (op < 0.85 && th.frames.length) th.frames[th.frames.length - 1]!.ip += 1 + ((rand() * 4) | 0);
+    else if (op < 0.9) th.outside = th.outside ? null : randomBytes(rand, S);
+    // the chunk: header, then each frame S bytes plus a few words of locals (left zero)
+    const gaps = th.frames.map((f) => f.pad * wb);
+    let length = 24;
+    const offsets = th.frames.map((_, k) => {
+      const at = length + gaps[k]!;
+      length = at + S;
+      return at;
+    });
+    length += (rand() * 64) | 0;
+    const bytes = new Uint8Array(length);
+    bytes.set(th.header);
+    const dv = new DataView(bytes.buffer);
+    th.frames.forEach((f, k) => {
+      const at = offsets[k]!;
+      word(dv, at, f.exec);
+      if (words > 1) word(dv, at + wb, k > 0 ? th.chunk + BigInt(offsets[k - 1]!) : 0n);
+      if (words > 2) word(dv, at + 2 * wb, f.exec + BigInt(f.ip * 2));
+      if (words > 3) word(dv, at + 3 * wb, th.chunk + BigInt(at + S + f.pad * wb));
+      if (words > 4) word(dv, at + 4 * wb, f.local);
+    });
+    // (the chunk header's `top`)
+    new DataView(bytes.buffer).setUint32(16, length, true);
+    const regions: Region[] = [{ address: th.tsa, bytes: Uint8Array.of(1, 2, 3, (i & 0xff) % 7) }, { address: th.chunk, bytes }];
+    const addresses = offsets.map((o) => Number(th.chunk) + o);
+    if (th.outside) {
+      regions.push({ address: th.chunk + 0x80_0000n, bytes: th.outside });
+      addresses.push(Number(th.chunk) + 0x80_0000);
+    }
+    const lie = rand();
+    if (lie < 0.1) addresses.push(Number(th.chunk) + length - 2); // past the region's end
+    else if (lie < 0.2 && addresses.length) addresses.push(addresses[0]! + wb); // overlapping
+    else if (lie < 0.25) addresses.push(0x7777_0000);
+    time += (rand() * 500) | 0;
+    out.push({
+      time,
+      interpreterId: 0n,
+      threadStateAddress: th.tsa,
+      threadId: BigInt(th.tsa) * 3n,
+      nativeThreadId: 7n,
+      flags: 0,
+      recorderStatus: 'ok',
+      copyMicros: (rand() * 9) | 0,
+      regions,
+      errors: [],
+      frames: { addresses, size: rand() < 0.02 ? S + wb : S, wordBytes: wb },
+    });
+  }
+  return out;
+}
+
+describe('frames regions (format 1.3)', () => {
+  it('round trip any stacks, hints, block sizes and compression (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.record({
+          seed: fc.nat(),
+          threads: fc.integer({ min: 1, max: 4 }),
+          count: fc.integer({ min: 1, max: 200 }),
+          wb: fc.constantFrom<4 | 8>(4, 8),
+          words: fc.integer({ min: 1, max: 32 }),
+          blockBytes: fc.integer({ min: 1, max: 30_000 }),
+          level: fc.constantFrom(0, 6),
+        }),
+        ({ seed, threads, count, wb, words, blockBytes, level }) => {
+          const samples = stackSamples(seed, threads, count, wb, words);
+          const got = readAll(writeAll(HEADER, samples.map((sample) => ({ sample })), { blockBytes, compressionLevel: level }).bytes);
+          expect(got.reader.warnings).toEqual([]);
+          expectSameSamples(got.samples, samples);
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+
+  it('stores churning stacks as frame images: smaller than patches, and read back the same', () => {
+    const samples = stackSamples(7, 2, 4000, 8, 11);
+    const hinted = writeAll(HEADER, samples.map((sample) => ({ sample }))).bytes;
+    const plain = writeAll(HEADER, samples.map((sample) => ({ sample: { ...sample, frames: undefined } }))).bytes;
+    expectSameSamples(readAll(hinted).samples, samples);
+    expectSameSamples(readAll(plain).samples, samples);
+    expect(hinted.length).toBeLessThan(plain.length);
+  });
+
+  it('forgets the images of a sample it encoded but did not write (rollback)', () => {
+    const samples = stackSamples(3, 1, 40, 8, 11);
+    const enc = new SampleEncoder();
+    const w = new ByteWriter();
+    w.uint(0);
+    const put = (rec: SampleRecord): void => {
+      const body = new ByteWriter();
+      enc.encode(body, rec);
+      enc.commit(rec);
+      w.u8(RECORD_TYPE.SAMPLE);
+      w.uint(body.length);
+      w.bytes(body.view());
+    };
+    const kept: SampleRecord[] = [];
+    samples.forEach((rec, i) => {
+      if (i % 3 === 1) {
+        // encoded, then dropped: its new images must not be referred to by later samples
+        const mark = enc.mark();
+        enc.encode(new ByteWriter(), rec);
+        enc.rollback(mark);
+        return;
+      }
+      put(rec);
+      kept.push(rec);
+    });
+    const payload = w.view().slice();
+    const block = decodeBlock({ index: 0, offset: 0, compression: 0, flags: 0, rawLength: payload.length, stored: payload });
+    expect(block.warnings).toEqual([]);
+    expectSameSamples(block.block!.samples, kept);
+  });
+});

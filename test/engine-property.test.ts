@@ -6,7 +6,8 @@
 // (every sample decoded and walked in full). The unedited recording must really splice — and so
 // must one of a program whose stack grows and shrinks between samples (astwalk: the copied
 // stack's length changes, the frames below the change stay where they were), with regions
-// also cut short or grown by the edits.
+// also cut short or grown by the edits. The edited samples are written with their frames as
+// frames regions (format 1.3) or as patches alone.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -127,6 +128,18 @@ function edited(rec: Recording, from: number, window: number, edits: Edit[]): Sa
   return out;
 }
 
+/**
+ * The samples with the hint a recorder gives the writer: where their frames are (here: the frames
+ * the reference walk visits), so that the writer stores those as frames regions (format 1.3).
+ */
+function hinted(rec: Recording, samples: SampleRecord[]): SampleRecord[] {
+  const layout = layoutFromSource(rec.header.layoutSource);
+  const params = walkParams(layout);
+  const codes = new CodeTable(layout, rec.codes);
+  const walks = new ReferenceWalker().walk(params, codes.ranges, samples.map((s) => ({ threadStateAddress: s.threadStateAddress, regions: s.regions })));
+  return samples.map((s, i) => ({ ...s, frames: { addresses: walks[i]!.frames.map((f) => Number(f.frame)), size: layout.frame.size, wordBytes: layout.pointerSize } }));
+}
+
 function write(rec: Recording, samples: SampleRecord[], file: string, blockBytes: number): void {
   const w = new CaptureWriter(fileSink(file), rec.header, { blockBytes });
   for (const c of rec.codes) w.addCode(c);
@@ -169,7 +182,7 @@ describe.each(chosen.length ? chosen : [{ label: 'none', command: '', missing: '
 
     // the unedited recording splices its walks
     const plain = path.join(dir, `${py.label}-${program}-plain.pyuw`);
-    write(rec, rec.samples.slice(100), plain, 1 << 20);
+    write(rec, hinted(rec, rec.samples.slice(100)), plain, 1 << 20);
     const engine = await BlockEngine.load(layoutFromSource(rec.header.layoutSource));
     const reader = await openCapture(plain);
     for (const raw of reader.rawBlocks()) {
@@ -186,9 +199,10 @@ describe.each(chosen.length ? chosen : [{ label: 'none', command: '', missing: '
 
     let n = 0;
     await fc.assert(
-      fc.asyncProperty(fc.integer({ min: 0, max: rec.samples.length - window }), fc.array(edit(window), { minLength: 1, maxLength: 12 }), fc.constantFrom(4 << 10, 64 << 10, 1 << 20), async (from, edits, blockBytes) => {
+      fc.asyncProperty(fc.integer({ min: 0, max: rec.samples.length - window }), fc.array(edit(window), { minLength: 1, maxLength: 12 }), fc.constantFrom(4 << 10, 64 << 10, 1 << 20), fc.boolean(), async (from, edits, blockBytes, frames) => {
         const f = path.join(dir, `${py.label}-${program}-${n++}.pyuw`);
-        write(rec, edited(rec, from, window, edits), f, blockBytes);
+        const samples = edited(rec, from, window, edits);
+        write(rec, frames ? hinted(rec, samples) : samples, f, blockBytes);
         const [a, b] = [await profileOf(f, false), await profileOf(f, true)];
         fs.rmSync(f);
         expect(a).toBe(b);

@@ -16,6 +16,16 @@ export const FORM_PATCH = 1;
 /** a region of a sample: its bytes whole, or patched from the base sample's region */
 export const KIND_LITERAL = 0;
 export const KIND_PATCH = 1;
+/** (format 1.3) a region of frame headers: kept from the base region, frame images, and runs */
+export const KIND_FRAMES = 2;
+/** a frame of a frames region: its bytes, a frame image of the block, or an image with some words changed */
+export const FRAME_LITERAL = 0;
+export const FRAME_IMAGE = 1;
+export const FRAME_CHANGED = 2;
+/** frame images a block may hold (src/capture/frame-images.ts); frames past them make none */
+export const MAX_FRAME_IMAGES = 16384;
+/** words a frame image may have */
+export const MAX_FRAME_WORDS = 32;
 /** a patched sample's id mask: which ids differ from the base's */
 export const ID_INTERPRETER = 1;
 export const ID_THREAD = 2;

@@ -6,7 +6,7 @@
 // is left and against a fixed limit before it is used, and every error names the byte.
 
 // (crc-32's own file, the one its `main` names: a bundler for a neutral platform reads no `main`)
-import { FORM_PATCH, FORM_WHOLE, KIND_LITERAL, KIND_PATCH, MAX_BLOCK_RAW, RECORD_CODE, RECORD_SAMPLE, RECORD_THREAD_NAME } from './codes.js';
+import { FORM_PATCH, FORM_WHOLE, FRAME_CHANGED, FRAME_IMAGE, FRAME_LITERAL, KIND_FRAMES, KIND_LITERAL, KIND_PATCH, MAX_BLOCK_RAW, RECORD_CODE, RECORD_SAMPLE, RECORD_THREAD_NAME } from './codes.js';
 
 import CRC32 from 'crc-32/crc32.js';
 import { Inflate, deflateSync, inflateSync } from 'fflate';
@@ -26,7 +26,7 @@ export const BLOCK_MAGIC = Uint8Array.of(0x50, 0x59, 0x55, 0x42); // "PYUB"
 
 /** Readers refuse a different major version; any minor version of their major is readable. */
 export const FORMAT_MAJOR = 1;
-export const FORMAT_MINOR = 2;
+export const FORMAT_MINOR = 3;
 
 /** magic(8) major(2) minor(2) body length(4) */
 export const HEADER_PREFIX_SIZE = 16;
@@ -44,7 +44,8 @@ export const COMPRESSION = { NONE: 0, DEFLATE: 1 } as const;
 export const BLOCK_FLAG = { NO_CODES: 1 } as const;
 export const RECORD_TYPE = { CODE: RECORD_CODE, SAMPLE: RECORD_SAMPLE, THREAD_NAME: RECORD_THREAD_NAME } as const;
 export const SAMPLE_FORM = { WHOLE: FORM_WHOLE, PATCH: FORM_PATCH } as const;
-export const REGION_KIND = { LITERAL: KIND_LITERAL, PATCH: KIND_PATCH } as const;
+export const REGION_KIND = { LITERAL: KIND_LITERAL, PATCH: KIND_PATCH, FRAMES: KIND_FRAMES } as const;
+export const FRAME_OP = { LITERAL: FRAME_LITERAL, IMAGE: FRAME_IMAGE, CHANGED: FRAME_CHANGED } as const;
 export const RECORDER_STATUS_CODE = { ok: 0, torn: 1 } as const;
 
 /** Header body bigger than this is not a header a writer made (a layout blob is ~1 KB). */

@@ -12,10 +12,12 @@
 // inflate of the whole stack.
 
 import { ID_INTERPRETER, ID_NATIVE, ID_THREAD } from './codes.js';
+import { FrameImages, MAX_FRAME_WORDS, addToWord, framePlace, placeAt, wordChange, type FramePlace } from './frame-images.js';
 import type { Region } from './types.js';
 import {
   ByteReader,
   ByteWriter,
+  FRAME_OP,
   MAX_BLOCK_RAW,
   RECORDER_STATUS_CODE,
   REGION_KIND,
@@ -28,7 +30,7 @@ import {
   uintSize,
   writeLiteralRegion,
 } from './format.js';
-import type { RecorderStatus, SampleRecord } from './types.js';
+import type { FrameHint, RecorderStatus, SampleRecord } from './types.js';
 
 /**
  * A block's samples may hold at most this many region bytes in all (counting unchanged,
@@ -177,20 +179,48 @@ interface Base {
   threadId: bigint;
   nativeThreadId: bigint;
   regions: Region[];
+  /** per region, the frames it was stored with as a frames region (null: none) */
+  frames: (RegionFrames | null)[];
+}
+
+/** The frames of a region the encoder stored as a frames region: where, and as which image (-1: none). */
+interface RegionFrames {
+  offsets: Int32Array;
+  images: Int32Array;
 }
 
 /**
- * Writes sample bodies for one block. `encode` does not change the state, so the writer can
- * drop an encoding (to start a new block, where the sample must be whole) and encode again;
- * `commit` then records the sample as its thread's base.
+ * Writes sample bodies for one block. `encode` changes nothing but the block's frame images:
+ * the writer drops an encoding only to end the block (then `reset`), or — a record it cannot
+ * write after all — after `rollback` to the mark taken before; `commit` then records the sample
+ * as its thread's base.
  */
 export class SampleEncoder {
   private readonly bases = new Map<bigint, Base>();
   private readonly runs: number[] = [];
+  private readonly images = new FrameImages(true);
+  /** the frames of each region of the sample encoded last, for `commit` */
+  private lastFrames: (RegionFrames | null)[] = [];
+  private scratch = new Uint8Array(4096);
 
-  /** A new block: every thread starts whole again. */
+  /** the word size and words of the block's frames regions (one shape per block; 0: none yet) */
+  private readonly shape = { wordBytes: 0, words: 0 };
+
+  /** A new block: every thread starts whole again, and the block's frame images are none. */
   reset(): void {
     this.bases.clear();
+    this.images.reset();
+    this.shape.wordBytes = this.shape.words = 0;
+  }
+
+  /** What to roll back to if the sample about to be encoded is not written. */
+  mark(): number {
+    return this.images.count;
+  }
+
+  rollback(mark: number): void {
+    this.images.truncate(mark);
+    if (mark === 0) this.shape.wordBytes = this.shape.words = 0;
   }
 
   encode(w: ByteWriter, rec: SampleRecord): void {
@@ -220,20 +250,15 @@ export class SampleEncoder {
     w.uint(rec.errors.length);
     for (const e of rec.errors) w.string(e);
     w.uint(rec.regions.length);
-    if (!base) {
-      for (const r of rec.regions) {
-        w.u8(REGION_KIND.LITERAL);
-        writeLiteralRegion(w, r);
-      }
-      return;
-    }
+    const frames = frameOffsets(rec, this.shape);
+    this.lastFrames = frames.map((o) => (o ? { offsets: o, images: new Int32Array(o.length).fill(-1) } : null));
     // a region's base is the base sample's first not-yet-used region at the same address —
     // region k of the base when both samples list the same addresses in the same order (a
     // thread's consecutive samples almost always do), found through an index otherwise
-    let aligned = rec.regions.length === base.regions.length;
-    for (let k = 0; aligned && k < rec.regions.length; k++) aligned = rec.regions[k]!.address === base.regions[k]!.address;
+    let aligned = base !== undefined && rec.regions.length === base.regions.length;
+    for (let k = 0; aligned && k < rec.regions.length; k++) aligned = rec.regions[k]!.address === base!.regions[k]!.address;
     let byAddress: Map<bigint, number[]> | null = null;
-    if (!aligned) {
+    if (base && !aligned) {
       byAddress = new Map();
       base.regions.forEach((r, j) => {
         const list = byAddress!.get(r.address);
@@ -244,30 +269,136 @@ export class SampleEncoder {
     const runs = this.runs;
     for (let k = 0; k < rec.regions.length; k++) {
       const r = rec.regions[k]!;
-      const j = aligned ? k : byAddress!.get(r.address)?.shift();
+      const j = !base ? undefined : aligned ? k : byAddress!.get(r.address)?.shift();
+      const offsets = frames[k];
+      if (offsets) {
+        this.encodeFrames(w, r, rec.frames!, this.lastFrames[k]!, j, j === undefined ? null : base!.regions[j]!, j === undefined ? null : base!.frames[j] ?? null);
+        continue;
+      }
       if (j !== undefined) {
-        diffRuns(base.regions[j]!.bytes, r.bytes, runs);
+        diffRuns(base!.regions[j]!.bytes, r.bytes, runs);
         const literal = 1 + bigSize(r.address) + uintSize(r.bytes.length) + r.bytes.length;
         if (patchSize(j, r.bytes.length, runs) <= literal) {
           w.u8(REGION_KIND.PATCH);
           w.uint(j);
           w.uint(r.bytes.length);
-          w.uint(runs.length / 2);
-          let pos = 0;
-          for (let k = 0; k < runs.length; k += 2) {
-            const start = runs[k]!;
-            const end = runs[k + 1]!;
-            w.uint(start - pos);
-            w.uint(end - start);
-            w.range(r.bytes, start, end);
-            pos = end;
-          }
+          writeRuns(w, r.bytes, runs);
           continue;
         }
       }
       w.u8(REGION_KIND.LITERAL);
       writeLiteralRegion(w, r);
     }
+  }
+
+  /**
+   * A region holding frame headers (docs/capture-format.md, "Frames region"): the base region's
+   * bytes up to the end of the frames it shares with it, zeros after; then the other frames,
+   * each an image of the block, an image with words changed, or its bytes; then runs for
+   * whatever still differs (the chunk's header, bytes between frames).
+   */
+  private encodeFrames(w: ByteWriter, r: Region, hint: FrameHint, frames: RegionFrames, j: number | undefined, baseRegion: Region | null, baseFrames: RegionFrames | null): void {
+    const offsets = frames.offsets;
+    const ids = frames.images;
+    const S = hint.size;
+    const wb = hint.wordBytes;
+    const n = S / wb;
+    const bytes = r.bytes;
+    const length = bytes.length;
+    w.u8(REGION_KIND.FRAMES);
+    if (j === undefined) {
+      w.uint(0);
+      w.big(r.address);
+    } else w.uint(j + 1);
+    w.uint(length);
+    w.uint(wb);
+    w.uint(n);
+    // the frames it shares with the base region, from the lowest: same place, same bytes
+    let keep = 0;
+    let keepEnd = 0;
+    if (baseRegion) {
+      const old = baseRegion.bytes;
+      if (baseFrames) {
+        const was = baseFrames.offsets;
+        while (keep < offsets.length && keep < was.length && offsets[keep] === was[keep] && offsets[keep]! + S <= old.length && sameBytes(bytes, old, offsets[keep]!, S)) {
+          ids[keep] = baseFrames.images[keep]!;
+          keep++;
+        }
+      }
+      keepEnd = keep > 0 ? offsets[keep - 1]! + S : 0;
+      // and on while the bytes are the base's, up to the next frame: a region that did not
+      // change keeps all of it, and the decoder sees it did not
+      const limit = Math.min(keep < offsets.length ? offsets[keep]! : length, old.length);
+      while (keepEnd < limit && bytes[keepEnd] === old[keepEnd]) keepEnd++;
+    }
+    w.uint(keepEnd);
+    w.uint(offsets.length - keep);
+    // what the decoder makes before the runs, to find them
+    if (this.scratch.length < length) this.scratch = new Uint8Array(Math.max(length, this.scratch.length * 2));
+    const made = this.scratch.subarray(0, length);
+    if (baseRegion) made.set(baseRegion.bytes.subarray(0, keepEnd));
+    made.fill(0, keepEnd);
+    const images = this.images;
+    const place = framePlace(r.address, length, 0);
+    let end = keepEnd;
+    for (let i = keep; i < offsets.length; i++) {
+      const off = offsets[i]!;
+      w.uint(off - end);
+      end = off + S;
+      placeAt(place, r.address, off);
+      const e = images.find(bytes, off, wb, n, place);
+      if (e >= 0) {
+        w.uint(FRAME_OP.IMAGE);
+        w.uint(e);
+        ids[i] = e;
+      } else {
+        // the image to write it as changes to: the frame the base sample had here (most often
+        // the same call, a few instructions on), else the latest of the same executable
+        let like = -1;
+        if (baseFrames) {
+          const at = baseFrames.offsets.indexOf(off, Math.max(0, i - 1));
+          const id = at >= 0 ? baseFrames.images[at]! : -1;
+          if (id >= 0 && images.wordBytes(id) === wb && images.wordCount(id) === n && sameBytes(baseRegion!.bytes, bytes, off, wb)) like = id;
+        }
+        if (like < 0) like = images.similar(bytes, off, wb, n);
+        let changed = 0;
+        let cost = 0;
+        if (like >= 0) {
+          images.materialize(like, place, made, off);
+          for (let q = 0; q < n; q++) {
+            if (sameBytes(made, bytes, off + q * wb, wb)) continue;
+            changed = (changed | (1 << q)) >>> 0;
+            cost += 3;
+          }
+        }
+        if (like >= 0 && changed === 0) {
+          // the same bytes, with words made relative otherwise (region bounds differ)
+          w.uint(FRAME_OP.IMAGE);
+          w.uint(like);
+          ids[i] = like;
+          made.set(bytes.subarray(off, end), off);
+          continue;
+        }
+        if (like >= 0 && cost < S) {
+          w.uint(FRAME_OP.CHANGED);
+          w.uint(like);
+          w.uint(changed);
+          for (let q = 0; q < n; q++) {
+            if (!((changed >>> q) & 1)) continue;
+            const d = wordChange(made, off + q * wb, bytes, off + q * wb, wb);
+            w.big(BigInt.asUintN(64, (d << 1n) ^ (d < 0n ? -1n : 0n)));
+          }
+        } else {
+          w.uint(FRAME_OP.LITERAL);
+          w.range(bytes, off, end);
+        }
+        // (find() left this frame's image ready to add)
+        ids[i] = images.add(bytes, off, wb, n, place);
+      }
+      made.set(bytes.subarray(off, end), off);
+    }
+    diffRuns(made, bytes, this.runs);
+    writeRuns(w, bytes, this.runs);
   }
 
   /**
@@ -282,8 +413,71 @@ export class SampleEncoder {
       threadId: rec.threadId,
       nativeThreadId: rec.nativeThreadId,
       regions: immutable ? rec.regions : rec.regions.map((r) => ({ address: r.address, bytes: r.bytes.slice() })),
+      frames: this.lastFrames,
     });
   }
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array, at: number, n: number): boolean {
+  for (let i = at; i < at + n; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+function writeRuns(w: ByteWriter, bytes: Uint8Array, runs: number[]): void {
+  w.uint(runs.length / 2);
+  let pos = 0;
+  for (let k = 0; k < runs.length; k += 2) {
+    const start = runs[k]!;
+    const end = runs[k + 1]!;
+    w.uint(start - pos);
+    w.uint(end - start);
+    w.range(bytes, start, end);
+    pos = end;
+  }
+}
+
+/**
+ * Per region of the record, the offsets of the hinted frames wholly inside it, ascending and
+ * not overlapping (null where none, and for the thread state's region, which patches store
+ * best). No hint, or one the format cannot use: null everywhere.
+ */
+function frameOffsets(rec: SampleRecord, shape: { wordBytes: number; words: number }): (Int32Array | null)[] {
+  const out: (Int32Array | null)[] = new Array(rec.regions.length).fill(null);
+  const hint = rec.frames;
+  if (!hint) return out;
+  const S = hint.size;
+  const wb = hint.wordBytes;
+  if ((wb !== 4 && wb !== 8) || !Number.isInteger(S) || S < wb || S % wb !== 0 || S / wb > MAX_FRAME_WORDS) return out;
+  // a block's frames regions all have one shape: the first one's
+  if (shape.wordBytes !== 0 && (shape.wordBytes !== wb || shape.words !== S / wb)) return out;
+  const sorted = Float64Array.from(hint.addresses).sort();
+  for (let k = 0; k < rec.regions.length; k++) {
+    const r = rec.regions[k]!;
+    if (r.address === rec.threadStateAddress || r.address > BigInt(Number.MAX_SAFE_INTEGER)) continue;
+    const start = Number(r.address);
+    const end = start + r.bytes.length;
+    let lo = 0;
+    let hi = sorted.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (sorted[mid]! < start) lo = mid + 1;
+      else hi = mid;
+    }
+    const found: number[] = [];
+    let free = start;
+    for (let i = lo; i < sorted.length && sorted[i]! + S <= end; i++) {
+      const a = sorted[i]!;
+      if (a < free || !Number.isSafeInteger(a)) continue;
+      found.push(a - start);
+      free = a + S;
+    }
+    if (found.length > 0) out[k] = Int32Array.from(found);
+  }
+  if (shape.wordBytes === 0 && out.some((o) => o !== null)) {
+    shape.wordBytes = wb;
+    shape.words = S / wb;
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -305,6 +499,10 @@ export class SampleDecoder {
   /** set once the block's region bytes pass MAX_BLOCK_SAMPLE_BYTES: nothing more is decoded */
   private exhausted: string | null = null;
   private totalBytes = 0;
+  /** the block's frame images, as its frames regions made them */
+  private readonly images = new FrameImages(false);
+  /** the word size and words of the block's frames (every frames region of a block has the same; 0: none yet) */
+  private readonly shape = { wordBytes: 0, words: 0 };
 
   /**
    * Counts a region's bytes against the block's budget before anything is allocated for it;
@@ -394,6 +592,7 @@ export class SampleDecoder {
       const kind = r.u8('region kind');
       if (kind === REGION_KIND.LITERAL) regions[i] = readLiteralRegion(r, `region ${i}`);
       else if (kind === REGION_KIND.PATCH && base) regions[i] = readPatchedRegion(r, base.regions, i, this.charge);
+      else if (kind === REGION_KIND.FRAMES) regions[i] = readFramesRegion(r, base?.regions ?? [], i, this.images, this.charge, this.shape);
       else r.fail(kind === REGION_KIND.PATCH ? `region ${i} is a patch in a whole sample` : `region ${i}: unknown region kind ${kind}`, kindAt);
       if (kind === REGION_KIND.LITERAL) this.charge(regions[i]!.bytes.length, r, kindAt);
     }
@@ -435,4 +634,83 @@ function readPatchedRegion(r: ByteReader, baseRegions: Region[], i: number, char
   }
   if (length > Math.max(pos, base.length)) r.fail(`region ${i}: bytes ${Math.max(pos, base.length)}..${length} past the base's end are not covered by a run`, lengthAt);
   return { address: from.address, bytes: out };
+}
+
+/** A frames region (format 1.3; docs/capture-format.md, "Frames region"). */
+function readFramesRegion(r: ByteReader, baseRegions: Region[], i: number, images: FrameImages, charge: Charge, shape: { wordBytes: number; words: number }): Region {
+  const what = `region ${i}`;
+  const jAt = r.pos;
+  const j = r.uint(`${what} base`);
+  let from: Region | null = null;
+  let address: bigint;
+  if (j === 0) address = r.big(`${what} address`);
+  else {
+    from = baseRegions[j - 1] ?? r.fail(`${what}: base region ${j - 1} does not exist (the base sample has ${baseRegions.length})`, jAt);
+    address = from.address;
+  }
+  const lengthAt = r.pos;
+  const length = r.uint(`${what} length`);
+  if (length > MAX_BLOCK_RAW) r.fail(`${what}: length ${length} exceeds ${MAX_BLOCK_RAW}`, lengthAt);
+  charge(length, r, lengthAt);
+  const shapeAt = r.pos;
+  const wb = r.uint(`${what} word size`);
+  const n = r.uint(`${what} frame words`);
+  if ((wb !== 4 && wb !== 8) || n < 1 || n > MAX_FRAME_WORDS) r.fail(`${what}: frames of ${n} words of ${wb} bytes (words of 4 or 8 bytes, 1 to ${MAX_FRAME_WORDS} of them)`, shapeAt);
+  if (shape.wordBytes === 0) {
+    shape.wordBytes = wb;
+    shape.words = n;
+  } else if (shape.wordBytes !== wb || shape.words !== n) r.fail(`${what}: frames of ${n} words of ${wb} bytes in a block whose frames have ${shape.words} of ${shape.wordBytes}`, shapeAt);
+  const S = wb * n;
+  const keepAt = r.pos;
+  const keepEnd = r.uint(`${what} bytes kept`);
+  const baseLength = from ? from.bytes.length : 0;
+  if (keepEnd > length || keepEnd > baseLength) r.fail(`${what}: keeps ${keepEnd} bytes of a base of ${baseLength} for a region of ${length}`, keepAt);
+  const count = r.count(`${what} frame count`, 2);
+  const out = new Uint8Array(length);
+  if (from) out.set(from.bytes.subarray(0, keepEnd));
+  const place = framePlace(address, length, 0);
+  let end = keepEnd;
+  for (let k = 0; k < count; k++) {
+    const frameAt = r.pos;
+    const off = end + r.uint('frame gap');
+    if (off + S > length) r.fail(`${what}: a frame at ${off} passes the region's length ${length}`, frameAt);
+    end = off + S;
+    placeAt(place, address, off);
+    const opAt = r.pos;
+    const op = r.uint('frame kind');
+    if (op === FRAME_OP.LITERAL) {
+      out.set(r.bytes(S, 'frame bytes'), off);
+    } else if (op === FRAME_OP.IMAGE || op === FRAME_OP.CHANGED) {
+      const eAt = r.pos;
+      const e = r.uint('frame image');
+      if (e >= images.count) r.fail(`${what}: frame image ${e} does not exist (the block has ${images.count})`, eAt);
+      images.materialize(e, place, out, off);
+      if (op === FRAME_OP.IMAGE) continue;
+      const maskAt = r.pos;
+      const mask = r.uint('changed words');
+      if (mask === 0 || mask >= 2 ** n) r.fail(`${what}: changed-word mask 0x${mask.toString(16)} for frames of ${n} words`, maskAt);
+      for (let q = 0; q < n; q++) {
+        if (!((mask >>> q) & 1)) continue;
+        const changeAt = r.pos;
+        const z = r.big('word change');
+        if (wb === 4 && z >= 1n << 33n) r.fail(`${what}: a change of ${z} to a 4-byte word`, changeAt);
+        addToWord(out, off + q * wb, wb, (z >> 1n) ^ -(z & 1n));
+      }
+    } else {
+      r.fail(`${what}: unknown frame kind ${op}`, opAt);
+    }
+    images.add(out, off, wb, n, place);
+  }
+  const runCount = r.count(`${what} run count`, 2);
+  if (from && count === 0 && runCount === 0 && keepEnd === length && length === baseLength) return { address, bytes: from.bytes };
+  let pos = 0;
+  for (let k = 0; k < runCount; k++) {
+    const runAt = r.pos;
+    const start = pos + r.uint('run gap');
+    const len = r.uint('run length');
+    if (start + len > length) r.fail(`${what}: run at ${start} + ${len} bytes passes the region's length ${length}`, runAt);
+    out.set(r.bytes(len, 'run bytes'), start);
+    pos = start + len;
+  }
+  return { address, bytes: out };
 }

@@ -133,6 +133,22 @@ export interface SampleRecord {
   regions: Region[];
   /** what the copy could not read, if anything */
   errors: string[];
+  /** where the regions hold frame headers: a hint to the writer, never stored (a reader leaves it unset) */
+  frames?: FrameHint;
+}
+
+/**
+ * Where a sample's regions hold frame headers, as the recorder knows from its copy. The writer
+ * stores each such frame as an image the block keeps once (docs/capture-format.md, "Frames
+ * region"); without a hint it stores the same bytes as patches. Either way they read back exact.
+ */
+export interface FrameHint {
+  /** the frames' addresses, any order (ones not wholly inside one region are left to patches) */
+  addresses: ArrayLike<number>;
+  /** bytes of a frame header the copy keeps (a multiple of wordBytes, at most 32 words) */
+  size: number;
+  /** the target's pointer size */
+  wordBytes: 4 | 8;
 }
 
 /** One block of a capture, as a reader yields it. */

@@ -135,14 +135,23 @@ export class CaptureWriter {
     if (weight > MAX_BLOCK_SAMPLE_BYTES) throw new RangeError(`sample of thread 0x${rec.threadStateAddress.toString(16)} holds ${weight} region bytes, more than a block may (${MAX_BLOCK_SAMPLE_BYTES})`);
     const body = this.scratch;
     body.reset();
+    let mark = this.encoder.mark();
     this.encoder.encode(body, rec);
     if (this.blockSampleBytes + weight > MAX_BLOCK_SAMPLE_BYTES || this.overflows(body.length)) {
       // a new block: the sample cannot be a patch against the old one's samples
+      this.encoder.rollback(mark);
       this.flush();
       body.reset();
+      mark = this.encoder.mark();
       this.encoder.encode(body, rec);
     }
-    checkFits(body.length, 'sample record');
+    try {
+      checkFits(body.length, 'sample record');
+    } catch (e) {
+      // not written: the frame images it added must not be referred to
+      this.encoder.rollback(mark);
+      throw e;
+    }
     appendRecord(this.samples, RECORD_TYPE.SAMPLE, body);
     this.encoder.commit(rec, immutable);
     this.blockSamples++;

@@ -607,6 +607,7 @@ export class MemoryCopier {
     this.steadyCopies++;
     this.ctx.reached(got.codes);
     const snap = emptySnapshot(interpreterId, tstate, got.regions);
+    snap.frames = { addresses: got.frames, size: this.ctx.layout.frame.size, wordBytes: this.ctx.layout.pointerSize };
     snap.threadId = got.threadId;
     snap.nativeThreadId = got.nativeThreadId;
     snap.holdsGil = got.holdsGil;

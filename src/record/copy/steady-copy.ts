@@ -40,6 +40,8 @@ export interface SteadyResult {
   holdsGil: boolean;
   handlingException: boolean;
   regions: Region[];
+  /** the chain's frames' addresses, innermost first (the frame headers the regions keep) */
+  frames: Float64Array;
   unproven: boolean;
   /** the code objects of the chain's Python frames (each confirmed) */
   codes: readonly bigint[];
@@ -637,6 +639,7 @@ export class SteadyCopy {
       holdsGil: holdsGilField(T, dv, 0) ?? false,
       handlingException: handlingException(T, dv, 0, L.pointerSize),
       regions,
+      frames: this.chainAddr.slice(0, n),
       unproven,
       codes: this.codes,
     };

@@ -1,7 +1,7 @@
 // What a copy of one thread gives the recorder: its memory as regions, and what the copy saw.
 
 import type { Region } from '../../walk/types.js';
-import type { CodeRecord } from '../../capture/types.js';
+import type { CodeRecord, FrameHint } from '../../capture/types.js';
 
 export interface ThreadSnapshot {
   interpreterId: bigint;
@@ -23,6 +23,8 @@ export interface ThreadSnapshot {
   /** the main thread of its interpreter (false where unknown) */
   mainThread: boolean;
   regions: Region[];
+  /** where the regions hold the chain's frame headers (for the writer to store them as frame images); null: not said */
+  frames: FrameHint | null;
   /** what could not be copied (the walk will then reject the sample, with a reason) */
   errors: string[];
   /**
@@ -61,6 +63,7 @@ export function emptySnapshot(interpreterId: bigint, threadStateAddress: bigint,
     inGc: false,
     mainThread: false,
     regions,
+    frames: null,
     errors,
     unproven: false,
     copyMicros: 0,

@@ -52,5 +52,6 @@ export function sampleRecord(t: ThreadSnapshot, time: number, onlyThread = false
     copyMicros: t.copyMicros,
     regions: t.regions,
     errors: t.errors,
+    ...(t.frames ? { frames: t.frames } : {}),
   };
 }

@@ -57,8 +57,9 @@ describe.each(chosen.length ? chosen : [{ label: 'none', command: '', missing: '
       framesRegions.mockRestore();
     }
     expect(given.length).toBeGreaterThan(50);
-    // the recorder pointed out its frames, and the writer stored them as frames regions
-    expect(stored).toBeGreaterThan(given.length / 2);
+    // the recorder pointed out its frames, and the writer stored them as frames regions (where
+    // that is smaller than a patch: not for a top frame that only ran on)
+    expect(stored).toBeGreaterThan(0);
 
     const reader = await openCapture(file);
     const back: SampleRecord[] = [];

@@ -5,7 +5,7 @@
 // several threads, several processes — and the options that merge lines.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { collapsedByString, collapsedByTree, exportCollapsed } from '../src/export/collapsed.js';
+import { collapsedByString, collapsedByTree, exportCollapsed, writeCollapsed } from '../src/export/collapsed.js';
 import { Profile } from '../src/profile/index.js';
 import type { SourceFrame } from '../src/profile/types.js';
 
@@ -44,7 +44,8 @@ describe('collapsed export from the stack tree', () => {
         fc.record({ idle: fc.boolean(), lines: fc.boolean(), threads: fc.boolean() }),
         fc.boolean(),
         fc.integer({ min: 1, max: 3 }),
-        (some, samples, names, options, collide, natives) => {
+        fc.integer({ min: 1, max: 200 }),
+        (some, samples, names, options, collide, natives, chunk) => {
           // two frames of one label, often siblings
           const frames = collide ? [{ qualname: 'f (a.py:1)', filename: '', line: null }, { qualname: 'f', filename: 'a.py', line: 1 }, ...some] : some;
           // (threads of one native id and name have one label: their lines merge)
@@ -55,6 +56,12 @@ describe('collapsed export from the stack tree', () => {
           if (tree !== null) byTree++;
           expect(exportCollapsed(p, options)).toBe(collapsedByString(p, options));
           if (tree !== null) expect(tree).toBe(collapsedByString(p, options));
+          // written in pieces (of any size, lines longer than a piece too): the same bytes, or nothing where the tree is not taken
+          const pieces: Uint8Array[] = [];
+          const streamed = writeCollapsed(p, options, (piece) => pieces.push(piece.slice()), chunk);
+          expect(streamed).toBe(tree !== null);
+          if (streamed) expect(new TextDecoder().decode(Buffer.concat(pieces))).toBe(tree);
+          else expect(pieces).toEqual([]);
         },
       ),
       { numRuns: 3000, seed: 0xc011 },

@@ -44,24 +44,25 @@ export interface FramePlace {
 }
 
 export function framePlace(regionAddress: bigint, regionLength: number, offset: number): FramePlace {
-  const a = regionAddress + BigInt(offset);
   let e = regionAddress + BigInt(regionLength);
   if (e > 0xffff_ffff_ffff_ffffn) e = 0xffff_ffff_ffff_ffffn;
-  return {
-    aLo: Number(a & 0xffff_ffffn),
-    aHi: Number(a >> 32n),
+  const p = {
+    aLo: 0,
+    aHi: 0,
     sLo: Number(regionAddress & 0xffff_ffffn),
     sHi: Number(regionAddress >> 32n),
     eLo: Number(e & 0xffff_ffffn),
     eHi: Number(e >> 32n),
   };
+  placeAt(p, offset);
+  return p;
 }
 
-/** Moves a place to another frame of the same region. */
-export function placeAt(p: FramePlace, regionAddress: bigint, offset: number): void {
-  const a = regionAddress + BigInt(offset);
-  p.aLo = Number(a & 0xffff_ffffn);
-  p.aHi = Number(a >> 32n);
+/** Moves a place to the frame `offset` bytes into its region (no BigInt: this is per frame). */
+export function placeAt(p: FramePlace, offset: number): void {
+  const lo = p.sLo + offset;
+  p.aLo = lo % 0x1_0000_0000;
+  p.aHi = (p.sHi + Math.floor(lo / 0x1_0000_0000)) >>> 0;
 }
 
 /** Is the 64-bit value (lo, hi) inside [start, end) of the place's region? */
@@ -81,6 +82,7 @@ export class FrameImages {
   private words = new Uint32Array(64 * STRIDE);
   private masks = new Uint32Array(64);
   private hashes = new Int32Array(64);
+  private firsts = new Float64Array(64);
   private shapes = new Uint8Array(64 * 2);
   private readonly byContent: Map<number, number | number[]> | null;
   private readonly byFirst: Map<number, number> | null;
@@ -207,7 +209,9 @@ export class FrameImages {
       if (had === undefined) this.byContent.set(h, e);
       else if (typeof had === 'number') this.byContent.set(h, [had, e]);
       else had.push(e);
-      this.byFirst!.set(this.firstKey(bytes, at, wb), e);
+      const first = this.firstKey(bytes, at, wb);
+      this.firsts[e] = first;
+      this.byFirst!.set(first, e);
     }
     return e;
   }
@@ -223,6 +227,9 @@ export class FrameImages {
     const hashes = new Int32Array(cap);
     hashes.set(this.hashes);
     this.hashes = hashes;
+    const firsts = new Float64Array(cap);
+    firsts.set(this.firsts);
+    this.firsts = firsts;
     const shapes = new Uint8Array(cap * 2);
     shapes.set(this.shapes);
     this.shapes = shapes;
@@ -244,7 +251,8 @@ export class FrameImages {
         had.splice(had.indexOf(e), 1);
         if (had.length === 0) this.byContent.delete(h);
       }
-      for (const [k, v] of this.byFirst!) if (v === e) this.byFirst!.delete(k);
+      const first = this.firsts[e]!;
+      if (this.byFirst!.get(first) === e) this.byFirst!.delete(first);
     }
   }
 }

@@ -47,6 +47,13 @@ export const MAX_BLOCK_SAMPLE_BYTES = 64 << 20;
  */
 const MERGE_GAP = 4;
 
+/**
+ * A region holding frames whose patch against its base is at most this many bytes is written as
+ * that patch without trying a frames region, which could not be much smaller (a stack whose top
+ * frame only ran on changes a few bytes of its instruction pointer).
+ */
+const SMALL_PATCH = 24;
+
 const STATUS_NAMES: RecorderStatus[] = ['ok', 'torn'];
 
 /** The id fields a patch sample repeats only when they differ from its base's (one bit each). */
@@ -77,28 +84,26 @@ export function checkSampleRecord(rec: SampleRecord): void {
 // Encoding
 
 /**
- * 32-bit views of whole buffers, the last two asked for: a sample's regions share one buffer
- * (the recorder copies a thread in one piece), and its base's regions another, so a view is
- * made once per sample rather than twice per region.
+ * 32-bit views of whole buffers, the last four asked for: a sample's regions share one buffer
+ * (the recorder copies a thread in one piece), its base's regions another, and a frames region
+ * is compared with a scratch buffer, so a view is made once per sample rather than per region.
  */
-const views: { buffer: ArrayBufferLike | null; words: Int32Array }[] = [
-  { buffer: null, words: new Int32Array(0) },
-  { buffer: null, words: new Int32Array(0) },
-];
+const views: { buffer: ArrayBufferLike | null; words: Int32Array }[] = Array.from({ length: 4 }, () => ({ buffer: null, words: new Int32Array(0) }));
 
 /** The 32-bit view of a's whole buffer, or null when a does not start 4-byte aligned. */
 function wordsOf(a: Uint8Array): Int32Array | null {
   if (a.byteOffset & 3) return null;
   const buffer = a.buffer;
-  if (views[0]!.buffer === buffer) return views[0]!.words;
-  if (views[1]!.buffer === buffer) {
-    const hit = views[1]!;
-    views[1] = views[0]!;
-    views[0] = hit;
-    return hit.words;
+  for (let k = 0; k < views.length; k++) {
+    const v = views[k]!;
+    if (v.buffer !== buffer) continue;
+    // (the one found moves to the front)
+    for (let q = k; q > 0; q--) views[q] = views[q - 1]!;
+    views[0] = v;
+    return v.words;
   }
   const made = { buffer, words: new Int32Array(buffer, 0, buffer.byteLength >>> 2) };
-  views[1] = views[0]!;
+  for (let q = views.length - 1; q > 0; q--) views[q] = views[q - 1]!;
   views[0] = made;
   return made.words;
 }
@@ -198,6 +203,7 @@ interface RegionFrames {
 export class SampleEncoder {
   private readonly bases = new Map<bigint, Base>();
   private readonly runs: number[] = [];
+  private readonly frameRuns: number[] = [];
   private readonly images = new FrameImages(true);
   /** the frames of each region of the sample encoded last, for `commit` */
   private lastFrames: (RegionFrames | null)[] = [];
@@ -272,17 +278,35 @@ export class SampleEncoder {
       const j = !base ? undefined : aligned ? k : byAddress!.get(r.address)?.shift();
       const offsets = frames[k];
       if (offsets) {
-        this.encodeFrames(w, r, rec.frames!, this.lastFrames[k]!, j, j === undefined ? null : base!.regions[j]!, j === undefined ? null : base!.frames[j] ?? null);
+        // as frames, or as a patch where that is smaller (a shallow stack whose top frame only
+        // ran on: a few bytes of its instruction pointer); the frames stay known either way
+        const baseRegion = j === undefined ? null : base!.regions[j]!;
+        let patch = Infinity;
+        if (baseRegion) {
+          diffRuns(baseRegion.bytes, r.bytes, runs);
+          patch = patchSize(j!, r.bytes.length, runs);
+          // (too small for frames to beat: not tried)
+          if (patch <= SMALL_PATCH) {
+            writePatch(w, j!, r.bytes, runs);
+            continue;
+          }
+        }
+        const at = w.length;
+        const mark = this.images.count;
+        this.encodeFrames(w, r, rec.frames!, this.lastFrames[k]!, j, baseRegion, j === undefined ? null : base!.frames[j] ?? null);
+        if (patch < w.length - at) {
+          w.length = at;
+          this.images.truncate(mark);
+          this.lastFrames[k]!.images.fill(-1);
+          writePatch(w, j!, r.bytes, runs);
+        }
         continue;
       }
       if (j !== undefined) {
         diffRuns(base!.regions[j]!.bytes, r.bytes, runs);
         const literal = 1 + bigSize(r.address) + uintSize(r.bytes.length) + r.bytes.length;
         if (patchSize(j, r.bytes.length, runs) <= literal) {
-          w.u8(REGION_KIND.PATCH);
-          w.uint(j);
-          w.uint(r.bytes.length);
-          writeRuns(w, r.bytes, runs);
+          writePatch(w, j, r.bytes, runs);
           continue;
         }
       }
@@ -345,7 +369,7 @@ export class SampleEncoder {
       const off = offsets[i]!;
       w.uint(off - end);
       end = off + S;
-      placeAt(place, r.address, off);
+      placeAt(place, off);
       const e = images.find(bytes, off, wb, n, place);
       if (e >= 0) {
         w.uint(FRAME_OP.IMAGE);
@@ -397,8 +421,8 @@ export class SampleEncoder {
       }
       made.set(bytes.subarray(off, end), off);
     }
-    diffRuns(made, bytes, this.runs);
-    writeRuns(w, bytes, this.runs);
+    diffRuns(made, bytes, this.frameRuns);
+    writeRuns(w, bytes, this.frameRuns);
   }
 
   /**
@@ -423,6 +447,13 @@ function sameBytes(a: Uint8Array, b: Uint8Array, at: number, n: number): boolean
   return true;
 }
 
+function writePatch(w: ByteWriter, j: number, bytes: Uint8Array, runs: number[]): void {
+  w.u8(REGION_KIND.PATCH);
+  w.uint(j);
+  w.uint(bytes.length);
+  writeRuns(w, bytes, runs);
+}
+
 function writeRuns(w: ByteWriter, bytes: Uint8Array, runs: number[]): void {
   w.uint(runs.length / 2);
   let pos = 0;
@@ -441,8 +472,12 @@ function writeRuns(w: ByteWriter, bytes: Uint8Array, runs: number[]): void {
  * not overlapping (null where none, and for the thread state's region, which patches store
  * best). No hint, or one the format cannot use: null everywhere.
  */
+const MAX_SAFE_BIG = BigInt(Number.MAX_SAFE_INTEGER);
+/** the hint's addresses, sorted (reused: frameOffsets runs for every sample the recorder writes) */
+let sortedHint = new Float64Array(256);
+
 function frameOffsets(rec: SampleRecord, shape: { wordBytes: number; words: number }): (Int32Array | null)[] {
-  const out: (Int32Array | null)[] = new Array(rec.regions.length).fill(null);
+  const out: (Int32Array | null)[] = new Array<Int32Array | null>(rec.regions.length).fill(null);
   const hint = rec.frames;
   if (!hint) return out;
   const S = hint.size;
@@ -450,30 +485,46 @@ function frameOffsets(rec: SampleRecord, shape: { wordBytes: number; words: numb
   if ((wb !== 4 && wb !== 8) || !Number.isInteger(S) || S < wb || S % wb !== 0 || S / wb > MAX_FRAME_WORDS) return out;
   // a block's frames regions all have one shape: the first one's
   if (shape.wordBytes !== 0 && (shape.wordBytes !== wb || shape.words !== S / wb)) return out;
-  const sorted = Float64Array.from(hint.addresses).sort();
+  const count = hint.addresses.length;
+  if (sortedHint.length < count) sortedHint = new Float64Array(count * 2);
+  for (let i = 0; i < count; i++) sortedHint[i] = hint.addresses[i]!;
+  const sorted = sortedHint.subarray(0, count).sort();
+  let found = 0;
   for (let k = 0; k < rec.regions.length; k++) {
     const r = rec.regions[k]!;
-    if (r.address === rec.threadStateAddress || r.address > BigInt(Number.MAX_SAFE_INTEGER)) continue;
+    if (r.address === rec.threadStateAddress || r.address > MAX_SAFE_BIG) continue;
     const start = Number(r.address);
     const end = start + r.bytes.length;
     let lo = 0;
-    let hi = sorted.length;
+    let hi = count;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
       if (sorted[mid]! < start) lo = mid + 1;
       else hi = mid;
     }
-    const found: number[] = [];
+    // (first the count, then the offsets: one array per region)
+    let n = 0;
     let free = start;
-    for (let i = lo; i < sorted.length && sorted[i]! + S <= end; i++) {
+    for (let i = lo; i < count && sorted[i]! + S <= end; i++) {
       const a = sorted[i]!;
       if (a < free || !Number.isSafeInteger(a)) continue;
-      found.push(a - start);
+      n++;
       free = a + S;
     }
-    if (found.length > 0) out[k] = Int32Array.from(found);
+    if (n === 0) continue;
+    const offsets = new Int32Array(n);
+    n = 0;
+    free = start;
+    for (let i = lo; i < count && sorted[i]! + S <= end; i++) {
+      const a = sorted[i]!;
+      if (a < free || !Number.isSafeInteger(a)) continue;
+      offsets[n++] = a - start;
+      free = a + S;
+    }
+    out[k] = offsets;
+    found++;
   }
-  if (shape.wordBytes === 0 && out.some((o) => o !== null)) {
+  if (shape.wordBytes === 0 && found > 0) {
     shape.wordBytes = wb;
     shape.words = S / wb;
   }
@@ -675,7 +726,7 @@ function readFramesRegion(r: ByteReader, baseRegions: Region[], i: number, image
     const off = end + r.uint('frame gap');
     if (off + S > length) r.fail(`${what}: a frame at ${off} passes the region's length ${length}`, frameAt);
     end = off + S;
-    placeAt(place, address, off);
+    placeAt(place, off);
     const opAt = r.pos;
     const op = r.uint('frame kind');
     if (op === FRAME_OP.LITERAL) {

@@ -128,6 +128,33 @@ export async function report(argv: string[], out: (s: string | Uint8Array) => vo
   }
   // (what a person reads: file names short, as py-spy shows them, unless asked otherwise)
   const filename = values['full-filenames'] ? (f: string): string => f : (f: string): string => shortFilename(f, process.cwd());
+  let written = values.output;
+  if (!written && values.open) written = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'pyunwind-')), `${path.basename(file).replace(/\.pyuw$/, '')}.${spec.extension}`);
+  // a format that can be written as it is made goes to its file so: a profile of deep stacks
+  // is gigabytes of collapsed lines, never held whole
+  if (written && spec.stream && files.length === 1 && values.diff === undefined) {
+    const to = written;
+    let fd: number | null = null;
+    try {
+      fd = fs.openSync(to, 'w');
+      const handle = fd;
+      const streamed = await spec.stream({ report: result, meta: metaFromReport(result), top: Number(values.top), readSource, filename }, (piece) => {
+        for (let at = 0; at < piece.length; ) at += fs.writeSync(handle, piece, at, piece.length - at);
+      });
+      if (streamed) {
+        fs.closeSync(fd);
+        fd = null;
+        return finish(to);
+      }
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (typeof code !== 'string') throw e;
+      throw new Error(`cannot write ${to}: ${code}`);
+    } finally {
+      if (fd !== null) fs.closeSync(fd);
+    }
+  }
+
   let made: string | Uint8Array;
   if (files.length > 1) {
     const inputs: ProcessInput[] = [{ file, report: result, meta: metaFromReport(result) }];
@@ -148,8 +175,6 @@ export async function report(argv: string[], out: (s: string | Uint8Array) => vo
     });
   }
 
-  let written = values.output;
-  if (!written && values.open) written = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'pyunwind-')), `${path.basename(file).replace(/\.pyuw$/, '')}.${spec.extension}`);
   if (written) {
     try {
       fs.writeFileSync(written, made);
@@ -157,11 +182,15 @@ export async function report(argv: string[], out: (s: string | Uint8Array) => vo
       throw new Error(`cannot write ${written}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
     }
   } else out(made);
-  if (values.open) {
-    const why = openInBrowser(written!);
-    err(why === null ? `pyunwind report: opened ${written} in the browser\n` : `pyunwind report: wrote ${written}; cannot open a browser here: ${why}\n`);
+  return finish(written);
+
+  function finish(to: string | undefined): number {
+    if (values.open) {
+      const why = openInBrowser(to!);
+      err(why === null ? `pyunwind report: opened ${to} in the browser\n` : `pyunwind report: wrote ${to}; cannot open a browser here: ${why}\n`);
+    }
+    return 0;
   }
-  return 0;
 }
 
 /**

@@ -63,6 +63,73 @@ const SEMICOLON = 0x3b;
  * one). (UTF-8's byte order is not UTF-16's: the order is decided on the strings.)
  */
 export function collapsedByTree(profile: Profile, options: CollapsedOptions): Uint8Array | null {
+  const plan = treePlan(profile, options);
+  if (!plan) return null;
+  // made in one piece, its size known (copies of tens of megabytes as it grew were most of the
+  // time of deep recursion's)
+  const out = new Uint8Array(plan.size);
+  let o = 0;
+  emitLines(plan, {
+    put(bytes, from, to) {
+      out.set(to - from === bytes.length ? bytes : bytes.subarray(from, to), o);
+      o += to - from;
+    },
+  });
+  if (o !== plan.size) throw new Error(`collapsed export: ${o} bytes made where ${plan.size} were counted (a bug)`);
+  return out;
+}
+
+/**
+ * The collapsed text written piece by piece to `write` (which must take each piece before it
+ * returns: the buffer is reused), in pieces of about `chunk` bytes, so that a profile of deep
+ * stacks — gigabytes of lines — is never held whole. Returns false, having written nothing,
+ * where the tree's order is not the lines' (collapsedByTree): then write exportCollapsedBytes.
+ */
+export function writeCollapsed(profile: Profile, options: CollapsedOptions, write: (piece: Uint8Array) => void, chunk = 1 << 20): boolean {
+  const plan = treePlan(profile, options);
+  if (!plan) return false;
+  const buf = new Uint8Array(chunk);
+  let o = 0;
+  emitLines(plan, {
+    put(bytes, from, to) {
+      const n = to - from;
+      if (o + n > buf.length) {
+        if (o > 0) write(buf.subarray(0, o));
+        o = 0;
+        if (n > buf.length) {
+          write(bytes.subarray(from, to));
+          return;
+        }
+      }
+      buf.set(n === bytes.length ? bytes : bytes.subarray(from, to), o);
+      o += n;
+    },
+  });
+  if (o > 0) write(buf.subarray(0, o));
+  return true;
+}
+
+interface TreePlan {
+  all: ReturnType<Profile['threads']> extends Iterable<infer T> ? T[] : never;
+  byPrefix: number[];
+  prefixBytes: Uint8Array[];
+  encoded: Uint8Array[];
+  ranksOf: number[][];
+  endsOf: Int32Array[];
+  /** each thread's children index, every sibling list sorted by label */
+  childrenOf: { first: Int32Array; kids: Int32Array }[];
+  idle: boolean;
+  idleRank: number;
+  /** bytes of the whole output */
+  size: number;
+}
+
+interface ByteSink {
+  put(bytes: Uint8Array, from: number, to: number): void;
+}
+
+/** What emitLines needs, checked whole first (every sibling list sorted and distinct): null where the tree's order is not the lines'. */
+function treePlan(profile: Profile, options: CollapsedOptions): TreePlan | null {
   const { idle = false, lines = true, threads = true } = options;
   if (!lines || !threads) return null;
   const all = [...profile.threads()];
@@ -83,11 +150,11 @@ export function collapsedByTree(profile: Profile, options: CollapsedOptions): Ui
     encoded.push(encoder.encode(sorted[k]!));
   }
   const idleRank = idle ? rank.get(IDLE_FRAME)! : -1;
-  // the output's size first, so that it is made in one piece (copies of tens of megabytes as
-  // it grew were most of the time of deep recursion's): where each stack's path ends in its line
+  // where each stack's path ends in its line, and the output's size
   const prefixBytes = prefixes.map((p) => encoder.encode(p));
   const ranksOf = labelsOf.map((ls) => ls.map((l) => rank.get(l)!));
   const endsOf: Int32Array[] = [];
+  const childrenOf: { first: Int32Array; kids: Int32Array }[] = [];
   let size = 0;
   for (let i = 0; i < all.length; i++) {
     const t = all[i]!;
@@ -105,12 +172,30 @@ export function collapsedByTree(profile: Profile, options: CollapsedOptions): Ui
     }
     if (idle && t.idleWeight > 0) size += p + encoded[idleRank]!.length + ` ${t.idleWeight}\n`.length;
     endsOf[i] = ends;
+    // every sibling list in label order (sorted in place: the walk below takes them so), no two
+    // of one label; and the idle line's place among the roots free
+    const { first, kids } = (childrenOf[i] = t.childIndex());
+    const bySibling = (a: number, b: number): number => frameRank[frameOf[a]!]! - frameRank[frameOf[b]!]!;
+    for (let q = -1; q < weights.length; q++) {
+      const from = first[q + 1]!;
+      const to = first[q + 2]!;
+      if (to - from < 2) continue;
+      const list = kids.subarray(from, to).sort(bySibling);
+      for (let k = 1; k < list.length; k++) if (frameRank[frameOf[list[k]!]!] === frameRank[frameOf[list[k - 1]!]!]) return null;
+    }
+    if (idle && t.idleWeight > 0 && kids.subarray(first[0]!, first[1]!).some((r) => frameRank[frameOf[r]!] === idleRank)) return null;
   }
-  const out = new Uint8Array(size);
-  let o = 0;
+  return { all, byPrefix, prefixBytes, encoded, ranksOf, endsOf, childrenOf, idle, idleRank, size };
+}
+
+/** The lines, in order, depth first through each thread's tree (its sibling lists sorted by treePlan). */
+function emitLines(plan: TreePlan, out: ByteSink): void {
+  const { all, byPrefix, prefixBytes, encoded, ranksOf, endsOf, childrenOf, idle, idleRank } = plan;
+  const digits = new Uint8Array(32);
   const count = (w: number): void => {
     const text = ` ${w}\n`;
-    for (let k = 0; k < text.length; k++) out[o++] = text.charCodeAt(k);
+    for (let k = 0; k < text.length; k++) digits[k] = text.charCodeAt(k);
+    out.put(digits, 0, text.length);
   };
   let path = new Uint8Array(1 << 12);
   for (const i of byPrefix) {
@@ -121,31 +206,18 @@ export function collapsedByTree(profile: Profile, options: CollapsedOptions): Ui
     const frameOf = t.stackFrame;
     const parentOf = t.stackParent;
     const ends = endsOf[i]!;
-    const { first, kids } = t.childIndex();
-    const bySibling = (a: number, b: number): number => frameRank[frameOf[a]!]! - frameRank[frameOf[b]!]!;
-    /** sorts the children of p (-1: the roots); false when two have one label */
-    const order = (p: number): boolean => {
-      const from = first[p + 1]!;
-      const to = first[p + 2]!;
-      if (to - from < 2) return true;
-      const list = kids.subarray(from, to).sort(bySibling);
-      for (let k = 1; k < list.length; k++) if (frameRank[frameOf[list[k]!]!] === frameRank[frameOf[list[k - 1]!]!]) return false;
-      return true;
-    };
+    const { first, kids } = childrenOf[i]!;
     const idleWeight = idle ? t.idleWeight : 0;
-    if (!order(-1)) return null;
     const top = kids.subarray(first[0]!, first[1]!);
     // the idle line stands among the roots where `prefix<idle>` sorts
     let idleAt = -1;
     if (idleWeight > 0) {
       idleAt = top.findIndex((r) => frameRank[frameOf[r]!]! >= idleRank);
       if (idleAt < 0) idleAt = top.length;
-      else if (frameRank[frameOf[top[idleAt]!]!] === idleRank) return null;
     }
     const emitIdle = (): void => {
-      out.set(prefix, o);
-      out.set(encoded[idleRank]!, o + prefix.length);
-      o += prefix.length + encoded[idleRank]!.length;
+      out.put(prefix, 0, prefix.length);
+      out.put(encoded[idleRank]!, 0, encoded[idleRank]!.length);
       count(idleWeight);
     };
     // depth first; the open path's bytes in `path`
@@ -176,17 +248,13 @@ export function collapsedByTree(profile: Profile, options: CollapsedOptions): Ui
       if (label.length > 16) path.set(label, at);
       else for (let k = 0; k < label.length; k++) path[at + k] = label[k]!;
       if (weights[s]! > 0) {
-        out.set(path.subarray(0, end), o);
-        o += end;
+        out.put(path, 0, end);
         count(weights[s]!);
       }
-      if (!order(s)) return null;
       for (let k = first[s + 2]! - 1; k >= first[s + 1]!; k--) todo.push(kids[k]!);
     }
     if (rootsSeen === idleAt) emitIdle();
   }
-  if (o !== size) throw new Error(`collapsed export: ${o} bytes made where ${size} were counted (a bug)`);
-  return out;
 }
 
 /** @internal The lines made and sorted as strings (every case; what collapsedByTree must equal). */

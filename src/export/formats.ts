@@ -38,6 +38,12 @@ export interface FormatSpec {
   extension: string;
   make(input: FormatInput): Promise<string | Uint8Array>;
   /**
+   * The same bytes as `make`, handed to `write` piece by piece as they are made (each piece taken
+   * before `write` returns), for outputs too large to hold whole; false, having written nothing,
+   * where it cannot (then call `make`). Formats without it are made whole.
+   */
+  stream?(input: FormatInput, write: (piece: Uint8Array) => void): Promise<boolean>;
+  /**
    * Several captures of one recording (record --subprocesses: a process each): by default the
    * format is made of them combined (combineProcesses: each thread under its process); `each`:
    * made of each capture and put together (makeSeveral); a string: refused, saying why.
@@ -183,6 +189,11 @@ export const FORMATS = {
       }
       const { exportCollapsedBytes } = await import('./collapsed.js');
       return exportCollapsedBytes(report.profile);
+    },
+    async stream({ report, base }, write) {
+      if (base) return false;
+      const { writeCollapsed } = await import('./collapsed.js');
+      return writeCollapsed(report.profile, {}, write);
     },
   },
   speedscope: {

@@ -736,7 +736,8 @@ function sample(end: u32): i32 {
         varint(); // address
         changed = true;
       } else {
-        if (jp > <u64>baseCount) return STOP_MALFORMED;
+        // (a whole sample has no base, even where its thread had an earlier sample in the block)
+        if (form != FORM_PATCH || jp > <u64>baseCount) return STOP_MALFORMED;
         const base = baseDescs + (<u32>jp - 1) * DESC_SIZE;
         if (load<u32>(base, D_USED) != 0) return STOP_MALFORMED;
         store<u32>(base, 1, D_USED);

@@ -1,5 +1,6 @@
 // What a capture stores comes back exact: real recordings of programs whose stacks churn (astwalk:
-// deep recursion that grows and shrinks; threadpool: four threads), on every native interpreter
+// recursion that grows and shrinks; threadpool: four threads; recursion: stacks of hundreds of
+// frames, unwound and grown again), on every native interpreter
 // the suite covers. Every sample the recorder handed the writer — ids, time, flags, status,
 // errors, and every byte of every region — is read back from the file equal, in order. The
 // writer stored the frames the recorder pointed out as frame images (docs/capture-format.md,
@@ -36,6 +37,7 @@ describe.each(chosen.length ? chosen : [{ label: 'none', command: '', missing: '
   it.each([
     { program: 'astwalk', args: ['workloads/astwalk.py', '30'] },
     { program: 'threadpool', args: ['workloads/threadpool.py', '30'] },
+    { program: 'recursion', args: ['workloads/recursion.py', '30'] },
   ])('$program: every sample the recorder copied, byte for byte', async ({ program, args }) => {
     const file = path.join(dir, `${py.label}-${program}.pyuw`);
     const given: SampleRecord[] = [];

@@ -575,6 +575,8 @@ export class SteadyCopy {
     const L = this.layout;
     const T = L.tstate;
     const fs = L.frame.size;
+    // of a frame in a chunk, its header up to its local variables (see copy-memory.ts maskChunks)
+    const kept = L.frame.localsplus;
     const C = L.chunk;
     const dv = this.dv;
     const h = this.half;
@@ -604,7 +606,7 @@ export class SteadyCopy {
         if (this.chainWhere[k] !== i) continue;
         const at = this.chainOff[k]!;
         if (at > from) zero(out, words, base, from, at);
-        from = Math.max(from, at + fs);
+        from = Math.max(from, at + kept);
       }
       if (from < off + used) zero(out, words, base, from, off + used);
     }

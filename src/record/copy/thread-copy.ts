@@ -300,7 +300,7 @@ export function copyThread(
   }
   // (after every copy, stopped or not: where the next copy will look for it)
   if (ctx.consistency === 'anchor') placeAnchor(ctx, cache, tstate, ts, chain.frames, mem);
-  maskChunks(mem, chain.frames, L.frame.size, L.chunk.data);
+  maskChunks(mem, chain.frames, L.frame.localsplus, L.chunk.data);
   snap.frames = { addresses: chain.frames.map(Number), size: L.frame.size, wordBytes: L.pointerSize };
   snap.copyMicros = Math.round((performance.now() - started) * 1000);
   return attempt;

@@ -627,6 +627,33 @@ function internNode(parent: u32, slot: u32, code: u64, ip: u64): u32 {
 // ---- samples ----
 
 /** Did this sample's patches write anywhere in [lo, hi) (linear offsets)? */
+/** Bytes [lo, hi) of the sample's image were written (past HULLS_MAX only counted: no splice then). */
+@inline function addHull(lo: u32, hi: u32): void {
+  if (hullCount < HULLS_MAX) {
+    store<u32>(hulls + hullCount * 8, lo);
+    store<u32>(hulls + hullCount * 8, hi, 4);
+  }
+  hullCount++;
+}
+
+/** where the runs applyRuns copied began (NONE: there were none) */
+let runsFirst: u32 = NONE;
+
+/** Copies `runs` runs (gap, length, bytes) at pos into buf; returns where the last ended (0: none). */
+function applyRuns(buf: u32, runs: u32): u32 {
+  let at: u32 = 0;
+  runsFirst = NONE;
+  for (let k: u32 = 0; k < runs; k++) {
+    const start = at + <u32>number();
+    const len = <u32>number();
+    memory.copy(buf + start, pos, len);
+    pos += len;
+    at = start + len;
+    if (runsFirst == NONE) runsFirst = start;
+  }
+  return at;
+}
+
 function patched(lo: u32, hi: u32): bool {
   for (let i: u32 = 0; i < hullCount; i++) {
     const h = hulls + i * 8;
@@ -922,44 +949,18 @@ function sample(end: u32): i32 {
         addImage(buf + off, fa, lo, hi);
       }
       const runs = <u32>number();
-      let at: u32 = 0;
-      let runEnd: u32 = 0;
-      let first: u32 = NONE;
-      for (let k: u32 = 0; k < runs; k++) {
-        const start = at + <u32>number();
-        const len = <u32>number();
-        memory.copy(buf + start, pos, len);
-        pos += len;
-        at = start + len;
-        if (first == NONE) first = start;
-        runEnd = at;
-      }
-      // what changed: from keepEnd (or the first run below it) to the end of the bytes, old or new
-      let from = keepEnd < first ? keepEnd : first;
+      const runEnd = applyRuns(buf, runs);
+      // what changed: from keepEnd (or the first run below it) to the end of the bytes, old or
+      // new — nothing but a cut end where nothing was rewritten
+      const from = keepEnd >= n && runs == 0 ? n : keepEnd < runsFirst ? keepEnd : runsFirst;
       let to = n > baseLen ? n : baseLen;
       if (runEnd > to) to = runEnd;
-      if (keepEnd >= n && runs == 0) from = NONE; // nothing rewritten (a cut end is below)
-      if (from != NONE && from < to) {
-        if (hullCount < HULLS_MAX) {
-          store<u32>(hulls + hullCount * 8, buf + from);
-          store<u32>(hulls + hullCount * 8, buf + to, 4);
-        }
-        hullCount++;
-      }
+      if (from < to) addHull(buf + from, buf + to);
       store<u64>(d, addr, D_ADDR);
       store<u32>(d, n, D_LEN);
       store<u32>(d, cap, D_CAP);
       store<u32>(d, buf, D_DATA);
-      if (!addressesChanged && n != baseLen) {
-        lengthsChanged = true;
-        if (n < baseLen) {
-          if (hullCount < HULLS_MAX) {
-            store<u32>(hulls + hullCount * 8, buf + n);
-            store<u32>(hulls + hullCount * 8, buf + baseLen, 4);
-          }
-          hullCount++;
-        }
-      }
+      if (!addressesChanged && n != baseLen) lengthsChanged = true;
     } else {
       const j = <u32>number();
       const base = baseDescs + j * DESC_SIZE;
@@ -976,24 +977,9 @@ function sample(end: u32): i32 {
         buf = at;
         cap = (n + 7) & ~7;
       }
-      let at: u32 = 0;
-      let first: u32 = NONE;
-      for (let k: u32 = 0; k < runs; k++) {
-        const start = at + <u32>number();
-        const len = <u32>number();
-        memory.copy(buf + start, pos, len);
-        pos += len;
-        at = start + len;
-        if (first == NONE) first = start;
-      }
+      const at = applyRuns(buf, runs);
       // what changed in this region's bytes (a region that grows changes the addresses: no splice)
-      if (runs != 0) {
-        if (hullCount < HULLS_MAX) {
-          store<u32>(hulls + hullCount * 8, buf + first);
-          store<u32>(hulls + hullCount * 8, buf + at, 4);
-        }
-        hullCount++;
-      }
+      if (runs != 0) addHull(buf + runsFirst, buf + at);
       store<u64>(d, load<u64>(base, D_ADDR), D_ADDR);
       store<u32>(d, n, D_LEN);
       store<u32>(d, cap, D_CAP);
@@ -1006,13 +992,7 @@ function sample(end: u32): i32 {
         // Bytes it no longer holds count as patched, so no spliced frame lies past its end
         // (grown bytes are in the runs).
         lengthsChanged = true;
-        if (n < baseLen) {
-          if (hullCount < HULLS_MAX) {
-            store<u32>(hulls + hullCount * 8, buf + n);
-            store<u32>(hulls + hullCount * 8, buf + baseLen, 4);
-          }
-          hullCount++;
-        }
+        if (n < baseLen) addHull(buf + n, buf + baseLen);
       }
     }
   }

@@ -21,6 +21,7 @@ import { sourceFrame } from '../symbols/types.js';
 import { STATUS_NAMES } from '../walk/status.js';
 import { checkParams, encodeParams, walkParams, type WalkParams } from '../layout/walk-params.js';
 import { writeCodeTable } from './walker.js';
+import { FrameIdCache } from './frame-id-cache.js';
 import { instantiateKernel, loadKernel } from './load.js';
 import {
   CODE_SIZE,
@@ -520,7 +521,7 @@ export class BlockEngine {
   /** Frame names by code address, then instruction address (numbers: exact below 2^53), until an address is renamed. */
   private names = new Map<number, Map<number, SourceFrame>>();
   /** each thread's frame index of each name in `names` (cleared with it) */
-  private frameIds = new WeakMap<ThreadProfile, Map<SourceFrame, number>>();
+  private frameIds = new WeakMap<ThreadProfile, FrameIdCache>();
 
   /**
    * The name of (code, instruction), from the code table as it is now; each named once while
@@ -594,9 +595,8 @@ export class BlockEngine {
     // (u32 words of a node: the 64-bit code and instruction as low, high halves)
     const [parentAt, slotAt, codeAt, ipAt, weightAt] = [N_PARENT, N_SLOT, N_CODE, N_IP, N_WEIGHT].map((o) => o >>> 2) as [number, number, number, number, number];
     const W = NODE_SIZE >>> 2;
-    // each slot's frame indices by name (frameName gives one object per name: a lookup by it
-    // spares interning the name's four keys again)
-    const idsOf: Map<SourceFrame, number>[] = [];
+    // each slot's frame indices by (code, instruction)
+    const cacheOf: FrameIdCache[] = [];
     /** intern node i (its caller interned already) in `stackOf` */
     const intern = (i: number, stackOf: Int32Array): void => {
       const n = nodesAt + i * W;
@@ -605,15 +605,18 @@ export class BlockEngine {
       const t = threadOf[slot];
       // (a node is made by a sample counted in its slot, since the outputs were last cleared)
       if (!t) throw new Error(`block engine: node ${i} of a slot that counted nothing (a bug in the engine)`);
-      let ids = idsOf[slot];
-      if (!ids) {
-        ids = this.frameIds.get(t);
-        if (!ids) this.frameIds.set(t, (ids = new Map()));
-        idsOf[slot] = ids;
+      let cache = cacheOf[slot];
+      if (!cache) {
+        cache = this.frameIds.get(t);
+        if (!cache) this.frameIds.set(t, (cache = new FrameIdCache()));
+        cacheOf[slot] = cache;
       }
-      const name = this.frameName(u32[n + codeAt]!, u32[n + codeAt + 1]!, u32[n + ipAt]!, u32[n + ipAt + 1]!);
-      let frame = ids.get(name);
-      if (frame === undefined) ids.set(name, (frame = t.internFrame(name)));
+      const codeLo = u32[n + codeAt]!;
+      const codeHi = u32[n + codeAt + 1]!;
+      const ipLo = u32[n + ipAt]!;
+      const ipHi = u32[n + ipAt + 1]!;
+      let frame = cache.get(codeLo, codeHi, ipLo, ipHi);
+      if (frame < 0) cache.set(codeLo, codeHi, ipLo, ipHi, (frame = t.internFrame(this.frameName(codeLo, codeHi, ipLo, ipHi))));
       stackOf[i] = t.internStack(parent === 0xffffffff ? -1 : stackOf[parent]!, frame);
     };
     let stackOf: Int32Array;
@@ -625,6 +628,14 @@ export class BlockEngine {
         this.stackOf = grown;
       }
       stackOf = this.stackOf;
+      // room in each thread's stack table for as many stacks as it has new nodes (at most that
+      // many are new there): a table that grows a doubling at a time rehashes every stack again
+      const fresh: number[] = [];
+      for (let i = this.mappedCount; i < nodeCount; i++) {
+        const slot = u32[nodesAt + i * W + slotAt]!;
+        fresh[slot] = (fresh[slot] ?? 0) + 1;
+      }
+      fresh.forEach((n, slot) => threadOf[slot]?.reserveStacks(n));
       // (parents come before children: a node is made after its caller's)
       for (let i = this.mappedCount; i < nodeCount; i++) intern(i, stackOf);
       this.mappedCount = nodeCount;

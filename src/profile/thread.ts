@@ -225,8 +225,15 @@ export class ThreadProfile {
     return i;
   }
 
-  private growStackTable(): void {
-    const table = new Int32Array(this.stackTable.length * 2);
+  /** @internal Makes room for `more` stacks in the table at once (a bulk of interning to come). */
+  reserveStacks(more: number): void {
+    let size = this.stackTable.length;
+    while (2 * (this._stackParent.length + more) > size - 1) size *= 2;
+    if (size !== this.stackTable.length) this.growStackTable(size);
+  }
+
+  private growStackTable(size = this.stackTable.length * 2): void {
+    const table = new Int32Array(size);
     const mask = table.length - 1;
     for (let i = 0; i < this._stackParent.length; i++) {
       let h = stackHash(this._stackParent[i]!, this._stackFrame[i]!) & mask;

@@ -51,8 +51,6 @@ import {
   C_COPY_HIST,
   C_COPY_TOUCHED,
   C_COUNT,
-  C_DATA,
-  C_DATA_SIZE,
   C_DESCS,
   C_DESCS_SIZE,
   C_FILTER,
@@ -60,14 +58,9 @@ import {
   C_FILTER_LO,
   C_FRAMES,
   C_GC_LEAF,
-  C_HASH,
-  C_HASH_CAP,
   C_KEEP_FLAGS,
   C_UNKNOWN_FLAGS,
-  C_WEIGHTED,
   C_NATIVE,
-  C_NODES,
-  C_NODES_CAP,
   C_SLOTS,
   C_SLOTS_CAP,
   C_THREADS,
@@ -85,11 +78,17 @@ import {
   REGION_LENGTH,
   GC_CODE_LO,
   NATIVE_CODE_LO,
+  KEY_SIZE,
+  K_CODE,
+  K_FRAME,
+  K_IP,
+  NODE_CHUNK_BITS,
   NODE_SIZE,
-  N_CHILD,
-  N_CODE,
-  N_HASH_AT,
-  N_IP,
+  N_FANOUT,
+  N_FIRST,
+  N_FRAME,
+  N_NEXT,
+  N_STACK,
   N_PARENT,
   N_SLOT,
   N_WEIGHT,
@@ -109,6 +108,10 @@ import {
   STOP_FULL,
   STOP_MALFORMED,
   S_COUNTS,
+  TREE_HASH,
+  TREE_KEYS,
+  TREE_NODES,
+  TREE_SLOTS,
   S_FIRST,
   S_INTERP,
   S_LAST,
@@ -189,6 +192,90 @@ const HULLS_MAX: u32 = 32;
 const hulls = memory.data(HULLS_MAX * 8, 8);
 let hullCount: u32 = 0;
 const NONE: u32 = 0xffffffff;
+/** children a node keeps in its list before they go to the hash */
+const FANOUT_LISTED: u32 = 8;
+
+// ---- frame keys: (code, instruction) → the host's frame number ----
+// A node is (caller, slot, frame): the frame the host names a (code, instruction) as — its
+// function, file and line (and instruction, with opcodes) — so that two instructions of one line
+// are one node, and each node is exactly one stack of the profile: the host appends the nodes
+// made since its last harvest to its stack tables as they are, none looked up. The host names a
+// (code, instruction) when a walk first meets it, through the one call this module makes out;
+// the keys are kept in a dense list, found by a hash of their numbers (NONE: empty), at most
+// half full, until the host clears them (an address given another code object).
+
+/** The host's number for the frame at (code, instruction): called once per key until the keys are cleared. */
+@external("env", "nameFrame")
+declare function hostNameFrame(codeLo: u32, codeHi: u32, ipLo: u32, ipHi: u32): u32;
+
+let keys: u32 = 0;
+let keysCap: u32 = 0;
+let keyCount: u32 = 0;
+let keyHash: u32 = 0;
+let keyHashCap: u32 = 0;
+
+@inline function keyHashOf(code: u64, ip: u64): u32 {
+  let h: u64 = (code ^ 0x9e3779b97f4a7c15) * 0xff51afd7ed558ccd;
+  h = (h ^ ip ^ (h >>> 29)) * 0xc4ceb9fe1a85ec53;
+  return <u32>(h ^ (h >>> 32));
+}
+
+/** The frame number of (code, instruction): kept, or asked of the host (room was checked: engineTreeNeed). */
+function frameKey(code: u64, ip: u64): u32 {
+  const mask = keyHashCap - 1;
+  let h = keyHashOf(code, ip) & mask;
+  for (let e = load<u32>(keyHash + h * 4); e != NONE; e = load<u32>(keyHash + h * 4)) {
+    const k = keys + e * KEY_SIZE;
+    if (load<u64>(k, K_CODE) == code && load<u64>(k, K_IP) == ip) return load<u32>(k, K_FRAME);
+    h = (h + 1) & mask;
+  }
+  const frame = hostNameFrame(<u32>code, <u32>(code >>> 32), <u32>ip, <u32>(ip >>> 32));
+  const k = keys + keyCount * KEY_SIZE;
+  store<u64>(k, code, K_CODE);
+  store<u64>(k, ip, K_IP);
+  store<u32>(k, frame, K_FRAME);
+  store<u32>(keyHash + h * 4, keyCount);
+  keyCount++;
+  return frame;
+}
+
+/**
+ * The keys' list at [at, at + cap × KEY_SIZE) and their hash at [hashAt, hashAt + hashCap × 4),
+ * each bigger than before (the list's keys copied by the host first, when `copy`): every key is
+ * put in the new hash. False if they do not fit memory or cannot hold the keys.
+ */
+export function engineSetKeys(at: u32, cap: u32, hashAt: u32, hashCapNew: u32, copy: bool): bool {
+  if (hashCapNew == 0 || (hashCapNew & (hashCapNew - 1)) != 0) return false;
+  if (!inMemory(<u64>at, <u64>cap * KEY_SIZE) || !inMemory(<u64>hashAt, <u64>hashCapNew * 4)) return false;
+  const count = copy ? keyCount : 0;
+  if (<u64>count > <u64>cap || <u64>count * 2 > <u64>hashCapNew) return false;
+  keys = at;
+  keysCap = cap;
+  keyHash = hashAt;
+  keyHashCap = hashCapNew;
+  keyCount = count;
+  memory.fill(keyHash, 0xff, keyHashCap * 4);
+  const mask = keyHashCap - 1;
+  for (let e: u32 = 0; e < keyCount; e++) {
+    const k = keys + e * KEY_SIZE;
+    let h = keyHashOf(load<u64>(k, K_CODE), load<u64>(k, K_IP)) & mask;
+    while (load<u32>(keyHash + h * 4) != NONE) h = (h + 1) & mask;
+    store<u32>(keyHash + h * 4, e);
+  }
+  return true;
+}
+
+export function engineKeyCount(): u32 {
+  return keyCount;
+}
+
+@inline function nodeAt(i: u32): u32 {
+  return load<u32>(nodeChunks + (i >>> NODE_CHUNK_BITS) * 4) + (i & CHUNK_MASK) * NODE_SIZE;
+}
+
+@inline function weightedAt(k: u32): u32 {
+  return load<u32>(weightedChunks + (k >>> NODE_CHUNK_BITS) * 4) + (k & CHUNK_MASK) * 4;
+}
 // region descriptor: address, length, capacity of its bytes, where its bytes are
 const D_ADDR = 0;
 const D_LEN = 8;
@@ -206,22 +293,40 @@ let threadCount: u32 = 0;
 let descs: u32 = 0;
 let descsEnd: u32 = 0;
 let descsUsed: u32 = 0;
+// the data arena: segments the host adds (engineAddSegment), used from the first again each
+// block; `data`, `dataEnd` and `dataUsed` are the segment in use
+const MAX_SEGMENTS: u32 = 64;
+const segments = memory.data(MAX_SEGMENTS * 8, 8);
+let segmentCount: u32 = 0;
+let segment: u32 = 0;
+let segmentBytes: u64 = 0;
 let data: u32 = 0;
 let dataEnd: u32 = 0;
 let dataUsed: u32 = 0;
+/** bytes the sample that stopped the engine for room wanted from one segment (engineDataNeed) */
+let dataNeed: u32 = 0;
 let slots: u32 = 0;
 let slotsCap: u32 = 0;
 let slotCount: u32 = 0;
-let nodes: u32 = 0;
+// the tree: nodes in chunks of NODE_CHUNK the host adds (engineAddNodeChunk), each with its part
+// of the weighted list; nothing moves as it grows
+const NODE_CHUNK: u32 = 1 << NODE_CHUNK_BITS;
+const CHUNK_MASK: u32 = NODE_CHUNK - 1;
+const MAX_NODE_CHUNKS: u32 = 256;
+const nodeChunks = memory.data(MAX_NODE_CHUNKS * 4, 4);
+const weightedChunks = memory.data(MAX_NODE_CHUNKS * 4, 4);
+let chunkCount: u32 = 0;
 let nodesCap: u32 = 0;
 let nodeCount: u32 = 0;
 let copyTouched: u32 = 0;
 let touchedCount: u32 = 0;
-/** the nodes whose weight is not 0, in the order they got it (C_WEIGHTED) */
-let weighted: u32 = 0;
+/** the nodes whose weight is not 0, in the order they got it (in the chunks' weighted lists) */
 let weightedCount: u32 = 0;
+// the nodes a caller's child list does not find (roots, and the children of a caller with more
+// than FANOUT_LISTED): an open-addressing table of node numbers (NONE: empty), at most half full
 let hash: u32 = 0;
 let hashCap: u32 = 0;
+let tabled: u32 = 0;
 let frames: u32 = 0;
 let trace: u32 = 0;
 /** walks that were spliced, and walks in all (engineSpliced / engineWalks) */
@@ -377,15 +482,9 @@ export function engineInit(config: u32, params: u32): bool {
   threadsCap = load<u32>(cfg + C_THREADS_CAP * 4);
   descs = load<u32>(cfg + C_DESCS * 4);
   descsEnd = descs + load<u32>(cfg + C_DESCS_SIZE * 4);
-  data = load<u32>(cfg + C_DATA * 4);
-  dataEnd = data + load<u32>(cfg + C_DATA_SIZE * 4);
   slots = load<u32>(cfg + C_SLOTS * 4);
   slotsCap = load<u32>(cfg + C_SLOTS_CAP * 4);
-  nodes = load<u32>(cfg + C_NODES * 4);
-  nodesCap = load<u32>(cfg + C_NODES_CAP * 4);
   copyTouched = load<u32>(cfg + C_COPY_TOUCHED * 4);
-  hash = load<u32>(cfg + C_HASH * 4);
-  hashCap = load<u32>(cfg + C_HASH_CAP * 4);
   frames = load<u32>(cfg + C_FRAMES * 4);
   filterKind = load<u32>(cfg + C_FILTER * 4);
   filterValue = (<u64>load<u32>(cfg + C_FILTER_LO * 4)) | ((<u64>load<u32>(cfg + C_FILTER_HI * 4)) << 32);
@@ -395,23 +494,84 @@ export function engineInit(config: u32, params: u32): bool {
   nativeNodes = load<u32>(cfg + C_NATIVE * 4);
   copyHist = load<u32>(cfg + C_COPY_HIST * 4);
   trace = load<u32>(cfg + C_TRACE * 4);
-  // (called again when the host moves its growable areas: these tables do not move, and what
-  // they hold stays)
-  weighted = load<u32>(cfg + C_WEIGHTED * 4);
-  if (!inMemory(<u64>weighted, <u64>nodesCap * 4)) return false;
   if (!inMemory(<u64>copyHist, <u64>COPY_BUCKETS * 4)) return false;
   if (!inMemory(<u64>trace, <u64>maxDepth * TRACE_SIZE)) return false;
   if (!inMemory(<u64>frames, <u64>maxDepth * FRAME_SIZE)) return false;
-  if ((hashCap & (hashCap - 1)) != 0) return false;
   if (!inMemory(<u64>threads, <u64>threadsCap * THREAD_SIZE)) return false;
   if (!inMemory(<u64>descs, <u64>(descsEnd - descs)) || descsEnd < descs) return false;
-  if (!inMemory(<u64>data, <u64>(dataEnd - data)) || dataEnd < data) return false;
   if (!inMemory(<u64>slots, <u64>slotsCap * SLOT_SIZE)) return false;
-  if (!inMemory(<u64>nodes, <u64>nodesCap * NODE_SIZE)) return false;
   if (!inMemory(<u64>copyTouched, <u64>COPY_BUCKETS * 4)) return false;
-  if (!inMemory(<u64>hash, <u64>hashCap * 4)) return false;
-  // a sample may add a node per frame: the table must hold a whole walk, the hash twice that
-  if (nodesCap < nodesPerSample() + 1 || hashCap < nodesCap * 2) return false;
+  return true;
+}
+
+/** Another segment of the data arena, [at, at + size); false if it does not fit memory or there are enough. */
+export function engineAddSegment(at: u32, size: u32): bool {
+  if (segmentCount >= MAX_SEGMENTS || !inMemory(<u64>at, <u64>size) || (at & 7) != 0) return false;
+  store<u32>(segments + segmentCount * 8, at);
+  store<u32>(segments + segmentCount * 8, size, 4);
+  if (segmentCount == 0) useSegment(0);
+  segmentCount++;
+  segmentBytes += size;
+  return true;
+}
+
+/** bytes of the data arena's segments */
+export function engineDataBytes(): u64 {
+  return segmentBytes;
+}
+
+/** bytes the sample that stopped the engine for room needs from one segment (a new segment must be this big) */
+export function engineDataNeed(): u32 {
+  return dataNeed;
+}
+
+function useSegment(k: u32): void {
+  segment = k;
+  data = load<u32>(segments + k * 8);
+  dataEnd = data + load<u32>(segments + k * 8, 4);
+  dataUsed = 0;
+}
+
+/** Room for `need` more bytes in the segment in use, or in a later one (then in use); false if none has it. */
+function dataRoom(need: u64): bool {
+  if (segmentCount == 0) return false;
+  if (<u64>dataUsed + need <= <u64>(dataEnd - data)) return true;
+  for (let k = segment + 1; k < segmentCount; k++) {
+    if (need <= <u64>load<u32>(segments + k * 8, 4)) {
+      useSegment(k);
+      return true;
+    }
+  }
+  return false;
+}
+
+/** Another chunk of NODE_CHUNK nodes, at `nodesAt`, with its weighted list at `weightedAt`; false if it does not fit memory or there are enough. */
+export function engineAddNodeChunk(nodesAt: u32, weightedAt: u32): bool {
+  if (chunkCount >= MAX_NODE_CHUNKS) return false;
+  if (!inMemory(<u64>nodesAt, <u64>NODE_CHUNK * NODE_SIZE) || !inMemory(<u64>weightedAt, <u64>NODE_CHUNK * 4)) return false;
+  store<u32>(nodeChunks + chunkCount * 4, nodesAt);
+  store<u32>(weightedChunks + chunkCount * 4, weightedAt);
+  chunkCount++;
+  nodesCap = chunkCount * NODE_CHUNK;
+  return true;
+}
+
+/**
+ * The hash at [at, at + cap × 4), cap a power of two: every node the child lists do not find is
+ * put in it (at the start, and when the old one is too full: engineTreeNeed). False if it does
+ * not fit memory or cannot hold them at most half full.
+ */
+export function engineSetHash(at: u32, cap: u32): bool {
+  if (cap == 0 || (cap & (cap - 1)) != 0 || !inMemory(<u64>at, <u64>cap * 4)) return false;
+  if (<u64>tabled * 2 > <u64>cap) return false;
+  hash = at;
+  hashCap = cap;
+  memory.fill(hash, 0xff, hashCap * 4);
+  tabled = 0;
+  for (let i: u32 = 0; i < nodeCount; i++) {
+    const parent = load<u32>(nodeAt(i), N_PARENT);
+    if (parent == NONE || load<u32>(nodeAt(parent), N_FANOUT) > FANOUT_LISTED) table(i);
+  }
   return true;
 }
 
@@ -420,10 +580,6 @@ export function engineSetCodes(table: u32, count: u32): void {
   setCodes(table, count);
 }
 
-/** The data arena grew (the host grew memory): its new size. */
-export function engineGrowData(size: u32): void {
-  dataEnd = data + size;
-}
 
 /** A new block: no thread has an image, nothing is counted (slots and nodes stay). */
 export function engineBeginBlock(): void {
@@ -432,7 +588,7 @@ export function engineBeginBlock(): void {
   shapeWb = 0;
   shapeN = 0;
   descsUsed = 0;
-  dataUsed = 0;
+  if (segmentCount != 0) useSegment(0);
   blockBytes = 0;
   samplesSeen = 0;
   undetermined = 0;
@@ -454,7 +610,7 @@ export function engineClearOutputs(): void {
     store<i64>(sl, -1, S_MAIN_TIME);
     memory.fill(sl + S_COUNTS, 0, STATUS_COUNT * 4);
   }
-  for (let i: u32 = 0; i < weightedCount; i++) store<u32>(nodes + load<u32>(weighted + i * 4) * NODE_SIZE, 0, N_WEIGHT);
+  for (let i: u32 = 0; i < weightedCount; i++) store<u32>(nodeAt(load<u32>(weightedAt(i))), 0, N_WEIGHT);
   weightedCount = 0;
   counted = 0;
   copySum = 0;
@@ -473,8 +629,9 @@ export function engineClearOutputs(): void {
 export function engineResetTree(): void {
   engineClearOutputs();
   slotCount = 0;
-  // the hash needs no clearing: an entry counts only if it names a node below nodeCount that says it is there
   nodeCount = 0;
+  tabled = 0;
+  if (hashCap != 0) memory.fill(hash, 0xff, hashCap * 4);
   for (let t: u32 = 0; t < threadCount; t++) {
     const th = threads + t * THREAD_SIZE;
     store<u32>(th, NONE, T_SLOT);
@@ -484,9 +641,29 @@ export function engineResetTree(): void {
   }
 }
 
-/** Are the slot or node tables too full for another sample (STOP_FULL then wants a harvest and a reset)? */
+/**
+ * Which of the tree's tables is too full for another sample (STOP_FULL then wants it made bigger,
+ * or a harvest and a reset): TREE_SLOTS, TREE_NODES (a chunk), TREE_HASH (a bigger one), or 0.
+ */
+export function engineTreeNeed(): u32 {
+  if (slotCount >= slotsCap) return TREE_SLOTS;
+  const most = <u64>nodesPerSample() + 1;
+  if (<u64>nodeCount + most > <u64>nodesCap) return TREE_NODES;
+  // (a sample's frames may each be a new key)
+  if (<u64>keyCount + most > <u64>keysCap || (<u64>keyCount + most) * 2 > <u64>keyHashCap) return TREE_KEYS;
+  // (a sample's nodes each go to the hash at most once, and at most two of them move a caller's
+  // children there: the first new node of its walk and a <GC> node)
+  if ((<u64>tabled + most + 2 * (FANOUT_LISTED + 1)) * 2 > <u64>hashCap) return TREE_HASH;
+  return 0;
+}
+
 export function engineTreeFull(): bool {
-  return slotCount >= slotsCap || <u64>nodeCount + <u64>nodesPerSample() + 1 >= <u64>nodesCap;
+  return engineTreeNeed() != 0;
+}
+
+/** Where node i is (the host reads nodes, and the weighted list, through the chunks it added). */
+export function engineNodeCapacity(): u32 {
+  return nodesCap;
 }
 
 export function engineStopAt(): u32 {
@@ -576,52 +753,88 @@ function slotFor(tsa: u64, interp: u64, tid: u64, ntid: u64): u32 {
 
 // ---- stacks ----
 
-/**
- * The node for (caller node, slot, code, instruction): found, or made (the caller checked there
- * is room). Roots (parent NONE) are told apart by their slot; other nodes by their caller.
- */
-function internNode(parent: u32, slot: u32, code: u64, ip: u64): u32 {
-  // the caller's last child first: a stack that moved at its top mostly grows again the way it
-  // was (one node read, where the table costs a bucket and a node, both far apart)
-  const p = nodes + parent * NODE_SIZE;
-  if (parent != NONE) {
-    const c = load<u32>(p, N_CHILD);
-    if (c < nodeCount) {
-      const n = nodes + c * NODE_SIZE;
-      if (load<u32>(n, N_PARENT) == parent && load<u32>(n, N_SLOT) == slot && load<u64>(n, N_CODE) == code && load<u64>(n, N_IP) == ip) return c;
-    }
-  }
-  let h: u64 = 0xcbf29ce484222325 ^ ((<u64>parent << 32) | <u64>slot);
-  h *= 0x100000001b3;
-  h = (h ^ code) * 0x100000001b3;
-  h = (h ^ ip) * 0x100000001b3;
+/** Where a node's key starts its probe in the hash. */
+@inline function nodeHash(parent: u32, slot: u32, frame: u32): u32 {
+  let h: u64 = ((<u64>parent << 32) | <u64>slot) * 0x9e3779b97f4a7c15;
+  h = (h ^ (h >>> 31) ^ <u64>frame) * 0xbf58476d1ce4e5b9;
+  return <u32>(h ^ (h >>> 32));
+}
+
+/** Puts node i in the hash (which has room). */
+function table(i: u32): void {
+  const n = nodeAt(i);
   const mask = hashCap - 1;
-  let i = <u32>(h ^ (h >>> 29)) & mask;
-  for (let probe: u32 = 0; probe < hashCap; probe++) {
-    const e = hash + i * 4;
-    const idx = load<u32>(e);
-    const n = nodes + idx * NODE_SIZE;
-    if (idx >= nodeCount || load<u32>(n, N_HASH_AT) != i) {
-      // empty (or left from before the outputs were cleared): a new node
-      const m = nodes + nodeCount * NODE_SIZE;
-      store<u32>(m, parent, N_PARENT);
-      store<u32>(m, slot, N_SLOT);
-      store<u64>(m, code, N_CODE);
-      store<u64>(m, ip, N_IP);
-      store<u32>(m, 0, N_WEIGHT);
-      store<u32>(m, i, N_HASH_AT);
-      store<u32>(m, NONE, N_CHILD);
-      store<u32>(e, nodeCount);
-      if (parent != NONE) store<u32>(p, nodeCount, N_CHILD);
-      return nodeCount++;
+  let h = nodeHash(load<u32>(n, N_PARENT), load<u32>(n, N_SLOT), load<u32>(n, N_FRAME)) & mask;
+  while (load<u32>(hash + h * 4) != NONE) h = (h + 1) & mask;
+  store<u32>(hash + h * 4, i);
+  tabled++;
+}
+
+@inline function sameNode(n: u32, parent: u32, slot: u32, frame: u32): bool {
+  return load<u32>(n, N_FRAME) == frame && load<u32>(n, N_PARENT) == parent && load<u32>(n, N_SLOT) == slot;
+}
+
+/**
+ * The node for (caller node, slot, frame): found, or made (the caller checked there is room:
+ * engineTreeNeed). A caller's children are a list, newest first — a stack that moved at its top
+ * mostly grows again the way it was, and a deep stack that churns makes long chains of nodes with
+ * one child each, which a list finds or makes without a hash probe (a cache miss in a table as
+ * big as the tree). Roots, and the children of a caller with more than FANOUT_LISTED, are found
+ * in the hash.
+ */
+function internNode(parent: u32, slot: u32, frame: u32): u32 {
+  let p: u32 = 0;
+  let listed = false;
+  if (parent != NONE) {
+    p = nodeAt(parent);
+    // the newest child first, then (while the caller has few) the others
+    const first = load<u32>(p, N_FIRST);
+    if (first != NONE && sameNode(nodeAt(first), parent, slot, frame)) return first;
+    listed = load<u32>(p, N_FANOUT) <= FANOUT_LISTED;
+    if (listed) {
+      for (let c = first != NONE ? load<u32>(nodeAt(first), N_NEXT) : NONE; c != NONE; c = load<u32>(nodeAt(c), N_NEXT)) {
+        if (sameNode(nodeAt(c), parent, slot, frame)) return c;
+      }
     }
-    if (load<u32>(n, N_PARENT) == parent && load<u32>(n, N_SLOT) == slot && load<u64>(n, N_CODE) == code && load<u64>(n, N_IP) == ip) {
-      if (parent != NONE) store<u32>(p, idx, N_CHILD);
-      return idx;
-    }
-    i = (i + 1) & mask;
   }
-  return NONE; // unreachable: the hash is at most half full
+  let h: u32 = 0;
+  if (!listed) {
+    const mask = hashCap - 1;
+    h = nodeHash(parent, slot, frame) & mask;
+    for (let e = load<u32>(hash + h * 4); e != NONE; e = load<u32>(hash + h * 4)) {
+      if (sameNode(nodeAt(e), parent, slot, frame)) {
+        if (parent != NONE) store<u32>(p, e, N_FIRST);
+        return e;
+      }
+      h = (h + 1) & mask;
+    }
+  }
+  const i = nodeCount++;
+  const m = nodeAt(i);
+  store<u32>(m, parent, N_PARENT);
+  store<u32>(m, slot, N_SLOT);
+  store<u32>(m, frame, N_FRAME);
+  store<u32>(m, 0, N_WEIGHT);
+  store<u32>(m, NONE, N_FIRST);
+  store<u32>(m, 0, N_FANOUT);
+  store<u32>(m, NONE, N_STACK);
+  if (parent != NONE) {
+    store<u32>(m, load<u32>(p, N_FIRST), N_NEXT);
+    store<u32>(p, i, N_FIRST);
+    const fan = load<u32>(p, N_FANOUT);
+    if (fan <= FANOUT_LISTED) store<u32>(p, fan + 1, N_FANOUT);
+  } else {
+    store<u32>(m, NONE, N_NEXT);
+  }
+  if (!listed) {
+    store<u32>(hash + h * 4, i);
+    tabled++;
+  } else if (load<u32>(p, N_FANOUT) > FANOUT_LISTED) {
+    // one child too many for a list: the caller's children go to the hash (room was checked
+    // for a whole walk's nodes, and these are at most FANOUT_LISTED + 1 of them)
+    for (let c = i; c != NONE; c = load<u32>(nodeAt(c), N_NEXT)) table(c);
+  }
+  return i;
 }
 
 // ---- samples ----
@@ -842,7 +1055,10 @@ function sample(end: u32): i32 {
   const listCap = th != 0 && regionCount <= load<u32>(th, T_CAP) ? 0 : (regionCount < 8 ? 8 : regionCount * 2);
   const listBytes = listCap * (DESC_SIZE + REGION_SIZE) + regionCount * DESC_SIZE;
   if (th == 0 && threadCount >= threadsCap) return STOP_FULL;
-  if (<u64>dataUsed + need > <u64>(dataEnd - data)) return STOP_FULL;
+  if (!dataRoom(need)) {
+    dataNeed = need > <u64>0xffffffff ? 0xffffffff : <u32>need;
+    return STOP_FULL;
+  }
   if (<u64>descsUsed + <u64>listBytes > <u64>(descsEnd - descs)) return STOP_FULL;
   // (so that interning this sample's stack cannot fail once its image has changed)
   // (a whole walk, and the <GC> node above it)
@@ -1178,9 +1394,9 @@ function sample(end: u32): i32 {
       let node = known > 0 ? load<u32>(bufNodes + (pyCount - known) * 4) : NONE;
       for (let k = <i32>(pyCount - known) - 1; k >= 0; k--) {
         const f = chain + <u32>k * FRAME_SIZE;
-        node = internNode(node, sl, load<u64>(f, 8), load<u64>(f, 16));
+        node = internNode(node, sl, frameKey(load<u64>(f, FRAME_CODE), load<u64>(f, FRAME_IP)));
         // (kept in the frame's node: the frame and its flag come back together in a spliced walk)
-        if (nativeNodes != 0 && (load<u32>(f, FRAME_FLAGS) & FRAME_CALLS_THROUGH_C) != 0) node = internNode(node, sl, NATIVE_CODE, 0);
+        if (nativeNodes != 0 && (load<u32>(f, FRAME_FLAGS) & FRAME_CALLS_THROUGH_C) != 0) node = internNode(node, sl, frameKey(NATIVE_CODE, 0));
         if (chain == bufPy) store<u32>(bufNodes + <u32>k * 4, node);
       }
       if (chain == bufPy) store<u32>(th, 1, T_NODES_OK);
@@ -1192,12 +1408,12 @@ function sample(end: u32): i32 {
   const counts = slot + S_COUNTS + status * 4;
   store<u32>(counts, load<u32>(counts) + 1);
   // the collector ran in this thread: counted above its stack (the walk's stack stays the thread's last)
-  if (stack != NONE && gcLeaf != 0 && (flags & FLAG_GC) != 0) stack = internNode(stack, sl, GC_CODE, 0);
+  if (stack != NONE && gcLeaf != 0 && (flags & FLAG_GC) != 0) stack = internNode(stack, sl, frameKey(GC_CODE, 0));
   if (stack != NONE) {
-    const n = nodes + stack * NODE_SIZE;
+    const n = nodeAt(stack);
     const w = load<u32>(n, N_WEIGHT);
     if (w == 0) {
-      store<u32>(weighted + weightedCount * 4, stack);
+      store<u32>(weightedAt(weightedCount), stack);
       weightedCount++;
     }
     store<u32>(n, w + 1, N_WEIGHT);

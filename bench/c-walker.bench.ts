@@ -41,6 +41,7 @@ import { takeSnapshot } from '../src/record/copy/snapshot.js';
 import { CodeTable } from '../src/pipeline/snapshot-stacks.js';
 import { KernelWalker, statusName, walkParams, type WalkParams } from '../src/walk/index.js';
 import { layBatch } from '../src/kernel/walker.js';
+import { kernelImports } from '../src/kernel/load.js';
 import type { CodeRange, WalkResult, WalkSample } from '../src/walk/types.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import { spawnUntilReady } from '../harness/spawn.js';
@@ -94,7 +95,7 @@ async function loadKernel(name: string, file: string): Promise<Kernel> {
       shared ? { initial: 16, maximum: 65536, shared: true } : { initial: 16, maximum: 65536 },
     );
     try {
-      const instance = await WebAssembly.instantiate(module, { env: { memory } });
+      const instance = await WebAssembly.instantiate(module, kernelImports(memory));
       const e = instance.exports as unknown as { walk: WalkFn; heapBase(): number };
       return { name, walk: e.walk, heapBase: e.heapBase(), memory };
     } catch (err) {

@@ -59,7 +59,7 @@ describe('Profile.add', () => {
     p.add({ time: 3, thread: WORKER, status: 'torn', frames: [f('bad', 1)] });
     const t = p.thread(MAIN)!;
     expect(t.frames.map((x) => x.qualname)).toEqual(['good']);
-    expect(t.stackParent).toEqual([-1]);
+    expect([...t.stackParent]).toEqual([-1]);
     expect(t.stackedWeight).toBe(1);
     for (const status of rejected) expect(t.statuses[status]).toBe(1);
     const w = p.thread(WORKER)!;

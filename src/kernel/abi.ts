@@ -95,43 +95,47 @@ export const STOP_END = 0;
 export const STOP_CODE = 1;
 export const STOP_MALFORMED = 2;
 export const STOP_FULL = 3;
-/** the config block: u32 slots giving where each area is and how large */
+/**
+ * the config block: u32 slots giving where each fixed area is and how large (the growable ones —
+ * data segments, node chunks, the hash — the host adds by engineAddSegment, engineAddNodeChunk,
+ * engineSetHash)
+ */
 export const C_THREADS = 0;
 export const C_THREADS_CAP = 1;
 export const C_DESCS = 2;
 export const C_DESCS_SIZE = 3;
-export const C_DATA = 4;
-export const C_DATA_SIZE = 5;
-export const C_SLOTS = 6;
-export const C_SLOTS_CAP = 7;
-export const C_NODES = 8;
-export const C_NODES_CAP = 9;
+export const C_SLOTS = 4;
+export const C_SLOTS_CAP = 5;
 /** COPY_BUCKETS u32: the copy-time buckets counted since the outputs were cleared */
-export const C_COPY_TOUCHED = 10;
-export const C_HASH = 11;
-export const C_HASH_CAP = 12;
-export const C_FRAMES = 13;
-export const C_FILTER = 14;
-export const C_FILTER_LO = 15;
-export const C_FILTER_HI = 16;
+export const C_COPY_TOUCHED = 6;
+export const C_FRAMES = 7;
+export const C_FILTER = 8;
+export const C_FILTER_LO = 9;
+export const C_FILTER_HI = 10;
 /** COPY_BUCKETS u32: copy times of the counted samples, one bucket per µs */
-export const C_COPY_HIST = 17;
+export const C_COPY_HIST = 11;
 /** maxDepth TRACE_SIZE entries: the current walk's trace */
-export const C_TRACE = 18;
+export const C_TRACE = 12;
 /** 0, or the sample flag a sample must have to be counted (report --mode) */
-export const C_KEEP_FLAGS = 19;
+export const C_KEEP_FLAGS = 13;
 /** 1: a sample flagged GC is counted on a <GC> node above its stack (code GC_CODE) */
-export const C_GC_LEAF = 20;
+export const C_GC_LEAF = 14;
 /** 1: a <native> node (code NATIVE_CODE) between a frame and the callee it reached through C */
-export const C_NATIVE = 21;
+export const C_NATIVE = 15;
 /**
  * 0, or the sample flag that says the recorder could not tell whether the mode's fact held
  * (cpu: FLAG_CPU_UNKNOWN): a sample left out by C_KEEP_FLAGS with it is counted (engineUndetermined)
  */
-export const C_UNKNOWN_FLAGS = 22;
-/** C_NODES_CAP u32: the nodes whose weight is not 0 (since the outputs were cleared), in the order they got it */
-export const C_WEIGHTED = 23;
-export const C_COUNT = 24;
+export const C_UNKNOWN_FLAGS = 16;
+export const C_COUNT = 17;
+/** engineTreeNeed: the table a sample may not fit — slots (harvest and reset), nodes (another chunk), the hash (a bigger one) */
+export const TREE_SLOTS = 1;
+export const TREE_NODES = 2;
+export const TREE_HASH = 3;
+/** … or the frame keys (a bigger list and hash) */
+export const TREE_KEYS = 4;
+/** nodes come in chunks of 2^NODE_CHUNK_BITS, each with its part of the weighted list (u32 node numbers: the nodes whose weight is not 0, in the order they got it) */
+export const NODE_CHUNK_BITS = 14;
 /** C_FILTER: which samples are counted */
 export const FILTER_ALL = 0;
 export const FILTER_THREAD = 1;
@@ -150,16 +154,27 @@ export const S_FIRST = 32;
 export const S_LAST = 40;
 export const S_MAIN_TIME = 48;
 export const S_COUNTS = 56;
-/** a node: a stack as a tree node — u32 caller's node (0xffffffff: a root of its slot), u32 slot, u64 code, u64 instruction, u32 samples that ended on it since the outputs were cleared, u32 where the hash holds it */
-export const NODE_SIZE = 40;
+/**
+ * a node: a stack as a tree node — u32 caller's node (0xffffffff: a root of its slot), u32 slot,
+ * u32 frame (the host's number for its (code, instruction): engine frame keys), u32 samples that
+ * ended on it since the outputs were cleared, u32 its newest child, u32 its caller's next older
+ * child (0xffffffff: none), u32 its children (counted up to one more than a list keeps: more are
+ * in the hash), u32 the host's stack for it (0xffffffff until the host says)
+ */
+export const NODE_SIZE = 32;
 export const N_PARENT = 0;
 export const N_SLOT = 4;
-export const N_CODE = 8;
-export const N_IP = 16;
-export const N_WEIGHT = 24;
-export const N_HASH_AT = 28;
-/** the child last interned under the node (a hint, checked: NONE or stale after a reset) */
-export const N_CHILD = 32;
+export const N_FRAME = 8;
+export const N_WEIGHT = 12;
+export const N_FIRST = 16;
+export const N_NEXT = 20;
+export const N_FANOUT = 24;
+export const N_STACK = 28;
+/** a frame key: u64 code address, u64 instruction address, u32 the host's frame number for them, u32 unused */
+export const KEY_SIZE = 24;
+export const K_CODE = 0;
+export const K_IP = 8;
+export const K_FRAME = 16;
 /** the pseudo-code of a <GC> node and of a <native> node: 2^64 - 1 and 2^64 - 2, as the two 32-bit halves a node holds */
 export const PSEUDO_CODE_HI = 0xffffffff;
 export const GC_CODE_LO = 0xffffffff;

@@ -21,7 +21,6 @@ import { sourceFrame } from '../symbols/types.js';
 import { STATUS_NAMES } from '../walk/status.js';
 import { checkParams, encodeParams, walkParams, type WalkParams } from '../layout/walk-params.js';
 import { writeCodeTable } from './walker.js';
-import { FrameIdCache } from './frame-id-cache.js';
 import { instantiateKernel, loadKernel } from './load.js';
 import {
   CODE_SIZE,
@@ -29,8 +28,6 @@ import {
   C_COPY_HIST,
   C_COPY_TOUCHED,
   C_COUNT,
-  C_DATA,
-  C_DATA_SIZE,
   C_DESCS,
   C_DESCS_SIZE,
   C_FILTER,
@@ -38,14 +35,9 @@ import {
   C_FILTER_LO,
   C_FRAMES,
   C_GC_LEAF,
-  C_HASH,
-  C_HASH_CAP,
   C_KEEP_FLAGS,
   C_UNKNOWN_FLAGS,
-  C_WEIGHTED,
   C_NATIVE,
-  C_NODES,
-  C_NODES_CAP,
   C_SLOTS,
   C_SLOTS_CAP,
   C_THREADS,
@@ -57,11 +49,13 @@ import {
   FRAME_SIZE,
   GC_CODE_LO,
   NATIVE_CODE_LO,
+  NODE_CHUNK_BITS,
   NODE_SIZE,
-  N_CODE,
-  N_IP,
+  KEY_SIZE,
+  N_FRAME,
   N_PARENT,
   N_SLOT,
+  N_STACK,
   N_WEIGHT,
   P_COUNT,
   PSEUDO_CODE_HI,
@@ -80,6 +74,9 @@ import {
   S_TID,
   THREAD_SIZE,
   TRACE_SIZE,
+  TREE_HASH,
+  TREE_KEYS,
+  TREE_NODES,
 } from './abi.js';
 import { SAMPLE_FLAG } from '../capture/types.js';
 
@@ -90,29 +87,43 @@ const STOP = { END: STOP_END, CODE: STOP_CODE, MALFORMED: STOP_MALFORMED, FULL: 
 /** The image arena never needs more than a block's region bytes may add up to (the format's limit), twice. */
 const MAX_DATA_BYTES = 128 << 20;
 
+/** nodes a chunk of the tree holds */
+const NODE_CHUNK = 1 << NODE_CHUNK_BITS;
+
 /** Capacities of the engine's tables: what one block may need before a harvest. */
 const CAPACITY = {
   threads: 8192,
   descBytes: 4 << 20,
   slots: 8192,
   /**
-   * stack nodes (at least a whole walk more than maxDepth: see nodeCapacity); they outlive
-   * harvests and blocks, so this holds the distinct stacks of most captures (a node is 32 bytes,
-   * its hash entries 8, its place in the weighted list 4)
+   * most stack nodes (the tree grows a chunk at a time, NODE_CHUNK nodes of 40 bytes and their 4
+   * bytes in the weighted list; past this many it is harvested and begun again). The nodes
+   * outlive harvests and blocks, so each distinct stack is named once.
    */
-  nodes: 1 << 18,
-  /** the data arena's first size; it grows (with memory) when a block needs more */
+  maxNodes: 1 << 22,
+  /** the hash of the nodes the child lists do not find, to start with (entries of 4 bytes; it doubles) */
+  hashEntries: 1 << 15,
+  /** frame keys to start with (KEY_SIZE bytes each, and a hash of twice as many 4-byte entries; they double) */
+  keys: 1 << 14,
+  /** the data arena's first segment; more are added (with memory) when a block needs more */
   dataBytes: 8 << 20,
 };
 
 interface EngineExports {
   engineInit(config: number, params: number): number;
   engineSetCodes(table: number, count: number): void;
-  engineGrowData(size: number): void;
   engineBeginBlock(): void;
   engineClearOutputs(): void;
   engineResetTree(): void;
   engineTreeFull(): number;
+  engineTreeNeed(): number;
+  engineAddSegment(at: number, size: number): number;
+  engineDataBytes(): bigint;
+  engineDataNeed(): number;
+  engineAddNodeChunk(nodesAt: number, weightedAt: number): number;
+  engineSetHash(at: number, cap: number): number;
+  engineSetKeys(at: number, cap: number, hashAt: number, hashCap: number, copy: number): number;
+  engineKeyCount(): number;
   engineWeightedCount(): number;
   engineRun(start: number, end: number): number;
   engineStopAt(): number;
@@ -264,15 +275,24 @@ export class BlockEngine {
   private renamedSeen = 0;
   /**
    * The profile the engine's nodes are interned in (null: none yet, or the tree was reset): its
-   * nodes [0, mappedCount) have their stack there (stackOf), in the thread of their slot (threadOf).
+   * nodes [0, mappedCount) have their stack there (N_STACK), in the thread of their slot (threadOf).
    * The engine keeps its nodes from one harvest and block to the next, so each is named and
    * interned once, and a harvest adds only weights.
    */
   private mapped: Profile | null = null;
   private mappedCount = 0;
-  private stackOf = new Int32Array(1024);
   private threadOf: (ThreadProfile | undefined)[] = [];
-  private dataSize = CAPACITY.dataBytes;
+  /** where each chunk of the tree's nodes and of its weighted list lies */
+  private nodeChunks: number[] = [];
+  private weightedChunks: number[] = [];
+  private hashEntries = CAPACITY.hashEntries;
+  private keys = { at: 0, cap: 0 };
+  /**
+   * the end of what the areas use: every growable area — code table, payload, data segments,
+   * node chunks, hash — is placed here when it is made or grows (memory the old one leaves
+   * unused; fixed areas first)
+   */
+  private top = 0;
 
   private constructor(
     private readonly exports: EngineExports,
@@ -284,23 +304,19 @@ export class BlockEngine {
 
   static async load(layout: Layout, options: EngineOptions = {}): Promise<BlockEngine> {
     const module = options.module ?? (await loadKernel());
-    const { instance, memory } = await instantiateKernel(module);
+    // (the engine asks its host to name each (code, instruction) it first meets: the one call out)
+    let engine: BlockEngine | null = null;
+    const nameFrame = (codeLo: number, codeHi: number, ipLo: number, ipHi: number): number => engine!.frameNumber(codeLo >>> 0, codeHi >>> 0, ipLo >>> 0, ipHi >>> 0);
+    const { instance, memory } = await instantiateKernel(module, { nameFrame });
     const params = walkParams(layout, options.maxDepth);
     const bad = checkParams(params);
     if (bad) throw new RangeError(`walk parameters: ${bad}`);
-    const engine = new BlockEngine(instance.exports as unknown as EngineExports, memory, new CodeTable(layout), params, options);
+    engine = new BlockEngine(instance.exports as unknown as EngineExports, memory, new CodeTable(layout), params, options);
     engine.lay();
     return engine;
   }
 
-  /** Node table size: a power of two with room for a few whole walks (the hash is twice as big). */
-  private get nodeCapacity(): number {
-    let n = CAPACITY.nodes;
-    while (n < this.params.maxDepth * 8) n *= 2;
-    return n;
-  }
-
-  /** Place every area, the growable data arena last. */
+  /** Place the fixed areas, then the first of each growable one. */
   private lay(): void {
     const e = this.exports;
     const areas: [string, number][] = [
@@ -311,10 +327,7 @@ export class BlockEngine {
       ['threads', CAPACITY.threads * THREAD_SIZE],
       ['descs', CAPACITY.descBytes],
       ['slots', CAPACITY.slots * SLOT_SIZE],
-      ['nodes', this.nodeCapacity * NODE_SIZE],
       ['copyTouched', COPY_BUCKETS * 4],
-      ['hash', this.nodeCapacity * 2 * 4],
-      ['weighted', this.nodeCapacity * 4],
       ['copyHist', COPY_BUCKETS * 4],
     ];
     let at = align(e.heapBase(), 16);
@@ -322,22 +335,51 @@ export class BlockEngine {
       this.layout.set(name, at);
       at = align(at + size, 16);
     }
-    // then the code table (rewritten when it changes: placed after, growing), payload, data
-    this.layout.set('end', at);
-    this.placeTail(0, 0);
+    this.top = at;
+    this.ensure(at);
+    this.writeConfig();
+    this.layout.set('codes', this.place(64 * CODE_SIZE));
+    this.layout.set('codesEnd', this.top);
+    this.layout.set('payload', this.place(1 << 20));
+    this.layout.set('payloadEnd', this.top);
+    this.addSegment(CAPACITY.dataBytes);
+    while (this.exports.engineTreeNeed() === TREE_NODES) this.addNodeChunk();
+    this.setHash(this.hashEntries);
+    this.setKeys(CAPACITY.keys, false);
   }
 
-  /** Lay out code table, payload and data arena after the fixed areas, for these sizes. */
-  private placeTail(codeBytes: number, payloadBytes: number): void {
-    const end = this.layout.get('end')!;
-    const codes = end;
-    const payload = align(codes + Math.max(codeBytes, 64 * CODE_SIZE), 16);
-    const data = align(payload + Math.max(payloadBytes, 1 << 20), 16);
-    this.layout.set('codes', codes);
-    this.layout.set('payload', payload);
-    this.layout.set('data', data);
-    this.ensure(data + this.dataSize);
-    this.writeConfig();
+  /** `bytes` of memory at the top, grown if need be. */
+  private place(bytes: number): number {
+    const at = align(this.top, 16);
+    this.top = at + bytes;
+    this.ensure(this.top);
+    return at;
+  }
+
+  private addSegment(bytes: number): void {
+    if (!this.exports.engineAddSegment(this.place(bytes), bytes)) throw new Error('block engine: a data segment does not fit (a bug in the host)');
+  }
+
+  private addNodeChunk(): void {
+    const nodes = this.place(NODE_CHUNK * NODE_SIZE);
+    const weighted = this.place(NODE_CHUNK * 4);
+    if (!this.exports.engineAddNodeChunk(nodes, weighted)) throw new Error('block engine: a node chunk does not fit (a bug in the host)');
+    this.nodeChunks.push(nodes);
+    this.weightedChunks.push(weighted);
+  }
+
+  /** Frame keys for `cap` of them, the ones the engine holds copied (or none: every name forgotten). */
+  private setKeys(cap: number, copy: boolean): void {
+    const at = this.place(cap * KEY_SIZE);
+    const hashAt = this.place(cap * 2 * 4);
+    if (copy) new Uint8Array(this.memory.buffer).copyWithin(at, this.keys.at, this.keys.at + this.exports.engineKeyCount() * KEY_SIZE);
+    if (!this.exports.engineSetKeys(at, cap, hashAt, cap * 2, copy ? 1 : 0)) throw new Error('block engine: the frame keys do not fit (a bug in the host)');
+    this.keys = { at, cap };
+  }
+
+  private setHash(entries: number): void {
+    if (!this.exports.engineSetHash(this.place(entries * 4), entries)) throw new Error('block engine: the hash does not fit (a bug in the host)');
+    this.hashEntries = entries;
   }
 
   private ensure(bytes: number): void {
@@ -355,16 +397,9 @@ export class BlockEngine {
     slots[C_THREADS_CAP] = CAPACITY.threads;
     slots[C_DESCS] = L.get('descs')!;
     slots[C_DESCS_SIZE] = CAPACITY.descBytes;
-    slots[C_DATA] = L.get('data')!;
-    slots[C_DATA_SIZE] = this.dataSize;
     slots[C_SLOTS] = L.get('slots')!;
     slots[C_SLOTS_CAP] = CAPACITY.slots;
-    slots[C_NODES] = L.get('nodes')!;
-    slots[C_NODES_CAP] = this.nodeCapacity;
     slots[C_COPY_TOUCHED] = L.get('copyTouched')!;
-    slots[C_HASH] = L.get('hash')!;
-    slots[C_HASH_CAP] = this.nodeCapacity * 2;
-    slots[C_WEIGHTED] = L.get('weighted')!;
     slots[C_FRAMES] = L.get('frames')!;
     slots[C_FILTER] = filter === undefined ? FILTER_ALL : FILTER_THREAD;
     slots[C_FILTER_LO] = filter === undefined ? 0 : Number(filter & 0xffffffffn);
@@ -378,7 +413,6 @@ export class BlockEngine {
     slots.forEach((v, i) => dv.setUint32(cfg + i * 4, v, true));
     new Int32Array(this.memory.buffer, L.get('params')!, P_COUNT).set(encodeParams(this.params));
     if (!this.exports.engineInit(cfg, L.get('params')!)) throw new Error('block engine: its memory layout does not fit (a bug in the host)');
-    this.codesVersion = -1;
   }
 
   /** Write the code table (sorted ranges) where the engine reads it, if it changed. */
@@ -386,16 +420,16 @@ export class BlockEngine {
     if (this.codesVersion === this.codes.version) return;
     const ranges = this.codes.ranges;
     const need = ranges.length * CODE_SIZE;
-    if (this.layout.get('payload')! - this.layout.get('codes')! < need) this.placeTail(need * 2, this.payloadRoom());
+    if (this.layout.get('codesEnd')! - this.layout.get('codes')! < need) {
+      this.layout.set('codes', this.place(need * 2));
+      this.layout.set('codesEnd', this.top);
+    }
     const at = this.layout.get('codes')!;
     writeCodeTable(new DataView(this.memory.buffer), at, ranges);
     this.exports.engineSetCodes(at, ranges.length);
     this.codesVersion = this.codes.version;
   }
 
-  private payloadRoom(): number {
-    return this.layout.get('data')! - this.layout.get('payload')!;
-  }
 
   /**
    * Process one block's payload into `profile` (and the copy statistics into `copies`). The
@@ -413,8 +447,8 @@ export class BlockEngine {
     const renamed = this.codes.renamed + (this.options.opcodes ? this.codes.recoded : 0);
     if (renamed !== this.renamedSeen) {
       this.resetTree();
-      this.names.clear();
-      this.frameIds = new WeakMap();
+      // (in place: the old keys' room is theirs again)
+      if (!e.engineSetKeys(this.keys.at, this.keys.cap, this.keys.at + this.keys.cap * KEY_SIZE, this.keys.cap * 2, 0)) throw new Error('block engine: the frame keys do not fit (a bug in the host)');
       this.renamedSeen = renamed;
     }
     // (a block given up on: what the engine counted of it is dropped, with the nodes it made)
@@ -422,7 +456,10 @@ export class BlockEngine {
       this.resetTree();
       return reference(block, profile, copies);
     };
-    if (this.payloadRoom() < payload.length) this.placeTail(this.layout.get('payload')! - this.layout.get('codes')!, payload.length * 2);
+    if (this.layout.get('payloadEnd')! - this.layout.get('payload')! < payload.length) {
+      this.layout.set('payload', this.place(payload.length * 2));
+      this.layout.set('payloadEnd', this.top);
+    }
     const base = this.layout.get('payload')!;
     new Uint8Array(this.memory.buffer, base, payload.length).set(payload);
     const head = new ByteReader(payload);
@@ -468,8 +505,16 @@ export class BlockEngine {
         // at a record boundary, nothing of the record applied: harvest what was counted and go
         // on from there; if nothing was counted, the image arena is what is full: grow it
         const at = e.engineStopAt();
-        if (e.engineTreeFull()) {
-          // (kept apart: the rest of the block may still be given up on)
+        const need = e.engineTreeNeed();
+        if (need === TREE_NODES && this.nodeChunks.length * NODE_CHUNK < CAPACITY.maxNodes) {
+          this.addNodeChunk();
+        } else if (need === TREE_HASH) {
+          this.setHash(this.hashEntries * 2);
+        } else if (need === TREE_KEYS) {
+          this.setKeys(this.keys.cap * 2, true);
+        } else if (need !== 0) {
+          // the slots, or the nodes at their most: a harvest, and a new tree — kept apart: the
+          // rest of the block may still be given up on
           this.harvest((local ??= new Profile()), (localCopies ??= new CopyStats()));
           this.resetTree();
         } else if (!this.growData()) {
@@ -509,32 +554,48 @@ export class BlockEngine {
     return { walks: this.exports.engineWalks(), spliced: this.exports.engineSpliced() };
   }
 
-  /** Give the image arena more room; false past what a block can need (then its tables are full). */
+  /** Another segment for the image arena, as big as what the arena has and what the sample that stopped wants; false past what a block can need. */
   private growData(): boolean {
-    if (this.dataSize >= MAX_DATA_BYTES) return false;
-    this.dataSize *= 2;
-    this.ensure(this.layout.get('data')! + this.dataSize);
-    this.exports.engineGrowData(this.dataSize);
+    const have = Number(this.exports.engineDataBytes());
+    if (have >= MAX_DATA_BYTES) return false;
+    this.addSegment(align(Math.max(have, this.exports.engineDataNeed()), 16));
     return true;
   }
 
-  /** Frame names by code address, then instruction address (numbers: exact below 2^53), until an address is renamed. */
-  private names = new Map<number, Map<number, SourceFrame>>();
-  /** each thread's frame index of each name in `names` (cleared with it) */
-  private frameIds = new WeakMap<ThreadProfile, FrameIdCache>();
-
   /**
-   * The name of (code, instruction), from the code table as it is now; each named once while
-   * no address is given another code object (a code object added names nothing named before).
+   * Every frame the engine's keys have named, numbered: one number per name (function, file,
+   * line, instruction), whatever the (code, instruction) that gave it — so that the engine's
+   * nodes, keyed by these numbers, are each exactly one stack of a thread. Numbers stand for the
+   * engine's life (a name means the same whatever code object gave it).
    */
-  private frameName(codeLo: number, codeHi: number, ipLo: number, ipHi: number): SourceFrame {
-    if (codeHi >= 1 << 21 || ipHi >= 1 << 21) return this.nameOf(codeLo, codeHi, ipLo, ipHi); // past 2^53: not cached
-    const code = codeHi * 2 ** 32 + codeLo;
-    const ip = ipHi * 2 ** 32 + ipLo;
-    let byIp = this.names.get(code);
-    if (!byIp) this.names.set(code, (byIp = new Map()));
-    let f = byIp.get(ip);
-    if (!f) byIp.set(ip, (f = this.nameOf(codeLo, codeHi, ipLo, ipHi)));
+  private frames: SourceFrame[] = [];
+  private frameNumbers = new Map<string, number>();
+  /** each thread's frame index of each frame number (−1: not yet in the thread) */
+  private frameIndexOf = new WeakMap<ThreadProfile, Int32Array>();
+
+  /** The frame number of (code, instruction), from the code table as it is now (the engine asks once per key). */
+  private frameNumber(codeLo: number, codeHi: number, ipLo: number, ipHi: number): number {
+    const f = this.nameOf(codeLo, codeHi, ipLo, ipHi);
+    const key = `${f.qualname.length}:${f.qualname}${f.filename.length}:${f.filename}${f.line ?? ''}:${f.opcode ?? ''}`;
+    let n = this.frameNumbers.get(key);
+    if (n === undefined) {
+      n = this.frames.length;
+      this.frames.push(f);
+      this.frameNumbers.set(key, n);
+    }
+    return n;
+  }
+
+  /** Thread t's frame index of frame number g (interned there if it is not yet). */
+  private threadFrame(t: ThreadProfile, g: number): number {
+    let map = this.frameIndexOf.get(t);
+    if (!map || map.length <= g) {
+      const grown = new Int32Array(Math.max(64, (g + 1) * 2)).fill(-1);
+      if (map) grown.set(map);
+      this.frameIndexOf.set(t, (map = grown));
+    }
+    let f = map[g]!;
+    if (f < 0) f = map[g] = t.internFrame(this.frames[g]!);
     return f;
   }
 
@@ -551,7 +612,16 @@ export class BlockEngine {
     this.mapped = null;
     this.mappedCount = 0;
     this.threadOf = [];
+    this.appending = new WeakMap();
   }
+
+  /**
+   * The threads whose stacks are all the engine's nodes of one slot, appended in order since the
+   * tree began (appendStack: no lookup), and how many they have; a thread whose stacks came
+   * otherwise too — the reference path, a merge, another slot, an earlier tree — has its nodes
+   * looked up (internStack).
+   */
+  private appending = new WeakMap<ThreadProfile, { slot: number; count: number } | null>();
 
   /**
    * Add what the engine counted since its outputs were last cleared to `profile`, and clear them.
@@ -568,9 +638,14 @@ export class BlockEngine {
     const slotCount = e.engineSlotCount();
     const nodeCount = e.engineNodeCount();
     const slotsAt = L.get('slots')!;
-    const nodesAt = L.get('nodes')! >>> 2;
-    const weightedAt = L.get('weighted')! >>> 2;
+    // (a node's and a weighted entry's u32 word, through the chunks)
+    const MASK = NODE_CHUNK - 1;
+    const nodeWords = this.nodeChunks.map((at) => at >>> 2);
+    const weightedWords = this.weightedChunks.map((at) => at >>> 2);
+    const nodeAt = (i: number): number => nodeWords[i >>> NODE_CHUNK_BITS]! + (i & MASK) * W;
+    const weightedAt = (k: number): number => weightedWords[k >>> NODE_CHUNK_BITS]! + (k & MASK);
     const weightedCount = e.engineWeightedCount();
+    const W = NODE_SIZE >>> 2;
     const persistent = this.mapped === null || this.mapped === profile;
     // the slots that counted samples since the outputs were cleared: their counts, and their thread
     const threadOf: (ThreadProfile | undefined)[] = persistent ? this.threadOf : [];
@@ -592,80 +667,70 @@ export class BlockEngine {
       });
       threadOf[s] ??= t;
     }
-    // (u32 words of a node: the 64-bit code and instruction as low, high halves)
-    const [parentAt, slotAt, codeAt, ipAt, weightAt] = [N_PARENT, N_SLOT, N_CODE, N_IP, N_WEIGHT].map((o) => o >>> 2) as [number, number, number, number, number];
-    const W = NODE_SIZE >>> 2;
-    // each slot's frame indices by (code, instruction)
-    const cacheOf: FrameIdCache[] = [];
-    /** intern node i (its caller interned already) in `stackOf` */
-    const intern = (i: number, stackOf: Int32Array): void => {
-      const n = nodesAt + i * W;
-      const parent = u32[n + parentAt]!;
-      const slot = u32[n + slotAt]!;
-      const t = threadOf[slot];
-      // (a node is made by a sample counted in its slot, since the outputs were last cleared)
-      if (!t) throw new Error(`block engine: node ${i} of a slot that counted nothing (a bug in the engine)`);
-      let cache = cacheOf[slot];
-      if (!cache) {
-        cache = this.frameIds.get(t);
-        if (!cache) this.frameIds.set(t, (cache = new FrameIdCache()));
-        cacheOf[slot] = cache;
-      }
-      const codeLo = u32[n + codeAt]!;
-      const codeHi = u32[n + codeAt + 1]!;
-      const ipLo = u32[n + ipAt]!;
-      const ipHi = u32[n + ipAt + 1]!;
-      let frame = cache.get(codeLo, codeHi, ipLo, ipHi);
-      if (frame < 0) cache.set(codeLo, codeHi, ipLo, ipHi, (frame = t.internFrame(this.frameName(codeLo, codeHi, ipLo, ipHi))));
-      stackOf[i] = t.internStack(parent === 0xffffffff ? -1 : stackOf[parent]!, frame);
-    };
-    let stackOf: Int32Array;
+    const [parentAt, slotAt, frameAt, weightAt, stackAt] = [N_PARENT, N_SLOT, N_FRAME, N_WEIGHT, N_STACK].map((o) => o >>> 2) as [number, number, number, number, number];
+    const NONE = 0xffffffff;
     if (persistent) {
       this.mapped = profile;
-      if (this.stackOf.length < nodeCount) {
-        const grown = new Int32Array(Math.max(nodeCount, this.stackOf.length * 2));
-        grown.set(this.stackOf);
-        this.stackOf = grown;
+      // per slot: append its nodes as stacks, or look them up
+      const append: boolean[] = [];
+      for (let s = 0; s < slotCount; s++) {
+        const t = threadOf[s];
+        if (!t) continue;
+        let a = this.appending.get(t);
+        if (a === undefined) this.appending.set(t, (a = t.stackCount === 0 ? { slot: s, count: 0 } : null));
+        append[s] = a !== null && a.slot === s && a.count === t.stackCount;
+        if (!append[s]) this.appending.set(t, null);
       }
-      stackOf = this.stackOf;
-      // room in each thread's stack table for as many stacks as it has new nodes (at most that
-      // many are new there): a table that grows a doubling at a time rehashes every stack again
-      const fresh: number[] = [];
-      for (let i = this.mappedCount; i < nodeCount; i++) {
-        const slot = u32[nodesAt + i * W + slotAt]!;
-        fresh[slot] = (fresh[slot] ?? 0) + 1;
-      }
-      fresh.forEach((n, slot) => threadOf[slot]?.reserveStacks(n));
       // (parents come before children: a node is made after its caller's)
-      for (let i = this.mappedCount; i < nodeCount; i++) intern(i, stackOf);
+      for (let i = this.mappedCount; i < nodeCount; i++) {
+        const n = nodeAt(i);
+        const slot = u32[n + slotAt]!;
+        const t = threadOf[slot];
+        // (a node is made by a sample counted in its slot, since the outputs were last cleared)
+        if (!t) throw new Error(`block engine: node ${i} of a slot that counted nothing (a bug in the engine)`);
+        const parent = u32[n + parentAt]!;
+        const caller = parent === NONE ? -1 : u32[nodeAt(parent) + stackAt]!;
+        const frame = this.threadFrame(t, u32[n + frameAt]!);
+        u32[n + stackAt] = append[slot] ? t.appendStack(caller, frame) : t.internStack(caller, frame);
+      }
       this.mappedCount = nodeCount;
+      for (let s = 0; s < slotCount; s++) if (append[s]) this.appending.set(threadOf[s]!, { slot: s, count: threadOf[s]!.stackCount });
+      for (let k = 0; k < weightedCount; k++) {
+        const n = nodeAt(u32[weightedAt(k)]!);
+        threadOf[u32[n + slotAt]!]!.addStackWeight(u32[n + stackAt]!, u32[n + weightAt]!);
+      }
     } else {
-      // only what this harvest weighs, and the callers of it
-      stackOf = new Int32Array(nodeCount).fill(-1);
+      // only what this harvest weighs, and the callers of it, looked up in `profile` (the
+      // nodes' own stacks are those of the profile they were mapped into: left as they are)
+      const stackOf = new Map<number, number>();
       const path: number[] = [];
       for (let k = 0; k < weightedCount; k++) {
-        for (let i = u32[weightedAt + k]!; i !== 0xffffffff && stackOf[i] === -1; i = u32[nodesAt + i * W + parentAt]!) path.push(i);
-        while (path.length) intern(path.pop()!, stackOf);
+        const w = u32[weightedAt(k)]!;
+        for (let i = w; i !== NONE && !stackOf.has(i); i = u32[nodeAt(i) + parentAt]!) path.push(i);
+        while (path.length) {
+          const i = path.pop()!;
+          const n = nodeAt(i);
+          const t = threadOf[u32[n + slotAt]!];
+          if (!t) throw new Error(`block engine: node ${i} of a slot that counted nothing (a bug in the engine)`);
+          const parent = u32[n + parentAt]!;
+          stackOf.set(i, t.internStack(parent === NONE ? -1 : stackOf.get(parent)!, this.threadFrame(t, u32[n + frameAt]!)));
+        }
+        const n = nodeAt(w);
+        threadOf[u32[n + slotAt]!]!.addStackWeight(stackOf.get(w)!, u32[n + weightAt]!);
       }
     }
-    for (let k = 0; k < weightedCount; k++) {
-      const i = u32[weightedAt + k]!;
-      const n = nodesAt + i * W;
-      threadOf[u32[n + slotAt]!]!.addStackWeight(stackOf[i]!, u32[n + weightAt]!);
-    }
-    const block = new CopyStats();
-    block.samples = e.engineCounted();
-    block.sum = Number(e.engineCopySum());
-    block.max = e.engineCopyMax();
-    block.stopped = e.engineStopped();
-    block.retried = e.engineRetried();
+    // (straight into `copies`: a CopyStats per harvest, merged, cost a map of its own per block)
+    copies.samples += e.engineCounted();
+    copies.sum += Number(e.engineCopySum());
+    copies.max = Math.max(copies.max, e.engineCopyMax());
+    copies.stopped += e.engineStopped();
+    copies.retried += e.engineRetried();
     const hist = L.get('copyHist')! >>> 2;
     const touched = L.get('copyTouched')! >>> 2;
     for (let i = 0, n = e.engineTouchedCount(); i < n; i++) {
       const b = u32[touched + i]!;
-      block.hist.set(b, u32[hist + b]!);
+      copies.hist.set(b, (copies.hist.get(b) ?? 0) + u32[hist + b]!);
     }
-    copies.merge(block);
     e.engineClearOutputs();
   }
 }

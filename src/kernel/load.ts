@@ -38,20 +38,35 @@ export async function readKernelBytes(shared: boolean): Promise<Uint8Array> {
   return readUrl(kernelUrl(shared));
 }
 
+/** What the block engine asks its host (assembly/engine.ts): the number of the frame at (code, instruction). */
+export interface KernelHooks {
+  nameFrame(codeLo: number, codeHi: number, ipLo: number, ipHi: number): number;
+}
+
+/** The kernel's imports: its memory, and the block engine's one call out (which only the engine's host answers). */
+export function kernelImports(memory: WebAssembly.Memory, hooks?: KernelHooks): WebAssembly.Imports {
+  const nameFrame =
+    hooks?.nameFrame ??
+    ((): number => {
+      throw new Error('the walk kernel asked to name a frame outside the block engine (a bug)');
+    });
+  return { env: { memory, nameFrame } };
+}
+
 /**
  * The kernel instantiated with the memory its build imports: plain (kernel-unshared.wasm) or
  * shared (kernel.wasm). A shared-memory build refuses a plain memory with a LinkError, and is
  * then given a shared one (where SharedArrayBuffer exists).
  */
-export async function instantiateKernel(module: WebAssembly.Module): Promise<{ instance: WebAssembly.Instance; memory: WebAssembly.Memory; shared: boolean }> {
+export async function instantiateKernel(module: WebAssembly.Module, hooks?: KernelHooks): Promise<{ instance: WebAssembly.Instance; memory: WebAssembly.Memory; shared: boolean }> {
   const plain = new WebAssembly.Memory({ initial: 16, maximum: 65536 });
   let made: { instance: WebAssembly.Instance; memory: WebAssembly.Memory; shared: boolean };
   try {
-    made = { instance: await WebAssembly.instantiate(module, { env: { memory: plain } }), memory: plain, shared: false };
+    made = { instance: await WebAssembly.instantiate(module, kernelImports(plain, hooks)), memory: plain, shared: false };
   } catch (e) {
     if (!(e instanceof WebAssembly.LinkError) || typeof SharedArrayBuffer === 'undefined') throw e;
     const memory = new WebAssembly.Memory({ initial: 16, maximum: 65536, shared: true });
-    made = { instance: await WebAssembly.instantiate(module, { env: { memory } }), memory, shared: true };
+    made = { instance: await WebAssembly.instantiate(module, kernelImports(memory, hooks)), memory, shared: true };
   }
   checkAbi(made.instance.exports);
   return made;

@@ -6,7 +6,7 @@
 import { checkParams, encodeParams, type WalkParams } from '../layout/walk-params.js';
 import { normalizeCodeRanges, sortRegions, U64_MASK } from '../walk/normalize.js';
 import { statusName } from '../walk/status.js';
-import { instantiateKernel, readKernelBytes } from './load.js';
+import { instantiateKernel, kernelImports, readKernelBytes } from './load.js';
 import { checkAbi } from './digest.js';
 import {
   CODE_ADDRESS,
@@ -94,8 +94,8 @@ export class KernelWalker {
     if (module === undefined) module = await readKernelBytes(shared);
     const instance =
       module instanceof WebAssembly.Module
-        ? await WebAssembly.instantiate(module, { env: { memory } })
-        : (await WebAssembly.instantiate(module, { env: { memory } })).instance;
+        ? await WebAssembly.instantiate(module, kernelImports(memory))
+        : (await WebAssembly.instantiate(module, kernelImports(memory))).instance;
     checkAbi(instance.exports);
     return new KernelWalker(instance.exports as unknown as KernelExports, memory, shared);
   }

@@ -88,6 +88,9 @@ function functionKey(qualname: string, filename: string): string {
   return `${qualname.length}:${qualname}${filename}`;
 }
 
+/** Children a caller keeps in a list before they go to the stack table (ThreadProfile.internStack). */
+const FANOUT_LISTED = 8;
+
 /** Where (caller, frame) starts its probe in a stack table (ThreadProfile.internStack). */
 function stackHash(parent: number, frame: number): number {
   const h = Math.imul(parent + 1, 0x9e3779b1) ^ Math.imul(frame, 0x85ebca77);
@@ -119,14 +122,35 @@ export class ThreadProfile {
   private readonly functionIndex = new Map<string, number>();
   private readonly _functions: FunctionId[] = [];
 
-  // each stack by its caller's stack and its frame: an open-addressing table of stack + 1 (0:
-  // empty), compared against _stackParent and _stackFrame — no object per stack (a Map of the
-  // children of each stack was a garbage collector's feast on deep stacks: 300,000 maps for
-  // one recursion)
+  // the stacks: caller, frame and weight per stack, in typed arrays that double (arrays of
+  // numbers grown a push at a time copied themselves over and over: fresh memory the size of the
+  // table many times, which costs more than the interning on a machine slow to give pages)
+  private count = 0;
+  private parentOf: Int32Array<ArrayBuffer> = new Int32Array(256);
+  private frameOf: Int32Array<ArrayBuffer> = new Int32Array(256);
+  private weightOf: Float64Array<ArrayBuffer> = new Float64Array(256);
+  /** views of the first `count` of each, made again when the count or the arrays change */
+  private views: { count: number; parent: Int32Array; frame: Int32Array; weight: Float64Array } | null = null;
+
+  // Each stack found by its caller and frame without a hash where it can be: a caller's children
+  // are a list (newest first, so the child just made is tried first), and only a caller with more
+  // than FANOUT_LISTED children has them in an open-addressing table (stack + 1, 0: empty). Deep,
+  // churning stacks make hundreds of thousands of stacks whose caller has one or two children: a
+  // table probe for each was a cache miss or three (and a Map of the children of each stack,
+  // before, a garbage collector's feast: 300,000 maps for one recursion). The links are made
+  // when a stack is first looked up: stacks appended as known to be new (appendStack: the block
+  // engine's, one per node of its tree) cost none until then.
+  /** stacks [0, linked) are in the lists and the table */
+  private linked = 0;
   private stackTable = new Int32Array(1024);
-  private readonly _stackParent: number[] = [];
-  private readonly _stackFrame: number[] = [];
-  private readonly _stackWeight: number[] = [];
+  /** stacks in stackTable */
+  private tabled = 0;
+  /** per stack: its newest child + 1 (0: none), its caller's next older child + 1, its children (up to FANOUT_LISTED + 1) */
+  private firstChild: Int32Array<ArrayBuffer> = new Int32Array(0);
+  private nextSibling: Int32Array<ArrayBuffer> = new Int32Array(0);
+  private fanout: Uint8Array<ArrayBuffer> = new Uint8Array(0);
+  private rootFirst = 0;
+  private rootFanout = 0;
   // the previous sample's stacks, root first: consecutive samples share most of their stack,
   // so a new sample re-interns only below the first frame that differs
   private readonly lastPath: number[] = [];
@@ -206,46 +230,138 @@ export class ThreadProfile {
 
   /** @internal Interns the stack (parent, frame) and returns its index (parent −1: a root). */
   internStack(parent: number, frame: number): number {
-    const parents = this._stackParent;
-    const frames = this._stackFrame;
-    const table = this.stackTable;
-    const mask = table.length - 1;
-    let h = stackHash(parent, frame) & mask;
-    for (let e = table[h]!; e !== 0; e = table[h]!) {
-      if (parents[e - 1] === parent && frames[e - 1] === frame) return e - 1;
-      h = (h + 1) & mask;
+    if (this.linked < this.count) this.linkAll();
+    const parents = this.parentOf;
+    const frames = this.frameOf;
+    const children = parent < 0 ? this.rootFanout : this.fanout[parent]!;
+    if (children > FANOUT_LISTED) {
+      const table = this.stackTable;
+      const mask = table.length - 1;
+      for (let h = stackHash(parent, frame) & mask, e = table[h]!; e !== 0; h = (h + 1) & mask, e = table[h]!) {
+        if (parents[e - 1] === parent && frames[e - 1] === frame) return e - 1;
+      }
+    } else {
+      const next = this.nextSibling;
+      for (let c = parent < 0 ? this.rootFirst : this.firstChild[parent]!; c !== 0; c = next[c - 1]!) if (frames[c - 1] === frame) return c - 1;
     }
-    const i = parents.length;
-    parents.push(parent);
-    frames.push(frame);
-    this._stackWeight.push(0);
-    table[h] = i + 1;
-    // (at most half full: probes stay short)
-    if (2 * (i + 1) > mask) this.growStackTable();
+    const i = this.appendStack(parent, frame);
+    this.link(i);
     return i;
   }
 
-  /** @internal Makes room for `more` stacks in the table at once (a bulk of interning to come). */
-  reserveStacks(more: number): void {
-    let size = this.stackTable.length;
-    while (2 * (this._stackParent.length + more) > size - 1) size *= 2;
-    if (size !== this.stackTable.length) this.growStackTable(size);
+  /**
+   * @internal Appends the stack (parent, frame), which the caller knows is not there yet (the
+   * block engine: one stack per node of its tree), and returns its index.
+   */
+  appendStack(parent: number, frame: number): number {
+    const i = this.count++;
+    if (i === this.parentOf.length) this.growStacks(i * 2);
+    this.parentOf[i] = parent;
+    this.frameOf[i] = frame;
+    return i;
   }
 
-  private growStackTable(size = this.stackTable.length * 2): void {
-    const table = new Int32Array(size);
+  /** @internal Stacks in the table. */
+  get stackCount(): number {
+    return this.count;
+  }
+
+  /** Makes stack i (the next one not linked) its caller's newest child, and tables it where its caller's children are. */
+  private link(i: number): void {
+    if (i >= this.firstChild.length) this.growLinks(Math.max(256, this.parentOf.length));
+    const parent = this.parentOf[i]!;
+    const children = parent < 0 ? this.rootFanout : this.fanout[parent]!;
+    // room in the table first, while the caller's children still count as listed there
+    const tabling = children > FANOUT_LISTED ? 1 : children === FANOUT_LISTED ? FANOUT_LISTED + 1 : 0;
+    while (tabling && 2 * (this.tabled + tabling) > this.stackTable.length - 1) this.growStackTable();
+    if (parent < 0) {
+      this.nextSibling[i] = this.rootFirst;
+      this.rootFirst = i + 1;
+      if (children <= FANOUT_LISTED) this.rootFanout++;
+    } else {
+      this.nextSibling[i] = this.firstChild[parent]!;
+      this.firstChild[parent] = i + 1;
+      if (children <= FANOUT_LISTED) this.fanout[parent] = children + 1;
+    }
+    this.linked = i + 1;
+    // (a caller past the list's size: this stack; one reaching it: all its children)
+    if (children > FANOUT_LISTED) this.table(i);
+    else if (children === FANOUT_LISTED) for (let c = i + 1; c !== 0; c = this.nextSibling[c - 1]!) this.table(c - 1);
+  }
+
+  /** Links every stack appended since the last lookup. */
+  private linkAll(): void {
+    while (this.linked < this.count) this.link(this.linked);
+  }
+
+  /** Puts stack s (whose caller's children are tabled) into the table, which has room. */
+  private table(s: number): void {
+    const table = this.stackTable;
     const mask = table.length - 1;
-    for (let i = 0; i < this._stackParent.length; i++) {
-      let h = stackHash(this._stackParent[i]!, this._stackFrame[i]!) & mask;
+    let h = stackHash(this.parentOf[s]!, this.frameOf[s]!) & mask;
+    while (table[h] !== 0) h = (h + 1) & mask;
+    table[h] = s + 1;
+    this.tabled++;
+  }
+
+  /** Room for `size` stacks in the callers, frames and weights (their new part untouched: zeros). */
+  private growStacks(size: number): void {
+    const parents = new Int32Array(size);
+    parents.set(this.parentOf);
+    this.parentOf = parents;
+    const frames = new Int32Array(size);
+    frames.set(this.frameOf);
+    this.frameOf = frames;
+    const weights = new Float64Array(size);
+    weights.set(this.weightOf);
+    this.weightOf = weights;
+  }
+
+  /** Room for `size` stacks in the links (zeros: no child, no sibling). */
+  private growLinks(size: number): void {
+    const first = new Int32Array(size);
+    first.set(this.firstChild);
+    this.firstChild = first;
+    const next = new Int32Array(size);
+    next.set(this.nextSibling);
+    this.nextSibling = next;
+    const fan = new Uint8Array(size);
+    fan.set(this.fanout);
+    this.fanout = fan;
+  }
+
+  /** @internal Makes room for `more` stacks at once (a bulk of interning to come). */
+  reserveStacks(more: number): void {
+    const want = this.count + more;
+    if (want > this.parentOf.length) {
+      let size = this.parentOf.length;
+      while (size < want) size *= 2;
+      this.growStacks(size);
+    }
+  }
+
+  /** Twice the table, with every stack whose caller's children are tabled. */
+  private growStackTable(): void {
+    const table = new Int32Array(this.stackTable.length * 2);
+    const mask = table.length - 1;
+    const parents = this.parentOf;
+    const fanout = this.fanout;
+    let tabled = 0;
+    for (let i = 0; i < this.linked; i++) {
+      const p = parents[i]!;
+      if ((p < 0 ? this.rootFanout : fanout[p]!) <= FANOUT_LISTED) continue;
+      let h = stackHash(p, this.frameOf[i]!) & mask;
       while (table[h] !== 0) h = (h + 1) & mask;
       table[h] = i + 1;
+      tabled++;
     }
     this.stackTable = table;
+    this.tabled = tabled;
   }
 
   /** @internal */
   addStackWeight(stack: number, weight: number): void {
-    this._stackWeight[stack]! += weight;
+    this.weightOf[stack]! += weight;
   }
 
   /** @internal Adds a trusted sample's frames (innermost first, at least one). */
@@ -256,7 +372,7 @@ export class ThreadProfile {
     let stack = -1;
     for (; depth < n && depth < path.length; depth++) {
       const f = frames[n - 1 - depth]!;
-      const known = this._frames[this._stackFrame[path[depth]!]!]!;
+      const known = this._frames[this.frameOf[path[depth]!]!]!;
       if (!sameFrame(f, known)) break;
       stack = path[depth]!;
     }
@@ -266,13 +382,13 @@ export class ThreadProfile {
       stack = this.internStack(stack, this.internFrame(f));
       path.push(stack);
     }
-    this._stackWeight[stack]! += weight;
+    this.weightOf[stack]! += weight;
   }
 
   /** @internal Adds everything `other` holds (another thread with the same ids). */
   mergeFrom(other: ThreadProfile): void {
     if (other.key !== this.key) throw new Error(`cannot merge thread ${other.key} into ${this.key}`);
-    this.mergeParts(other._firstTime, other._lastTime, other._name, other._nameTime, STATUS_NAMES.map((s) => other._statuses[s]), other._idleWeight, other._frames, other._stackParent, other._stackFrame, other._stackWeight);
+    this.mergeParts(other._firstTime, other._lastTime, other._name, other._nameTime, STATUS_NAMES.map((s) => other._statuses[s]), other._idleWeight, other._frames, other.stackParent, other.stackFrame, other.stackWeight);
   }
 
   /** @internal This thread's part as plain data and typed arrays (to cross to another thread: see mergeTransfer). */
@@ -286,9 +402,9 @@ export class ThreadProfile {
       statuses: STATUS_NAMES.map((s) => this._statuses[s]),
       idleWeight: this._idleWeight,
       frames: this._frames,
-      stackParent: Int32Array.from(this._stackParent),
-      stackFrame: Int32Array.from(this._stackFrame),
-      stackWeight: Float64Array.from(this._stackWeight),
+      stackParent: this.parentOf.slice(0, this.count),
+      stackFrame: this.frameOf.slice(0, this.count),
+      stackWeight: this.weightOf.slice(0, this.count),
     };
   }
 
@@ -319,7 +435,7 @@ export class ThreadProfile {
       const p = stackParent[i]!;
       const s = this.internStack(p < 0 ? -1 : stackMap[p]!, frameMap[stackFrame[i]!]!);
       stackMap[i] = s;
-      this._stackWeight[s]! += stackWeight[i]!;
+      this.weightOf[s]! += stackWeight[i]!;
     }
   }
 
@@ -368,7 +484,7 @@ export class ThreadProfile {
   /** Weight of the trusted samples that have a stack. */
   get stackedWeight(): number {
     let w = 0;
-    for (const x of this._stackWeight) w += x;
+    for (let s = 0; s < this.count; s++) w += this.weightOf[s]!;
     return w;
   }
 
@@ -391,34 +507,40 @@ export class ThreadProfile {
     return this._functions;
   }
 
-  /** Per stack, its parent stack (−1 for a root frame). */
-  get stackParent(): readonly number[] {
-    return this._stackParent;
+  private viewsNow(): { count: number; parent: Int32Array; frame: Int32Array; weight: Float64Array } {
+    const v = this.views;
+    if (v && v.count === this.count && v.parent.buffer === this.parentOf.buffer) return v;
+    return (this.views = { count: this.count, parent: this.parentOf.subarray(0, this.count), frame: this.frameOf.subarray(0, this.count), weight: this.weightOf.subarray(0, this.count) });
   }
 
-  /** Per stack, its innermost frame (index into `frames`). */
-  get stackFrame(): readonly number[] {
-    return this._stackFrame;
+  /** Per stack, its parent stack (−1 for a root frame). (A view: read it, never write it.) */
+  get stackParent(): Int32Array {
+    return this.viewsNow().parent;
   }
 
-  /** Per stack, the weight of the samples that ended exactly there. */
-  get stackWeight(): readonly number[] {
-    return this._stackWeight;
+  /** Per stack, its innermost frame (index into `frames`). (A view: read it, never write it.) */
+  get stackFrame(): Int32Array {
+    return this.viewsNow().frame;
+  }
+
+  /** Per stack, the weight of the samples that ended exactly there. (A view: read it, never write it.) */
+  get stackWeight(): Float64Array {
+    return this.viewsNow().weight;
   }
 
   /** The frame indices of a stack, root first. */
   stackPath(stack: number): number[] {
     const path: number[] = [];
-    for (let s = stack; s >= 0; s = this._stackParent[s]!) path.push(this._stackFrame[s]!);
+    for (let s = stack; s >= 0; s = this.parentOf[s]!) path.push(this.frameOf[s]!);
     return path.reverse();
   }
 
   /** Weight of each stack's subtree (itself and every stack below it). */
   subtreeWeights(): Float64Array {
-    const n = this._stackParent.length;
-    const sub = Float64Array.from(this._stackWeight);
+    const n = this.count;
+    const sub = this.weightOf.slice(0, n);
     for (let i = n - 1; i >= 0; i--) {
-      const p = this._stackParent[i]!;
+      const p = this.parentOf[i]!;
       if (p >= 0) sub[p]! += sub[i]!;
     }
     return sub;
@@ -430,8 +552,8 @@ export class ThreadProfile {
    * collector's feast on deep trees: 300,000 of them for one recursion.)
    */
   childIndex(): { first: Int32Array; kids: Int32Array } {
-    const parents = this._stackParent;
-    const n = parents.length;
+    const parents = this.parentOf;
+    const n = this.count;
     const first = new Int32Array(n + 2);
     for (let k = 0; k < n; k++) first[parents[k]! + 2]!++;
     for (let k = 1; k <= n + 1; k++) first[k]! += first[k - 1]!;
@@ -457,11 +579,11 @@ export class ThreadProfile {
     while (todo.length > 0) {
       const x = todo.pop()!;
       if (x < 0) {
-        onPath[this._frameFunction[this._stackFrame[~x]!]!]!--;
+        onPath[this._frameFunction[this.frameOf[~x]!]!]!--;
         continue;
       }
-      const f = this._frameFunction[this._stackFrame[x]!]!;
-      self[f]! += this._stackWeight[x]!;
+      const f = this._frameFunction[this.frameOf[x]!]!;
+      self[f]! += this.weightOf[x]!;
       if (onPath[f]!++ === 0) total[f]! += sub[x]!;
       todo.push(~x);
       for (let c = first[x + 2]! - 1; c >= first[x + 1]!; c--) todo.push(kids[c]!);

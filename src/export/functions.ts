@@ -3,7 +3,7 @@
 // other exports — and its line is the smallest line any sample saw in it (a profile has only
 // the executing line of each frame, not the code's first line).
 
-import type { ThreadJSON } from '../profile/profile.js';
+import type { SourceFrame } from '../profile/types.js';
 
 export interface MergedFunction {
   qualname: string;
@@ -16,7 +16,7 @@ export interface MergedFunction {
  * The functions of `threads` in order of first use, and per thread the function of each of its
  * frames (`frameFunction[thread][frame]`, an index into `functions`).
  */
-export function mergedFunctions(threads: readonly ThreadJSON[]): { functions: MergedFunction[]; frameFunction: number[][] } {
+export function mergedFunctions(threads: readonly { frames: readonly SourceFrame[] }[]): { functions: MergedFunction[]; frameFunction: number[][] } {
   const index = new Map<string, number>();
   const functions: MergedFunction[] = [];
   const frameFunction = threads.map((t) =>

@@ -25,12 +25,12 @@
 // - time_nanos: the recording's start (0 when unknown); duration_nanos: from the first sample
 //   to the last.
 // - Deterministic: the threads, frames and stacks are walked in their canonical order
-//   (threadToJSON), ids are given in that order, and the gzip header has no time.
+//   (canonicalThread), ids are given in that order, and the gzip header has no time.
 
 import { gzipSync } from 'fflate';
 import { Function as PprofFunction, Label, Line, Location, Profile as PprofProfile, Sample, StringTable, ValueType } from 'pprof-format';
 import type { Profile } from '../profile/profile.js';
-import { threadToJSON } from '../profile/profile.js';
+import { canonicalThread } from '../profile/profile.js';
 import { threadLabel } from './common.js';
 import { mergedFunctions } from './functions.js';
 import { validationLines, type ExportMeta } from './meta.js';
@@ -46,7 +46,7 @@ export function pprofProfile(profile: Profile, meta: ExportMeta): PprofProfile {
   if (wall) sampleType.push(wall);
 
   const threads = profile.threads();
-  const docs = threads.map(threadToJSON);
+  const docs = threads.map(canonicalThread);
 
   // functions (qualname, filename) and their smallest line, in canonical order of first use
   const { functions: fnKeys, frameFunction: frameFn } = mergedFunctions(docs);
@@ -95,14 +95,16 @@ export function pprofProfile(profile: Profile, meta: ExportMeta): PprofProfile {
     const labels = [new Label({ key: threadKey, str: str(threadLabel(t)) }), new Label({ key: threadIdKey, num: t.nativeThreadId })];
     if (t.process?.pid != null) labels.push(new Label({ key: pidKey, num: t.process.pid }));
     const locOf = frameLoc[ti]!;
-    d.stacks.forEach(([, , w], s) => {
-      if (!(w > 0)) return;
+    const { stackParent, stackFrame, stackWeight } = d;
+    for (let s = 0; s < stackWeight.length; s++) {
+      const w = stackWeight[s]!;
+      if (!(w > 0)) continue;
       const locationId: number[] = [];
-      for (let x = s; x >= 0; x = d.stacks[x]![0]) locationId.push(locOf[d.stacks[x]![1]]!);
+      for (let x = s; x >= 0; x = stackParent[x]!) locationId.push(locOf[stackFrame[x]!]!);
       const value = [Math.round(w)];
       if (wall) value.push(Math.round(w * nsPerSample));
       samples.push(new Sample({ locationId, value, label: labels }));
-    });
+    }
   });
 
   const rate = meta.rateHz > 0 ? `${meta.rateHz} Hz` : 'rate unknown';

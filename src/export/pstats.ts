@@ -35,7 +35,7 @@
 // The output is canonical: functions and callers sorted by (filename, line, funcname).
 
 import type { Profile } from '../profile/profile.js';
-import { threadToJSON } from '../profile/profile.js';
+import { canonicalThread } from '../profile/profile.js';
 import { cmpStr } from '../profile/thread.js';
 import { mergedFunctions } from './functions.js';
 import type { ExportMeta } from './meta.js';
@@ -56,7 +56,7 @@ export interface PstatsFunction {
 
 /** The functions of every thread merged, sorted by (filename, line, qualname), as pstats gets them. */
 export function pstatsFunctions(profile: Profile): PstatsFunction[] {
-  const threads = profile.threads().map(threadToJSON);
+  const threads = profile.threads().map(canonicalThread);
   const merged = mergedFunctions(threads);
   const fnOf = merged.frameFunction;
   const fns: PstatsFunction[] = merged.functions.map((f) => ({ filename: f.filename, line: f.line, qualname: f.qualname, total: 0, self: 0, callers: new Map() }));
@@ -66,22 +66,25 @@ export function pstatsFunctions(profile: Profile): PstatsFunction[] {
   let mark = 0;
   threads.forEach((t, ti) => {
     const fnOfFrame = fnOf[ti]!;
-    const stackFn = t.stacks.map((s) => fnOfFrame[s[1]]!);
-    t.stacks.forEach(([, , w], s) => {
-      if (!(w > 0)) return;
+    const { stackParent, stackFrame, stackWeight } = t;
+    const stackFn = new Int32Array(stackFrame.length);
+    for (let s = 0; s < stackFn.length; s++) stackFn[s] = fnOfFrame[stackFrame[s]!]!;
+    for (let s = 0; s < stackWeight.length; s++) {
+      const w = stackWeight[s]!;
+      if (!(w > 0)) continue;
       mark++;
       seenEdge.clear();
       const leaf = stackFn[s]!;
       fns[leaf]!.self += w;
-      const leafParent = t.stacks[s]![0];
+      const leafParent = stackParent[s]!;
       if (leafParent >= 0) edge(fns[leaf]!, stackFn[leafParent]!)[1] += w;
-      for (let x = s; x >= 0; x = t.stacks[x]![0]) {
+      for (let x = s; x >= 0; x = stackParent[x]!) {
         const f = stackFn[x]!;
         if (seenFn[f] !== mark) {
           seenFn[f] = mark;
           fns[f]!.total += w;
         }
-        const p = t.stacks[x]![0];
+        const p = stackParent[x]!;
         if (p >= 0) {
           const caller = stackFn[p]!;
           const key = f * fns.length + caller;
@@ -91,7 +94,7 @@ export function pstatsFunctions(profile: Profile): PstatsFunction[] {
           }
         }
       }
-    });
+    }
   });
   // sorted, callers re-indexed
   const order = fns.map((_, i) => i).sort((a, b) => compareKeys(fns[a]!, fns[b]!));

@@ -12,7 +12,7 @@
 // canonical thread JSON).
 
 import type { Profile } from '../profile/profile.js';
-import { threadToJSON } from '../profile/profile.js';
+import { canonicalThread } from '../profile/profile.js';
 import { IDLE_FRAME, frameName, threadLabel } from './common.js';
 
 export const SPEEDSCOPE_SCHEMA = 'https://www.speedscope.app/file-format-schema.json';
@@ -80,7 +80,7 @@ export function speedscopeDocument(profile: Profile, options: SpeedscopeOptions 
 
   const profiles: SpeedscopeSampledProfile[] = [];
   for (const t of profile.threads()) {
-    const tj = threadToJSON(t);
+    const tj = canonicalThread(t);
     const shared = tj.frames.map((f) => intern(frameName(f), f.filename, lines ? f.line : null));
     // with lines off, stacks that differ only in lines become the same sample: sum them
     const byPath = new Map<string, number>();
@@ -97,12 +97,13 @@ export function speedscopeDocument(profile: Profile, options: SpeedscopeOptions 
         weights[at]! += w * scale;
       }
     };
-    tj.stacks.forEach(([, , w], s) => {
-      if (w <= 0) return;
+    for (let s = 0; s < tj.stackWeight.length; s++) {
+      const w = tj.stackWeight[s]!;
+      if (w <= 0) continue;
       const path: number[] = [];
-      for (let x = s; x >= 0; x = tj.stacks[x]![0]) path.push(shared[tj.stacks[x]![1]]!);
+      for (let x = s; x >= 0; x = tj.stackParent[x]!) path.push(shared[tj.stackFrame[x]!]!);
       add(path.reverse(), w);
-    });
+    }
     if (idle && tj.idleWeight > 0) add([intern(IDLE_FRAME)], tj.idleWeight);
     if (samples.length === 0) continue; // nothing to draw: the text/json reports still count it
     let total = 0;

@@ -282,52 +282,80 @@ function checkFrame(f: SourceFrame): void {
 }
 
 /**
- * The canonical JSON of one thread: only stacks with weight in their subtree, frames sorted,
- * stacks depth-first with children ordered by frame, so the result depends on the samples
- * alone and not on the order they were added or merged in.
+ * One thread's canonical content (what threadToJSON gives, stacks as typed arrays: no array per
+ * stack, which on a deep recursion's 600,000 stacks was most of every export): only stacks with
+ * weight in their subtree, frames sorted, stacks depth-first with children ordered by frame, so
+ * the result depends on the samples alone and not on the order they were added or merged in.
+ * Stack k: its parent's index (−1: a root; always below k), its frame (an index into `frames`),
+ * its own weight, and (`stack`) its index in the thread.
  */
-export function threadToJSON(t: ThreadProfile): ThreadJSON {
+export interface CanonicalThread extends Omit<ThreadJSON, 'stacks'> {
+  stackParent: Int32Array;
+  stackFrame: Int32Array;
+  stackWeight: Float64Array;
+  stack: Int32Array;
+}
+
+export function canonicalThread(t: ThreadProfile): CanonicalThread {
   const sub = t.subtreeWeights();
   const { first, kids } = t.childIndex();
   const frameOf = t.stackFrame;
-  const used = new Set<number>();
-  for (let s = 0; s < sub.length; s++) if (sub[s]! > 0) used.add(frameOf[s]!);
-  const order = [...used].sort((a, b) => compareFrames(t.frames[a]!, t.frames[b]!));
+  const weightOf = t.stackWeight;
+  const n = sub.length;
+  const usedFrame = new Uint8Array(t.frames.length);
+  let kept = 0;
+  for (let s = 0; s < n; s++) {
+    if (sub[s]! > 0) {
+      usedFrame[frameOf[s]!] = 1;
+      kept++;
+    }
+  }
+  const order: number[] = [];
+  for (let f = 0; f < usedFrame.length; f++) if (usedFrame[f]) order.push(f);
+  order.sort((a, b) => compareFrames(t.frames[a]!, t.frames[b]!));
   const newFrame = new Int32Array(t.frames.length);
   order.forEach((f, i) => (newFrame[f] = i));
-  const rank = (s: number): number => newFrame[frameOf[s]!]!;
-  const byRankDown = (a: number, b: number): number => rank(b) - rank(a);
 
-  const stacks: StackJSON[] = [];
+  const stackParent = new Int32Array(kept);
+  const stackFrame = new Int32Array(kept);
+  const stackWeight = new Float64Array(kept);
+  const stack = new Int32Array(kept);
   // depth first, children by frame: what is still to do, as (stack, index of its parent's entry)
-  const todoStack: number[] = [];
-  const todoParent: number[] = [];
+  const todoStack = new Int32Array(kept);
+  const todoParent = new Int32Array(kept);
+  let todo = 0;
+  const byRankDown = (a: number, b: number): number => newFrame[frameOf[b]!]! - newFrame[frameOf[a]!]!;
   const pushSorted = (p: number, parent: number): void => {
     const from = first[p + 1]!;
     const to = first[p + 2]!;
     if (to - from === 1) {
       const s = kids[from]!;
       if (sub[s]! > 0) {
-        todoStack.push(s);
-        todoParent.push(parent);
+        todoStack[todo] = s;
+        todoParent[todo++] = parent;
       }
       return;
     }
-    const kept: number[] = [];
-    for (let k = from; k < to; k++) if (sub[kids[k]!]! > 0) kept.push(kids[k]!);
-    kept.sort(byRankDown);
-    for (const s of kept) {
-      todoStack.push(s);
-      todoParent.push(parent);
+    const at = todo;
+    for (let k = from; k < to; k++) {
+      const s = kids[k]!;
+      if (sub[s]! > 0) {
+        todoStack[todo] = s;
+        todoParent[todo++] = parent;
+      }
     }
+    if (todo - at > 1) todoStack.subarray(at, todo).sort(byRankDown);
   };
   pushSorted(-1, -1);
-  while (todoStack.length > 0) {
-    const s = todoStack.pop()!;
-    const parent = todoParent.pop()!;
-    const index = stacks.length;
-    stacks.push([parent, rank(s), t.stackWeight[s]!]);
-    pushSorted(s, index);
+  let k = 0;
+  while (todo > 0) {
+    const s = todoStack[--todo]!;
+    const parent = todoParent[todo]!;
+    stackParent[k] = parent;
+    stackFrame[k] = newFrame[frameOf[s]!]!;
+    stackWeight[k] = weightOf[s]!;
+    stack[k] = s;
+    pushSorted(s, k++);
   }
   return {
     interpreterId: t.interpreterId.toString(),
@@ -341,8 +369,19 @@ export function threadToJSON(t: ThreadProfile): ThreadJSON {
     statuses: { ...t.statuses },
     idleWeight: t.idleWeight,
     frames: order.map((f) => ({ ...t.frames[f]! })),
-    stacks,
+    stackParent,
+    stackFrame,
+    stackWeight,
+    stack,
   };
+}
+
+/** The canonical JSON of one thread (canonicalThread, its stacks as [parent, frame, weight]). */
+export function threadToJSON(t: ThreadProfile): ThreadJSON {
+  const { stackParent, stackFrame, stackWeight, stack: _stack, ...rest } = canonicalThread(t);
+  const stacks: StackJSON[] = new Array<StackJSON>(stackParent.length);
+  for (let k = 0; k < stackParent.length; k++) stacks[k] = [stackParent[k]!, stackFrame[k]!, stackWeight[k]!];
+  return { ...rest, stacks };
 }
 
 function threadFromJSON(json: unknown, at: string): ThreadProfile {

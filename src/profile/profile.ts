@@ -286,14 +286,13 @@ function checkFrame(f: SourceFrame): void {
  * stack, which on a deep recursion's 600,000 stacks was most of every export): only stacks with
  * weight in their subtree, frames sorted, stacks depth-first with children ordered by frame, so
  * the result depends on the samples alone and not on the order they were added or merged in.
- * Stack k: its parent's index (−1: a root; always below k), its frame (an index into `frames`),
- * its own weight, and (`stack`) its index in the thread.
+ * Stack k: its parent's index (−1: a root; always below k), its frame (an index into `frames`)
+ * and its own weight.
  */
 export interface CanonicalThread extends Omit<ThreadJSON, 'stacks'> {
   stackParent: Int32Array;
   stackFrame: Int32Array;
   stackWeight: Float64Array;
-  stack: Int32Array;
 }
 
 export function canonicalThread(t: ThreadProfile): CanonicalThread {
@@ -319,7 +318,6 @@ export function canonicalThread(t: ThreadProfile): CanonicalThread {
   const stackParent = new Int32Array(kept);
   const stackFrame = new Int32Array(kept);
   const stackWeight = new Float64Array(kept);
-  const stack = new Int32Array(kept);
   // depth first, children by frame: what is still to do, as (stack, index of its parent's entry)
   const todoStack = new Int32Array(kept);
   const todoParent = new Int32Array(kept);
@@ -354,7 +352,6 @@ export function canonicalThread(t: ThreadProfile): CanonicalThread {
     stackParent[k] = parent;
     stackFrame[k] = newFrame[frameOf[s]!]!;
     stackWeight[k] = weightOf[s]!;
-    stack[k] = s;
     pushSorted(s, k++);
   }
   return {
@@ -372,13 +369,12 @@ export function canonicalThread(t: ThreadProfile): CanonicalThread {
     stackParent,
     stackFrame,
     stackWeight,
-    stack,
   };
 }
 
 /** The canonical JSON of one thread (canonicalThread, its stacks as [parent, frame, weight]). */
 export function threadToJSON(t: ThreadProfile): ThreadJSON {
-  const { stackParent, stackFrame, stackWeight, stack: _stack, ...rest } = canonicalThread(t);
+  const { stackParent, stackFrame, stackWeight, ...rest } = canonicalThread(t);
   const stacks: StackJSON[] = new Array<StackJSON>(stackParent.length);
   for (let k = 0; k < stackParent.length; k++) stacks[k] = [stackParent[k]!, stackFrame[k]!, stackWeight[k]!];
   return { ...rest, stacks };

@@ -131,6 +131,10 @@ export class ThreadProfile {
   private weightOf: Float64Array<ArrayBuffer> = new Float64Array(256);
   /** views of the first `count` of each, made again when the count or the arrays change */
   private views: { count: number; parent: Int32Array; frame: Int32Array; weight: Float64Array } | null = null;
+  /** bumped whenever a weight changes: what subtreeWeights' cache is checked against */
+  private weighed = 0;
+  private subtreeCache: { count: number; weighed: number; sub: Float64Array } | null = null;
+  private childCache: { count: number; first: Int32Array; kids: Int32Array } | null = null;
 
   // Each stack found by its caller and frame without a hash where it can be: a caller's children
   // are a list (newest first, so the child just made is tried first), and only a caller with more
@@ -362,6 +366,7 @@ export class ThreadProfile {
   /** @internal */
   addStackWeight(stack: number, weight: number): void {
     this.weightOf[stack]! += weight;
+    this.weighed++;
   }
 
   /** @internal Adds a trusted sample's frames (innermost first, at least one). */
@@ -383,6 +388,7 @@ export class ThreadProfile {
       path.push(stack);
     }
     this.weightOf[stack]! += weight;
+    this.weighed++;
   }
 
   /** @internal Adds everything `other` holds (another thread with the same ids). */
@@ -437,6 +443,7 @@ export class ThreadProfile {
       stackMap[i] = s;
       this.weightOf[s]! += stackWeight[i]!;
     }
+    this.weighed++;
   }
 
   // ---- reading ----
@@ -535,23 +542,31 @@ export class ThreadProfile {
     return path.reverse();
   }
 
-  /** Weight of each stack's subtree (itself and every stack below it). */
+  /** Weight of each stack's subtree (itself and every stack below it). (Kept: read it, never write it.) */
   subtreeWeights(): Float64Array {
+    // kept while nothing changed: each export asks, and on a deep tree a fresh table is mostly
+    // the cost of touching new memory
+    const c = this.subtreeCache;
+    if (c && c.count === this.count && c.weighed === this.weighed) return c.sub;
     const n = this.count;
     const sub = this.weightOf.slice(0, n);
     for (let i = n - 1; i >= 0; i--) {
       const p = this.parentOf[i]!;
       if (p >= 0) sub[p]! += sub[i]!;
     }
+    this.subtreeCache = { count: n, weighed: this.weighed, sub };
     return sub;
   }
 
   /**
    * Children of each stack in one list, in index order: stack s's are kids[first[s + 1] ..
    * first[s + 2]), the roots kids[first[0] .. first[1]). (An array per stack is a garbage
-   * collector's feast on deep trees: 300,000 of them for one recursion.)
+   * collector's feast on deep trees: 300,000 of them for one recursion.) Kept while no stack is
+   * added (a stack's parent never changes).
    */
   childIndex(): { first: Int32Array; kids: Int32Array } {
+    const c = this.childCache;
+    if (c && c.count === this.count) return c;
     const parents = this.parentOf;
     const n = this.count;
     const first = new Int32Array(n + 2);
@@ -560,7 +575,8 @@ export class ThreadProfile {
     const kids = new Int32Array(n);
     const fill = first.slice(0, n + 1);
     for (let k = 0; k < n; k++) kids[fill[parents[k]! + 1]!++] = k;
-    return { first, kids };
+    this.childCache = { count: n, first, kids };
+    return this.childCache;
   }
 
   /** Every function with weight, by total then self (descending), then name. */

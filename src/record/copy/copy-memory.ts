@@ -81,9 +81,10 @@ export function pick(ranges: readonly Range[], results: readonly (Uint8Array | n
 }
 
 /**
- * Zero what a sample does not need of its data-stack chunks: everything but each chunk's header
- * and the headers of the chain's frames — the frames' local variables and value stacks, and
- * the frames of other moments above and between. The walk reads nothing else, and consecutive
+ * Zero what a sample does not need of its data-stack chunks and of the frames outside them: of
+ * a chunk, everything but its header and the headers of the chain's frames — the frames' local
+ * variables and value stacks, and the frames of other moments above and between; of a frame
+ * outside the chunks, everything after its header. The walk reads nothing else, and consecutive
  * samples of a thread then differ only where the stack did (a loop counter in a local would
  * otherwise make every sample's chunk differ from the last). A header is kept up to where the
  * frame's local variables begin (`headerBytes`: the layout's `localsplus`), not to the frame
@@ -91,7 +92,14 @@ export function pick(ranges: readonly Range[], results: readonly (Uint8Array | n
  * level's frame differ from every other, and the capture stored each again (format 1.3's frame
  * images: recursion's captures 3.4× smaller without it).
  */
-export function maskChunks(mem: GrowingMemory, chain: readonly bigint[], headerBytes: number, chunkHeader: number): void {
+export function maskFrames(mem: GrowingMemory, chain: readonly bigint[], headerBytes: number, chunkHeader: number): void {
+  // a frame outside the chunks (a generator's, an entry frame on the C stack) is a region of its
+  // own, read from its address for the frame struct's size: it keeps its header likewise, not its
+  // first local (an entry frame's changed at nearly every sample, and the capture stored it again)
+  const chainSet = new Set(chain);
+  for (const r of mem.all()) {
+    if (r.bytes.length > headerBytes && chainSet.has(r.address) && !mem.chunks.includes(r)) r.bytes.fill(0, headerBytes);
+  }
   for (const r of mem.chunks) {
     const end = r.address + BigInt(r.bytes.length);
     const keep = chain.filter((f) => f >= r.address && f < end).map((f) => Number(f - r.address)).sort((a, b) => a - b);

@@ -575,7 +575,7 @@ export class SteadyCopy {
     const L = this.layout;
     const T = L.tstate;
     const fs = L.frame.size;
-    // of a frame in a chunk, its header up to its local variables (see copy-memory.ts maskChunks)
+    // of a frame in a chunk, its header up to its local variables (see copy-memory.ts maskFrames)
     const kept = L.frame.localsplus;
     const C = L.chunk;
     const dv = this.dv;
@@ -587,7 +587,7 @@ export class SteadyCopy {
     const threadLo = this.threadLo;
     const threadHi = this.threadHi;
     // the copy: the first reading, once; each chunk's unused part and everything but the
-    // chain's frame headers zeroed (as copier.ts's maskChunks)
+    // chain's frame headers zeroed (as copy-memory.ts's maskFrames)
     const carved = carve(h);
     const out = slab.bytes.subarray(carved, carved + h);
     out.set(this.firstReading);
@@ -614,6 +614,8 @@ export class SteadyCopy {
       const w = this.chainWhere[k]!;
       if (w <= -2) {
         const off = this.outOff[-2 - w]!;
+        // (a frame outside the chunks keeps its header only, as a chunk's frames do)
+        if (kept < fs) zero(out, words, base, off + kept, off + fs);
         regions.push({ address: this.outBig[-2 - w]!, bytes: out.subarray(off, off + fs) });
       }
     }

@@ -13,7 +13,7 @@ import { readPointer } from '../../walk/region-memory.js';
 import type { Region } from '../../walk/types.js';
 import type { CodeCache, PendingCodes } from './code-cache.js';
 import { aboveAnchorWalks, agrees, anchorPlace, anchorProves, cStackOf, gilProves, onCStack, sameFields, tstateCopyEnd, type Consistency, type CStack, type Seen } from './consistency.js';
-import { GrowingMemory, hex, maskChunks, pick, u64 } from './copy-memory.js';
+import { GrowingMemory, hex, maskFrames, pick, u64 } from './copy-memory.js';
 import type { Range } from '../linux/native.js';
 import { readMany, type MemorySource } from './source.js';
 import { instrPtrFits } from '../../walk/instr-ptr.js';
@@ -300,7 +300,7 @@ export function copyThread(
   }
   // (after every copy, stopped or not: where the next copy will look for it)
   if (ctx.consistency === 'anchor') placeAnchor(ctx, cache, tstate, ts, chain.frames, mem);
-  maskChunks(mem, chain.frames, L.frame.localsplus, L.chunk.data);
+  maskFrames(mem, chain.frames, L.frame.localsplus, L.chunk.data);
   snap.frames = { addresses: chain.frames.map(Number), size: L.frame.size, wordBytes: L.pointerSize };
   snap.copyMicros = Math.round((performance.now() - started) * 1000);
   return attempt;

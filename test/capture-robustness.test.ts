@@ -332,7 +332,7 @@ describe('garbage', () => {
             else if (op === 'insert') p = Uint8Array.from([...p.subarray(0, i), v, ...p.subarray(i)]);
             else p = Uint8Array.from([...p.subarray(0, i), ...p.subarray(i + 1)]);
           }
-          const { block, warnings } = decodeBlock({ index: k, offset: 1234, compression: COMPRESSION.NONE, flags: 0, rawLength: p.length, stored: p });
+          const { block, warnings } = decodeBlock({ type: BLOCK_TYPE.RECORDS, index: k, offset: 1234, compression: COMPRESSION.NONE, flags: 0, rawLength: p.length, stored: p });
           for (const w of warnings) expect(w.message).toMatch(/^block \d+ at byte 1234: /);
           if (block) expect(block.samples.length).toBeLessThanOrEqual(plain.blocks[k]!.samples.length + 50);
         },
@@ -349,7 +349,7 @@ describe('garbage', () => {
     view.setUint32(16, 1024, true);
     const stored = block.subarray(BLOCK_HEADER_SIZE);
     const t0 = performance.now();
-    const { block: got, warnings } = decodeBlock({ index: 0, offset: 99, compression: COMPRESSION.DEFLATE, flags: 0, rawLength: 1024, stored });
+    const { block: got, warnings } = decodeBlock({ type: BLOCK_TYPE.RECORDS, index: 0, offset: 99, compression: COMPRESSION.DEFLATE, flags: 0, rawLength: 1024, stored });
     const ms = performance.now() - t0;
     expect(got).toBeNull();
     expect(warnings[0]!.message).toMatch(/^block 0 at byte 99: cannot be decompressed \(inflates to more than the 1024 bytes the block header announces\); block skipped$/);
@@ -382,7 +382,7 @@ describe('a malformed sample inside an intact block', () => {
     }
     return w.view().slice();
   }
-  const decode = (p: Uint8Array) => decodeBlock({ index: 0, offset: 500, compression: COMPRESSION.NONE, flags: 0, rawLength: p.length, stored: p });
+  const decode = (p: Uint8Array) => decodeBlock({ type: BLOCK_TYPE.RECORDS, index: 0, offset: 500, compression: COMPRESSION.NONE, flags: 0, rawLength: p.length, stored: p });
 
   it("costs its thread's later patches, not other threads' samples; a whole sample starts the thread again", () => {
     const enc = new SampleEncoder();

@@ -8,7 +8,7 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openCapture } from '../src/capture/index.js';
-import { ByteWriter, FRAME_OP, RECORD_TYPE, REGION_KIND, SAMPLE_FORM } from '../src/capture/format.js';
+import { BLOCK_TYPE, ByteWriter, FRAME_OP, RECORD_TYPE, REGION_KIND, SAMPLE_FORM } from '../src/capture/format.js';
 import { decodeBlock } from '../src/capture/reader.js';
 import { layoutFromSource } from '../src/layout/index.js';
 import { BlockEngine, CopyStats } from '../src/kernel/block-engine.js';
@@ -100,11 +100,11 @@ describe('frames regions in the block engine', async () => {
     const payload = payloadOf(samples);
     const engine = await BlockEngine.load(layout);
     let engineRefused = false;
-    engine.processPayload({ index: 0, offset: 0, payload }, new Profile(), new CopyStats(), () => {
+    engine.processPayload({ type: BLOCK_TYPE.RECORDS, index: 0, offset: 0, payload }, new Profile(), new CopyStats(), () => {
       engineRefused = true;
       return { samples: 0 } as never;
     });
-    const { block, warnings } = decodeBlock({ index: 0, offset: 0, compression: 0, flags: 0, rawLength: payload.length, stored: payload });
+    const { block, warnings } = decodeBlock({ type: BLOCK_TYPE.RECORDS, index: 0, offset: 0, compression: 0, flags: 0, rawLength: payload.length, stored: payload });
     return { engineRefused, readerRefused: warnings.length > 0, decoded: block?.samples.length ?? 0 };
   }
 

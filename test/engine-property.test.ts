@@ -187,8 +187,8 @@ describe.each(chosen.length ? chosen : [{ label: 'none', command: '', missing: '
     const reader = await openCapture(plain);
     for (const raw of reader.rawBlocks()) {
       const payload = unpack(raw) as Uint8Array;
-      for (const c of blockCodes(payload)) engine.codes.add(c);
-      engine.processPayload({ index: raw.index, offset: raw.offset, payload }, new Profile(), new CopyStats(), () => {
+      for (const c of blockCodes(payload, raw.type)) engine.codes.add(c);
+      engine.processPayload({ type: raw.type, index: raw.index, offset: raw.offset, payload }, new Profile(), new CopyStats(), () => {
         throw new Error('the engine gave a real block to the reference path');
       });
     }

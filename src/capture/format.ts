@@ -6,7 +6,7 @@
 // is left and against a fixed limit before it is used, and every error names the byte.
 
 // (crc-32's own file, the one its `main` names: a bundler for a neutral platform reads no `main`)
-import { FORM_PATCH, FORM_WHOLE, FRAME_CHANGED, FRAME_IMAGE, FRAME_LITERAL, KIND_FRAMES, KIND_LITERAL, KIND_PATCH, MAX_BLOCK_RAW, RECORD_CODE, RECORD_SAMPLE, RECORD_THREAD_NAME } from './codes.js';
+import { BLOCK_SECTIONS, FORM_PATCH, FORM_WHOLE, FRAME_CHANGED, FRAME_IMAGE, FRAME_LITERAL, KIND_FRAMES, KIND_LITERAL, KIND_PATCH, MAX_BLOCK_RAW, RECORD_CODE, RECORD_SAMPLE, RECORD_THREAD_NAME } from './codes.js';
 
 import CRC32 from 'crc-32/crc32.js';
 import { Inflate, deflateSync, inflateSync } from 'fflate';
@@ -33,7 +33,7 @@ export const HEADER_PREFIX_SIZE = 16;
 /** magic(4) type(1) compression(1) reserved(2) seq(4) stored(4) raw(4) payload crc(4) header crc(4) */
 export const BLOCK_HEADER_SIZE = 28;
 
-export const BLOCK_TYPE = { RECORDS: 1, END: 2 } as const;
+export const BLOCK_TYPE = { RECORDS: 1, END: 2, SECTIONS: BLOCK_SECTIONS } as const;
 export const COMPRESSION = { NONE: 0, DEFLATE: 1 } as const;
 /**
  * Block header flags (byte 6, 0 in files of earlier writers: nothing said). NO_CODES: the writer
@@ -702,14 +702,19 @@ export function encodeBlock(type: number, seq: number, raw: Uint8Array, level = 
   let stored = raw;
   let compression: number = COMPRESSION.NONE;
   if (level > 0 && raw.length > 0) {
-    const lv = Math.min(9, Math.max(1, Math.round(level)));
-    const deflated = zlibDeflateRaw ? zlibDeflateRaw(raw, { level: lv }) : deflateSync(raw, { level: lv as 1 });
+    const deflated = deflateRaw(raw, level);
     if (deflated.length < raw.length) {
       stored = deflated;
       compression = COMPRESSION.DEFLATE;
     }
   }
   return blockWithHeader({ type, compression, seq, flags, storedLength: stored.length, rawLength: raw.length, payloadCrc: crc32(stored) }, stored);
+}
+
+/** Raw DEFLATE of `raw` at `level` (1–9): Node's zlib where the runtime has it, else fflate. */
+export function deflateRaw(raw: Uint8Array, level: number): Uint8Array {
+  const lv = Math.min(9, Math.max(1, Math.round(level)));
+  return zlibDeflateRaw ? zlibDeflateRaw(raw, { level: lv }) : deflateSync(raw, { level: lv as 1 });
 }
 
 /** Writes a block header before already-stored bytes (the tests use it to wrap crafted payloads). */

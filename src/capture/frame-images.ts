@@ -177,6 +177,13 @@ export class FrameImages {
     return true;
   }
 
+  /** Is image e's first word (its code object, never relative) the frame's at bytes[at]? */
+  firstWordEquals(e: number, bytes: Uint8Array, at: number, wb: number): boolean {
+    if (this.shapes[e * 2] !== wb || (this.masks[e]! & 1) !== 0) return false;
+    const base = e * STRIDE;
+    return this.words[base] === u32At(bytes, at) && (wb === 4 || this.words[base + 1] === u32At(bytes, at + 4));
+  }
+
   /** The latest image of this shape whose first word is the frame's (its executable), or -1. */
   similar(bytes: Uint8Array, at: number, wb: number, n: number): number {
     const e = this.byFirst!.get(this.firstKey(bytes, at, wb));

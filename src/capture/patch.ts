@@ -476,7 +476,7 @@ const MAX_SAFE_BIG = BigInt(Number.MAX_SAFE_INTEGER);
 /** the hint's addresses, sorted (reused: frameOffsets runs for every sample the recorder writes) */
 let sortedHint = new Float64Array(256);
 
-function frameOffsets(rec: SampleRecord, shape: { wordBytes: number; words: number }): (Int32Array | null)[] {
+export function frameOffsets(rec: SampleRecord, shape: { wordBytes: number; words: number }): (Int32Array | null)[] {
   const out: (Int32Array | null)[] = new Array<Int32Array | null>(rec.regions.length).fill(null);
   const hint = rec.frames;
   if (!hint) return out;

@@ -31,6 +31,9 @@ import {
   type CaptureTrailer,
 } from './format.js';
 import { SampleDecoder } from './patch.js';
+import { SEC_RECORDS } from './codes.js';
+import { decodeSectionBlock } from './section-decoder.js';
+import { sectionViews, storedSection, unpackSections } from './section-block.js';
 import { CaptureError, type CaptureBlock, type CaptureHeader, type CaptureWarning, type CodeRecord } from './types.js';
 
 /** Random access to a capture's bytes. */
@@ -47,6 +50,8 @@ export interface CaptureSource {
  * decoded. Plain data (it can be posted to a worker); `decodeBlock` turns it into records.
  */
 export interface RawBlock {
+  /** BLOCK_TYPE.RECORDS, or BLOCK_TYPE.SECTIONS (format 1.4) */
+  type: number;
   /** the writer's 0-based block number */
   index: number;
   /** byte offset of the block's header in the file */
@@ -70,6 +75,10 @@ function errorMessage(e: unknown): string {
 /** The raw payload of a block, or why it has none. */
 export function unpack(raw: RawBlock): Uint8Array | string {
   try {
+    if (raw.type === BLOCK_TYPE.SECTIONS) {
+      if (raw.compression !== COMPRESSION.NONE) return `compression ${raw.compression} in the header of a section block (its sections say how each is stored)`;
+      return unpackSections(raw.stored, raw.rawLength);
+    }
     if (raw.compression === COMPRESSION.NONE) {
       if (raw.stored.length !== raw.rawLength) return `stored length ${raw.stored.length} differs from raw length ${raw.rawLength} in an uncompressed block`;
       return raw.stored;
@@ -106,6 +115,11 @@ function copiedCodeRecord(bytes: Uint8Array, pos: number, length: number): CodeR
   }
 }
 
+/** The records section of a stored section block, unpacked on its own (null: it cannot be). */
+function recordsSection(raw: RawBlock): Uint8Array | null {
+  return storedSection(raw.stored, SEC_RECORDS);
+}
+
 export function leadingCodes(raw: RawBlock): CodeRecord[] {
   const codes: CodeRecord[] = [];
   let out: Uint8Array = new Uint8Array(0);
@@ -136,6 +150,13 @@ export function leadingCodes(raw: RawBlock): CodeRecord[] {
   };
   // the writer said there are none (a worker checks it: it finds every code record of its block)
   if (raw.flags & BLOCK_FLAG.NO_CODES) return codes;
+  if (raw.type === BLOCK_TYPE.SECTIONS) {
+    // (the records section alone is inflated)
+    const records = recordsSection(raw);
+    if (records) out = records;
+    scan(true);
+    return codes;
+  }
   if (raw.compression === COMPRESSION.NONE) {
     out = raw.stored;
     scan(true);
@@ -156,7 +177,14 @@ export function leadingCodes(raw: RawBlock): CodeRecord[] {
  * does not decode is skipped, a lost record boundary ends the scan), without decoding a sample.
  * Their regions are copies: they outlive the payload.
  */
-export function blockCodes(payload: Uint8Array): CodeRecord[] {
+export function blockCodes(payload: Uint8Array, type: number = BLOCK_TYPE.RECORDS): CodeRecord[] {
+  if (type === BLOCK_TYPE.SECTIONS) {
+    try {
+      payload = sectionViews(payload)[SEC_RECORDS] ?? new Uint8Array(0);
+    } catch {
+      return [];
+    }
+  }
   const r = new ByteReader(payload);
   const codes: CodeRecord[] = [];
   try {
@@ -192,6 +220,11 @@ export function decodeBlock(raw: RawBlock): { block: CaptureBlock | null; warnin
   const where = `block ${raw.index} at byte ${raw.offset}`;
   const payload = unpack(raw);
   if (typeof payload === 'string') return { block: null, warnings: [{ offset: raw.offset, message: `${where}: ${payload}; block skipped` }] };
+  if (raw.type === BLOCK_TYPE.SECTIONS) {
+    const { block, problems } = decodeSectionBlock(payload, raw.index, raw.offset);
+    const warnings = problems.length ? [{ offset: raw.offset, message: `${where}: ${problems.join('; ')}${block ? '' : '; block skipped'}` }] : [];
+    return { block, warnings };
+  }
 
   const r = new ByteReader(payload);
   const block: CaptureBlock = { index: raw.index, offset: raw.offset, codes: [], samples: [], names: [], missed: 0 };
@@ -349,13 +382,13 @@ export class CaptureReader {
         if (end < size) this.warn(end, `${size - end} bytes after the end marker (${where}) were ignored`);
         return;
       }
-      if (header.type !== BLOCK_TYPE.RECORDS) {
+      if (header.type !== BLOCK_TYPE.RECORDS && header.type !== BLOCK_TYPE.SECTIONS) {
         this.warn(pos, `${where}: unknown block type ${header.type} skipped (written by a newer pyunwind?)`);
         pos = end;
         continue;
       }
       complete++;
-      yield { index: header.seq, offset: pos, compression: header.compression, flags: header.flags, rawLength: header.rawLength, stored };
+      yield { type: header.type, index: header.seq, offset: pos, compression: header.compression, flags: header.flags, rawLength: header.rawLength, stored };
       pos = end;
     }
     const after = expected === 0 ? 'its header' : `block ${expected - 1}`;
@@ -415,7 +448,7 @@ export class CaptureReader {
       if (i + BLOCK_HEADER_SIZE + header.storedLength !== tail.length) continue;
       const stored = tail.subarray(i + BLOCK_HEADER_SIZE);
       if (crc32(stored) !== header.payloadCrc) continue;
-      const raw = unpack({ index: header.seq, offset: from + i, compression: header.compression, flags: header.flags, rawLength: header.rawLength, stored });
+      const raw = unpack({ type: header.type, index: header.seq, offset: from + i, compression: header.compression, flags: header.flags, rawLength: header.rawLength, stored });
       if (typeof raw === 'string') continue;
       try {
         return decodeTrailer(raw);

@@ -12,6 +12,9 @@ import {
   checkThreadNameRecord,
   checkUint,
   BLOCK_FLAG,
+  COMPRESSION,
+  blockWithHeader,
+  crc32,
   encodeBlock,
   encodeHeader,
   encodeTrailer,
@@ -21,6 +24,12 @@ import {
 import { MAX_BLOCK_SAMPLE_BYTES, SampleEncoder, checkSampleRecord, sampleBytes } from './patch.js';
 import type { CaptureHeader, CodeRecord, SampleRecord, ThreadNameRecord } from './types.js';
 import { concatBytes } from './concat.js';
+import { SEC_RECORDS } from './codes.js';
+import { packSections } from './section-block.js';
+import { SectionEncoder } from './section-encoder.js';
+
+/** Raw bytes after which a section block is ended: about a second at 10 kHz on a busy program (docs/capture-format.md). */
+const DEFAULT_SECTION_BLOCK_BYTES = 1 << 20;
 
 /** Where the bytes go. `write` is synchronous: when it returns, the bytes are the sink's. */
 export interface CaptureSink {
@@ -29,7 +38,14 @@ export interface CaptureSink {
 }
 
 export interface CaptureWriterOptions {
-  /** raw (uncompressed) bytes after which a block is ended; default 1 MiB */
+  /**
+   * how samples are written: `sections` (format 1.4 section blocks: each kind of field in a
+   * section of its own, samples against their thread's previous one and the block's frame
+   * images) or `records` (record blocks, a record per sample: what pyunwind before 0.2 wrote).
+   * Default: records.
+   */
+  blocks?: 'sections' | 'records';
+  /** raw (uncompressed) bytes after which a block is ended; default 1 MiB for sections, 128 KiB for records */
   blockBytes?: number;
   /** deflate level 1–9 (0: never compress); default 6 */
   compressionLevel?: number;
@@ -74,9 +90,12 @@ export class CaptureWriter {
   private readonly blockBytes: number;
   private readonly level: number;
   private readonly codes = new ByteWriter(4096);
+  /** record blocks: the sample and thread-name records; section blocks: the thread-name records */
   private readonly samples = new ByteWriter(1 << 16);
   private readonly scratch = new ByteWriter(1 << 14);
   private readonly encoder = new SampleEncoder();
+  /** the section blocks' encoder (null: record blocks) */
+  private readonly sections: SectionEncoder | null;
   private blockCodes = 0;
   private blockSamples = 0;
   private blockMissed = 0;
@@ -90,7 +109,8 @@ export class CaptureWriter {
     header: CaptureHeader,
     options: CaptureWriterOptions = {},
   ) {
-    const blockBytes = options.blockBytes ?? DEFAULT_BLOCK_BYTES;
+    this.sections = options.blocks === 'sections' ? new SectionEncoder() : null;
+    const blockBytes = options.blockBytes ?? (this.sections ? DEFAULT_SECTION_BLOCK_BYTES : DEFAULT_BLOCK_BYTES);
     if (!Number.isFinite(blockBytes) || blockBytes < 1) throw new RangeError(`blockBytes must be a positive number (got ${blockBytes})`);
     // past MAX_BLOCK_RAW, `overflows` ends blocks anyway
     this.blockBytes = blockBytes;
@@ -102,7 +122,7 @@ export class CaptureWriter {
 
   /** Raw bytes of the open block so far. */
   get pendingBytes(): number {
-    return this.codes.length + this.samples.length;
+    return this.codes.length + this.samples.length + (this.sections ? this.sections.rawBytes : 0);
   }
 
   /** Samples added to the open block, not yet handed to the sink. */
@@ -133,6 +153,18 @@ export class CaptureWriter {
     checkSampleRecord(rec);
     const weight = sampleBytes(rec);
     if (weight > MAX_BLOCK_SAMPLE_BYTES) throw new RangeError(`sample of thread 0x${rec.threadStateAddress.toString(16)} holds ${weight} region bytes, more than a block may (${MAX_BLOCK_SAMPLE_BYTES})`);
+    if (this.sections) {
+      // (what it can take at most: every region literal, with its varints and an address)
+      let most = 128 + weight + 24 * rec.regions.length;
+      for (const e of rec.errors) most += 10 + 3 * e.length;
+      checkFits(most, 'sample record');
+      if (this.blockSampleBytes + weight > MAX_BLOCK_SAMPLE_BYTES || this.overflows(most)) this.flush();
+      this.sections.encode(rec, immutable);
+      this.blockSamples++;
+      this.blockSampleBytes += weight;
+      this.flushIfFull();
+      return;
+    }
     const body = this.scratch;
     body.reset();
     let mark = this.encoder.mark();
@@ -191,7 +223,17 @@ export class CaptureWriter {
     // codes first: a code added before a sample is then visible to it whatever the order of adds
     raw.bytes(this.codes.view());
     raw.bytes(this.samples.view());
-    this.emit(encodeBlock(BLOCK_TYPE.RECORDS, this.blocksWritten, raw.view(), this.level, this.blockCodes === 0 ? BLOCK_FLAG.NO_CODES : 0));
+    const flags = this.blockCodes === 0 ? BLOCK_FLAG.NO_CODES : 0;
+    if (this.sections) {
+      // the records section (missed, codes, names), then the samples' sections
+      const parts = this.sections.sections.map((w) => w.view());
+      parts[SEC_RECORDS] = raw.view();
+      const { stored, rawLength } = packSections(parts, this.level);
+      this.emit(blockWithHeader({ type: BLOCK_TYPE.SECTIONS, compression: COMPRESSION.NONE, seq: this.blocksWritten, flags, storedLength: stored.length, rawLength, payloadCrc: crc32(stored) }, stored));
+      this.sections.reset();
+    } else {
+      this.emit(encodeBlock(BLOCK_TYPE.RECORDS, this.blocksWritten, raw.view(), this.level, flags));
+    }
     this.blocksWritten++;
     this.samplesWritten += this.blockSamples;
     this.codesWritten += this.blockCodes;
@@ -224,7 +266,7 @@ export class CaptureWriter {
 
   /** Would a record of `n` body bytes push the open block past the format's limit? */
   private overflows(n: number): boolean {
-    return this.pendingBytes > 0 && this.pendingBytes + n + 32 > MAX_BLOCK_RAW;
+    return this.pendingBytes > 0 && this.pendingBytes + n + 1024 > MAX_BLOCK_RAW;
   }
 
   private flushIfFull(): void {

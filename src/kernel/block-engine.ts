@@ -9,7 +9,7 @@
 // block gives the same profile either way: test/engine.test.ts checks it on real captures,
 // test/engine-property.test.ts on edited ones.
 
-import { ByteReader, RECORD_TYPE, readCodeRecord, readThreadNameRecord } from '../capture/format.js';
+import { BLOCK_TYPE, ByteReader, RECORD_TYPE, readCodeRecord, readThreadNameRecord } from '../capture/format.js';
 import type { CaptureWarning, ThreadNameRecord } from '../capture/types.js';
 import type { Layout } from '../layout/layout.js';
 import { Profile } from '../profile/profile.js';
@@ -261,6 +261,8 @@ export type ReferencePath = (block: PayloadBlock, profile: Profile, copies: Copy
 
 /** A block's payload, inflated, with where it came from (for messages). */
 export interface PayloadBlock {
+  /** BLOCK_TYPE.RECORDS or BLOCK_TYPE.SECTIONS */
+  type: number;
   /** the writer's 0-based block number */
   index: number;
   /** byte offset of the block's header in the file */
@@ -456,6 +458,8 @@ export class BlockEngine {
       this.resetTree();
       return reference(block, profile, copies);
     };
+    // (section blocks, format 1.4: the reference path for now)
+    if (block.type !== BLOCK_TYPE.RECORDS) return fallback();
     if (this.layout.get('payloadEnd')! - this.layout.get('payload')! < payload.length) {
       this.layout.set('payload', this.place(payload.length * 2));
       this.layout.set('payloadEnd', this.top);

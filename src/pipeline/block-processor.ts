@@ -64,7 +64,7 @@ export type LocalBlock = ProcessedBlock & { profile: Profile };
 export function openBlock(raw: RawBlock): { block: PayloadBlock; codes: CodeRecord[] } | { warning: CaptureWarning } {
   const payload = unpack(raw);
   if (typeof payload === 'string') return { warning: { offset: raw.offset, message: `block ${raw.index} at byte ${raw.offset}: ${payload}; block skipped` } };
-  return { block: { index: raw.index, offset: raw.offset, payload }, codes: blockCodes(payload) };
+  return { block: { type: raw.type, index: raw.index, offset: raw.offset, payload }, codes: blockCodes(payload, raw.type) };
 }
 
 /** What a block that could not be inflated adds: its warning. */
@@ -132,7 +132,7 @@ export class BlockProcessor {
 
   /** One block the reference way: decode it, walk each sample, add it. */
   private readonly reference = (block: PayloadBlock, into: Profile, copied: CopyStats): BlockResult => {
-    const raw = { index: block.index, offset: block.offset, compression: COMPRESSION.NONE, flags: 0, rawLength: block.payload.length, stored: block.payload };
+    const raw = { type: block.type, index: block.index, offset: block.offset, compression: COMPRESSION.NONE, flags: 0, rawLength: block.payload.length, stored: block.payload };
     const { block: decoded, warnings } = decodeBlock(raw);
     const result: BlockResult = { samples: 0, ticks: 0, undetermined: 0, cutTaskLists: 0, firstTime: null, lastTime: null, missed: 0, warnings, fallback: this.engine !== null, decoded: decoded !== null, names: [] };
     if (!decoded) return result;

@@ -153,45 +153,46 @@ export { STOP_CODE, STOP_END, STOP_FULL, STOP_MALFORMED };
 /** the engine's pseudo-codes: a <GC> node, and a <native> node (PSEUDO_CODE_HI, GC_CODE_LO / NATIVE_CODE_LO) */
 const GC_CODE: u64 = (<u64>PSEUDO_CODE_HI << 32) | <u64>GC_CODE_LO;
 const NATIVE_CODE: u64 = (<u64>PSEUDO_CODE_HI << 32) | <u64>NATIVE_CODE_LO;
-const MAX_BLOCK_SAMPLE_BYTES: u64 = 64 << 20;
+export const MAX_BLOCK_SAMPLE_BYTES: u64 = 64 << 20;
 const MAX_SAFE: u64 = 0x1fffffffffffff;
 
 // ---- the engine's own tables (the host only sizes them: THREAD_SIZE, DESC_SIZE) ----
 // thread image: tsa, ids, time, region list and its sorted table, last result
-const T_TSA = 0;
-const T_INTERP = 8;
-const T_TID = 16;
-const T_NTID = 24;
-const T_TIME = 32;
-const T_COUNT = 40; // regions in the current sample
-const T_DESCS = 44; // region list, DESC_SIZE each, in sample order
-const T_CAP = 48; // capacity of the list and of the sorted table
-const T_SORTED = 52; // sorted region table (walk.ts REGION_SIZE entries)
-const T_SORTED_OK = 56; // the sorted table matches the list
-const T_SLOT = 60;
-const T_LAST_STATUS = 64; // the walk's status of the thread's previous sample (0xffffffff: none)
-const T_LAST_STACK = 68;
-const T_USED = 72; // region descriptors used by this sample (scratch)
+export const T_TSA = 0;
+export const T_INTERP = 8;
+export const T_TID = 16;
+export const T_NTID = 24;
+export const T_TIME = 32;
+export const T_COUNT = 40; // regions in the current sample
+export const T_DESCS = 44; // region list, DESC_SIZE each, in sample order
+export const T_CAP = 48; // capacity of the list and of the sorted table
+export const T_SORTED = 52; // sorted region table (walk.ts REGION_SIZE entries)
+export const T_SORTED_OK = 56; // the sorted table matches the list
+export const T_SLOT = 60;
+export const T_LAST_STATUS = 64; // the walk's status of the thread's previous sample (0xffffffff: none)
+export const T_LAST_STACK = 68;
+export const T_USED = 72; // region descriptors used by this sample (scratch)
 // the thread's last walk, kept for splicing (walk.ts): its trace and Python frames
-const T_TRACE = 76; // buffer in the data arena (0: none yet): SPLICE_MAX trace entries, then SPLICE_MAX frames
-const T_TRACE_N = 80; // frames in the trace (NONE: no usable last walk)
-const T_TRACE_PY = 84; // Python frames of it
-const T_TRACE_LAST = 88; // u64: its last frame
-const T_TRACE_OWNER = 96; // owner of its last frame
-const T_TRACE_ENTRY = 100; // is-entry flag of its last frame
-const T_NODES_OK = 104; // the buffer's node of each Python frame is current (same slot, outputs not cleared)
+export const T_TRACE = 76; // buffer in the data arena (0: none yet): SPLICE_MAX trace entries, then SPLICE_MAX frames
+export const T_TRACE_N = 80; // frames in the trace (NONE: no usable last walk)
+export const T_TRACE_PY = 84; // Python frames of it
+export const T_TRACE_LAST = 88; // u64: its last frame
+export const T_TRACE_OWNER = 96; // owner of its last frame
+export const T_TRACE_ENTRY = 100; // is-entry flag of its last frame
+export const T_NODES_OK = 104; // the buffer's node of each Python frame is current (same slot, outputs not cleared)
+export const T_FLAGS = 108; // (section blocks) the flags of the thread's previous sample
 /** walks longer than this are not kept for splicing */
 const SPLICE_MAX: u32 = 1024;
 // the buffer: SPLICE_MAX trace entries, SPLICE_MAX Python frames, SPLICE_MAX u32 nodes (node k:
 // the stack of Python frames k.. of the walk, k = 0 the innermost)
 const BUF_PY: u32 = SPLICE_MAX * TRACE_SIZE;
 const BUF_NODES: u32 = BUF_PY + SPLICE_MAX * FRAME_SIZE;
-const TRACE_BYTES: u32 = BUF_NODES + SPLICE_MAX * 4;
+export const TRACE_BYTES: u32 = BUF_NODES + SPLICE_MAX * 4;
 /** patched stretches of one sample's image, [lo, hi) linear offsets, one per patched region */
 const HULLS_MAX: u32 = 32;
 const hulls = memory.data(HULLS_MAX * 8, 8);
 let hullCount: u32 = 0;
-const NONE: u32 = 0xffffffff;
+export const NONE: u32 = 0xffffffff;
 /** children a node keeps in its list before they go to the hash */
 const FANOUT_LISTED: u32 = 8;
 
@@ -277,11 +278,16 @@ export function engineKeyCount(): u32 {
   return load<u32>(weightedChunks + (k >>> NODE_CHUNK_BITS) * 4) + (k & CHUNK_MASK) * 4;
 }
 // region descriptor: address, length, capacity of its bytes, where its bytes are
-const D_ADDR = 0;
-const D_LEN = 8;
-const D_CAP = 12;
-const D_DATA = 16;
-const D_USED = 20; // scratch: taken as a base by the sample being decoded
+export const D_ADDR = 0;
+export const D_LEN = 8;
+export const D_CAP = 12;
+export const D_DATA = 16;
+export const D_USED = 20; // scratch: taken as a base by the sample being decoded
+// (section blocks) a stack region's frames: where its list is, how many, and room for how many —
+// entries of u32 offset in the region and i32 image
+export const D_FRAMES = 24;
+export const D_FCOUNT = 28;
+export const D_FCAP = 32;
 // slots (one thread's counts in this block) and nodes (a stack as a tree node): SLOT_SIZE,
 // NODE_SIZE, S_*, N_* in src/kernel/abi.ts, which the host reads them by
 
@@ -379,7 +385,7 @@ let shapeN: u32 = 0;
 }
 
 /** Writes image e as the frame at `addr`, at linear offset `out`. */
-function materialize(e: u32, addr: u64, out: u32): void {
+export function materialize(e: u32, addr: u64, out: u32): void {
   const img = imageAt(e);
   const mask = load<u32>(img);
   for (let q: u32 = 0; q < shapeN; q++) {
@@ -398,6 +404,11 @@ function addImage(out: u32, addr: u64, lo: u64, hi: u64): void {
     store<u32>(imgPages + (imageCount / IMG_PER_PAGE) * 4, data + dataUsed);
     dataUsed += IMG_PAGE_BYTES;
   }
+  writeImage(out, addr, lo, hi);
+}
+
+/** Writes the frame at `out` as the next image (its page is there), words in [lo, hi) made relative to `addr`. */
+function writeImage(out: u32, addr: u64, lo: u64, hi: u64): void {
   const img = imageAt(imageCount);
   let mask: u32 = 0;
   for (let q: u32 = 0; q < shapeN; q++) {
@@ -422,7 +433,7 @@ function imagePagesBytes(more: u64): u64 {
 }
 
 /** The exclusive end of a region, all ones when it would pass 2^64 (as frame-images.ts's framePlace). */
-@inline function regionEnd(addr: u64, len: u64): u64 {
+@inline export function regionEnd(addr: u64, len: u64): u64 {
   const e = addr + len;
   return e < addr ? <u64>-1 : e;
 }
@@ -723,7 +734,7 @@ export function engineSpliced(): u32 {
 
 // ---- threads and slots ----
 
-function findThread(tsa: u64): u32 {
+export function findThread(tsa: u64): u32 {
   for (let t: u32 = 0; t < threadCount; t++) {
     const th = threads + t * THREAD_SIZE;
     if (load<u64>(th, T_TSA) == tsa) return th;
@@ -841,7 +852,7 @@ function internNode(parent: u32, slot: u32, frame: u32): u32 {
 
 /** Did this sample's patches write anywhere in [lo, hi) (linear offsets)? */
 /** Bytes [lo, hi) of the sample's image were written (past HULLS_MAX only counted: no splice then). */
-@inline function addHull(lo: u32, hi: u32): void {
+@inline export function addHull(lo: u32, hi: u32): void {
   if (hullCount < HULLS_MAX) {
     store<u32>(hulls + hullCount * 8, lo);
     store<u32>(hulls + hullCount * 8, hi, 4);
@@ -1231,8 +1242,19 @@ function sample(end: u32): i32 {
   store<u64>(th, time, T_TIME);
   // the thread's last walk can be spliced from if this sample changed bytes, not addresses;
   // an image that changed without a walk leaves no last walk to splice from
+  const spliceOk = load<u32>(th, T_TRACE_N) != NONE && !addressesChanged && listCap == 0 && hullCount <= HULLS_MAX;
+  return countSample(th, tsa, time, interp, tid, ntid, flags, recorderStatus, copyMicros, regionCount, changed, idsChanged, spliceOk);
+}
+
+/**
+ * The rest of a sample, whatever block it came in: its image (the thread's regions, their list
+ * and sorted table) is in place. Counts its tick, and — unless the filter leaves it out — its
+ * status and stack: the thread's last walk where nothing it read changed, else a walk (spliced
+ * onto the last one where `spliceOk`: only bytes changed, in the hulls recorded).
+ */
+export function countSample(th: u32, tsa: u64, time: u64, interp: u64, tid: u64, ntid: u64, flags: u32, recorderStatus: u32, copyMicros: u64, regionCount: u32, changed: bool, idsChanged: bool, spliceOk: bool): i32 {
   const traceN = load<u32>(th, T_TRACE_N);
-  const spliceOk = traceN != NONE && !addressesChanged && listCap == 0 && hullCount <= HULLS_MAX;
+  const list = load<u32>(th, T_DESCS);
   if (changed) store<u32>(th, NONE, T_TRACE_N);
 
   // a tick samples every thread at one time: its samples share it, and follow each other
@@ -1459,4 +1481,87 @@ export function engineRun(start: u32, end: u32): i32 {
   }
   stopAt = end;
   return STOP_END;
+}
+
+// ---- what section blocks (sections.ts) use of the engine's state ----
+
+/** The data arena's next `n` bytes (8-aligned), or 0 when no segment has room (engineDataNeed then says how much). */
+export function allocData(n: u32): u32 {
+  const need = (<u64>n + 7) & ~7;
+  if (!dataRoom(need)) {
+    dataNeed = need > <u64>0xffffffff ? 0xffffffff : <u32>need;
+    return 0;
+  }
+  const at = data + dataUsed;
+  dataUsed += <u32>need;
+  return at;
+}
+
+/** Thread k of the block (k < threadCount). */
+export function threadAt(k: u32): u32 {
+  return threads + k * THREAD_SIZE;
+}
+
+export function threadTotal(): u32 {
+  return threadCount;
+}
+
+/** A new thread image for the block's next slot, with its splice buffer; 0 when the table or the arena is full. */
+export function addThread(tsa: u64): u32 {
+  if (threadCount >= threadsCap) return 0;
+  const buf = allocData(TRACE_BYTES);
+  if (buf == 0) return 0;
+  const th = threads + threadCount * THREAD_SIZE;
+  threadCount++;
+  store<u64>(th, tsa, T_TSA);
+  store<u32>(th, 0, T_COUNT);
+  store<u32>(th, 0, T_CAP);
+  store<u32>(th, NONE, T_SLOT);
+  store<u32>(th, NONE, T_LAST_STATUS);
+  store<u32>(th, NONE, T_LAST_STACK);
+  store<u32>(th, 0, T_SORTED_OK);
+  store<u32>(th, buf, T_TRACE);
+  store<u32>(th, NONE, T_TRACE_N);
+  store<u32>(th, 0, T_NODES_OK);
+  return th;
+}
+
+export function clearHulls(): void {
+  hullCount = 0;
+}
+
+export function hullTotal(): u32 {
+  return hullCount;
+}
+
+export function imageTotal(): u32 {
+  return imageCount;
+}
+
+/** The block's frames: wb-byte words, n of them (a section block says so once). */
+export function setShape(wb: u32, n: u32): void {
+  shapeWb = wb;
+  shapeN = n;
+}
+
+export function shapeKnown(): bool {
+  return shapeWb != 0;
+}
+
+/** Adds the frame at `out` (address `addr`, in a region [lo, hi)) as the block's next image, its page taken from the arena; false when the arena is full. */
+export function addImageFrom(out: u32, addr: u64, lo: u64, hi: u64): bool {
+  if (imageCount >= <u32>MAX_FRAME_IMAGES) return true;
+  if (imageCount % IMG_PER_PAGE == 0) {
+    const page = allocData(IMG_PAGE_BYTES);
+    if (page == 0) return false;
+    store<u32>(imgPages + (imageCount / IMG_PER_PAGE) * 4, page);
+  }
+  writeImage(out, addr, lo, hi);
+  return true;
+}
+
+/** Region bytes made anew by a section block's sample, against the block's budget; false past it. */
+export function chargeBlock(n: u64): bool {
+  blockBytes += n;
+  return blockBytes <= MAX_BLOCK_SAMPLE_BYTES;
 }

@@ -43,6 +43,7 @@ import {
 import { ABI_DIGEST } from './abi-digest';
 
 export * from './engine';
+export { engineRunSections, engineResumeSections } from './sections';
 
 /** The digest of the ABI this kernel was built from (scripts/abi-digest.ts; src/kernel/digest.ts checks it). */
 export function abiDigest(): u32 {

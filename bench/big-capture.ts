@@ -2,14 +2,17 @@
 // repeated pass after pass, each pass shifted in time to start where the previous ended — a
 // recording as long as asked for, of the same program. Only whole-form samples carry an
 // absolute time (patches carry deltas against their thread's previous sample in the block), so
-// a block is shifted by rewriting those times; everything else is copied as it is.
+// a record block is shifted by rewriting those times, a section block by its first sample's time
+// (the others follow it); everything else is copied as it is.
 //
 //   node --import tsx bench/big-capture.ts SOURCE.pyuw OUT.pyuw SIZE_MB [LEVEL]
 //
 // Code records are kept in the first pass only (later passes would repeat them): samples of
 // later passes find them already recorded, as they would in a longer recording.
 import fs from 'node:fs';
-import { ByteReader, ByteWriter, BLOCK_FLAG, BLOCK_TYPE, RECORD_TYPE, encodeBlock, encodeHeader, encodeTrailer } from '../src/capture/format.js';
+import { ByteReader, ByteWriter, BLOCK_FLAG, BLOCK_TYPE, COMPRESSION, RECORD_TYPE, blockWithHeader, crc32, encodeBlock, encodeHeader, encodeTrailer } from '../src/capture/format.js';
+import { SEC_RECORDS, SEC_THREAD, SEC_TIME } from '../src/capture/codes.js';
+import { packSections, sectionViews } from '../src/capture/section-block.js';
 import { unpack } from '../src/capture/reader.js';
 import { openCapture } from '../src/capture/file.js';
 
@@ -74,11 +77,49 @@ function shifted(payload: Uint8Array, shift: number, codes: boolean): { bytes: U
   return { bytes: w.view().slice(), samples, codes: codeCount, missed, last };
 }
 
+/** A section block's payload shifted likewise: its first sample's time (the others are relative to it). */
+function shiftedSections(payload: Uint8Array, shift: number, codes: boolean): { bytes: Uint8Array; rawLength: number; samples: number; codes: number; missed: number; last: number } {
+  const views = sectionViews(payload);
+  const records = new ByteReader(views[SEC_RECORDS]!);
+  const rw = new ByteWriter(views[SEC_RECORDS]!.length);
+  const missed = records.uint('missed');
+  rw.uint(missed);
+  let codeCount = 0;
+  while (records.pos < records.end) {
+    const start = records.pos;
+    const type = records.u8('type');
+    const length = records.uint('length');
+    records.pos += length;
+    if (type === RECORD_TYPE.CODE && !codes) continue;
+    if (type === RECORD_TYPE.CODE) codeCount++;
+    rw.bytes(views[SEC_RECORDS]!.subarray(start, records.pos));
+  }
+  views[SEC_RECORDS] = rw.view().slice();
+  const times = new ByteReader(views[SEC_TIME]!);
+  const tw = new ByteWriter(views[SEC_TIME]!.length + 8);
+  let time = 0;
+  for (let i = 0; times.pos < times.end; i++) {
+    const d = times.sint('time');
+    time += d;
+    tw.sint(i === 0 ? d + shift : d);
+  }
+  views[SEC_TIME] = tw.view().slice();
+  let samples = 0;
+  for (const b of views[SEC_THREAD]!) if (b < 0x80) samples++;
+  const packed = packSections(views, level);
+  return { bytes: packed.stored, rawLength: packed.rawLength, samples, codes: codeCount, missed, last: time + shift };
+}
+
+/** A section block of a stored payload (as packSections makes it, with its unpacked length). */
+function sectionBlock(seq: number, stored: Uint8Array, rawLength: number, flags: number): Uint8Array {
+  return blockWithHeader({ type: BLOCK_TYPE.SECTIONS, compression: COMPRESSION.NONE, seq, flags, storedLength: stored.length, rawLength, payloadCrc: crc32(stored) }, stored);
+}
+
 const reader = await openCapture(source);
-const payloads: Uint8Array[] = [];
+const payloads: { type: number; payload: Uint8Array }[] = [];
 for (const raw of reader.rawBlocks()) {
   const p = unpack(raw);
-  if (typeof p !== 'string') payloads.push(p);
+  if (typeof p !== 'string') payloads.push({ type: raw.type, payload: p });
 }
 const fd = fs.openSync(out, 'w');
 let written = 0;
@@ -96,9 +137,17 @@ let missed = 0;
 const started = performance.now();
 while (written < target) {
   let last = 0;
-  for (const p of payloads) {
-    const s = shifted(p, shift, passes === 0);
-    put(encodeBlock(BLOCK_TYPE.RECORDS, seq++, s.bytes, level, s.codes === 0 ? BLOCK_FLAG.NO_CODES : 0));
+  for (const { type, payload } of payloads) {
+    const flags = (n: number): number => (n === 0 ? BLOCK_FLAG.NO_CODES : 0);
+    let s: ReturnType<typeof shifted>;
+    if (type === BLOCK_TYPE.SECTIONS) {
+      const t = shiftedSections(payload, shift, passes === 0);
+      put(sectionBlock(seq++, t.bytes, t.rawLength, flags(t.codes)));
+      s = t;
+    } else {
+      s = shifted(payload, shift, passes === 0);
+      put(encodeBlock(BLOCK_TYPE.RECORDS, seq++, s.bytes, level, flags(s.codes)));
+    }
     samples += s.samples;
     codes += s.codes;
     missed += s.missed;

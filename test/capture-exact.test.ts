@@ -3,15 +3,16 @@
 // frames, unwound and grown again), on every native interpreter
 // the suite covers. Every sample the recorder handed the writer — ids, time, flags, status,
 // errors, and every byte of every region — is read back from the file equal, in order. The
-// writer stored the frames the recorder pointed out as frame images (docs/capture-format.md,
-// "Frames region"), which is what makes such captures small; this checks it did, and that
-// storing them costs no byte of exactness.
+// writer stored the regions holding the frames the recorder pointed out as stack regions of
+// section blocks (docs/capture-format.md, "Section block"), which is what makes such captures
+// small; this checks it did, that it made them smaller than record blocks and than words alone,
+// and that storing them costs no byte of exactness.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { CaptureWriter, memorySink, openCapture } from '../src/capture/index.js';
-import { SampleEncoder } from '../src/capture/patch.js';
+import { SectionEncoder } from '../src/capture/section-encoder.js';
 import type { CodeRecord, SampleRecord, ThreadNameRecord } from '../src/capture/types.js';
 import { recordProcess } from '../src/record/linux/record-process.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
@@ -41,7 +42,7 @@ describe.each(chosen.length ? chosen : [{ label: 'none', command: '', missing: '
   ])('$program: every sample the recorder copied, byte for byte', async ({ program, args }) => {
     const file = path.join(dir, `${py.label}-${program}.pyuw`);
     const given: SampleRecord[] = [];
-    const framesRegions = vi.spyOn(SampleEncoder.prototype as unknown as { encodeFrames: () => void }, 'encodeFrames');
+    const stackRegions = vi.spyOn(SectionEncoder.prototype as unknown as { encodeStack: () => void }, 'encodeStack');
     let stored = 0;
     try {
       await recordProcess({
@@ -54,13 +55,12 @@ describe.each(chosen.length ? chosen : [{ label: 'none', command: '', missing: '
           if ('threadStateAddress' in r) given.push(kept(r));
         },
       });
-      stored = framesRegions.mock.calls.length;
+      stored = stackRegions.mock.calls.length;
     } finally {
-      framesRegions.mockRestore();
+      stackRegions.mockRestore();
     }
     expect(given.length).toBeGreaterThan(50);
-    // the recorder pointed out its frames, and the writer stored them as frames regions (where
-    // that is smaller than a patch: not for a top frame that only ran on)
+    // the recorder pointed out its frames, and the writer stored their regions as stack regions
     expect(stored).toBeGreaterThan(0);
 
     const reader = await openCapture(file);
@@ -90,16 +90,18 @@ describe.each(chosen.length ? chosen : [{ label: 'none', command: '', missing: '
     }
     expect(regions).toBeGreaterThan(given.length);
     expect(bytes).toBeGreaterThan(0);
-    // and the frames made the capture smaller: the same samples stored as patches alone take more
-    const patches = memorySink();
-    const w = new CaptureWriter(patches, reader.header);
-    for (const r of given) w.addSample({ ...r, frames: undefined });
-    w.close();
-    const hinted = memorySink();
-    const h = new CaptureWriter(hinted, reader.header);
-    for (const r of given) h.addSample(r);
-    h.close();
-    expect(hinted.length).toBeLessThan(patches.length);
+    // and the stack regions made the capture smaller: the same samples take more as words alone
+    // (no hint), and more as record blocks (format 1.3: frames regions and patches)
+    const written = (blocks: 'sections' | 'records', hints: boolean): number => {
+      const sink = memorySink();
+      const w = new CaptureWriter(sink, reader.header, { blocks });
+      for (const r of given) w.addSample(hints ? r : { ...r, frames: undefined });
+      w.close();
+      return sink.length;
+    };
+    const sections = written('sections', true);
+    expect(sections).toBeLessThan(written('sections', false));
+    expect(sections).toBeLessThan(written('records', true));
     recordCoverage('capture-exact', `${py.label} ${program}`, true);
   }, 120_000);
 });

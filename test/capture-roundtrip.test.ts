@@ -64,7 +64,7 @@ describe('header', () => {
     const { bytes } = writeAll(header, []);
     const { reader, blocks } = readAll(bytes);
     expect(reader.header).toEqual(header);
-    expect(reader.formatVersion).toEqual({ major: 1, minor: 3 });
+    expect(reader.formatVersion).toEqual({ major: 1, minor: 4 });
     expect(blocks).toEqual([]);
     expect(reader.warnings).toEqual([]);
     expect(reader.closedCleanly).toBe(true);

@@ -21,6 +21,7 @@ import { reportCapture, reportCaptureBytes, type CaptureReport, type ReportOptio
 import { WorkerPool } from '../src/pipeline/workers/pool.js';
 import { recordCoverage, cannotRun } from './helpers/coverage.js';
 import { reblocked } from './helpers/reblock.js';
+import { blockOf } from './helpers/blocks.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import { BIN } from '../harness/real-programs.js';
 
@@ -47,7 +48,7 @@ async function rewritten(file: string, suffix: string, edit: (payload: Uint8Arra
   let blocks = 0;
   for (const raw of reader.rawBlocks()) {
     const { payload, flags } = edit(unpack(raw) as Uint8Array);
-    parts.push(encodeBlock(BLOCK_TYPE.RECORDS, blocks++, payload, 6, flags));
+    parts.push(blockOf(raw.type, blocks++, payload, flags));
   }
   parts.push(encodeBlock(BLOCK_TYPE.END, blocks, encodeTrailer(reader.trailer ?? { blocks, samples: 0, codes: 0, missed: 0 }), 0));
   reader.close();
@@ -149,14 +150,15 @@ describe.each(nativeInterpreters())('block engine == reference path on real capt
     }
     // the writer says which blocks hold no code records (the pool then inflates nothing to find them)
     const flagged = [...(await openCapture(small)).rawBlocks()];
-    for (const b of flagged) expect(b.flags & BLOCK_FLAG.NO_CODES ? 0 : 1).toBe(blockCodes(unpack(b) as Uint8Array).length > 0 ? 1 : 0);
+    for (const b of flagged) expect(b.flags & BLOCK_FLAG.NO_CODES ? 0 : 1).toBe(blockCodes(unpack(b) as Uint8Array, b.type).length > 0 ? 1 : 0);
     // a header that lies about it: the workers find the code records, and one thread processes the capture
     const lying = await allClaimNoCodes(small);
     expect((await processed(lying, { workers: 3 })).json).toBe((await processed(lying, { reference: true })).json);
     // as a cross-origin-isolated page processes it (bytes in shared memory, the shared-memory build)
     for (const workers of [0, 2]) expect(await processedShared(small, workers)).toBe(smallReference.json);
-    // code records after the samples: workers give way to one thread, with the same result
-    const late = await codesLast(small);
+    // code records after the samples (in record blocks, format 1.3: a section block keeps them
+    // in a section of their own): workers give way to one thread, with the same result
+    const late = await codesLast(await reblocked(small, 4 << 10, small.replace(/\.pyuw$/, '-records.pyuw'), 'records'));
     expect(late.moved).toBeGreaterThan(0);
     const lateReference = await processed(late.file, { reference: true });
     expect((await processed(late.file, { workers: 0 })).json).toBe(lateReference.json);

@@ -14,6 +14,8 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CaptureWriter, fileSink, openCapture, readCaptureBytes } from '../src/capture/index.js';
 import { BLOCK_TYPE, ByteWriter, RECORD_TYPE, encodeBlock, encodeHeader, encodeTrailer } from '../src/capture/format.js';
+import { SEC_RECORDS } from '../src/capture/codes.js';
+import { blockOf, withSection } from './helpers/blocks.js';
 import { unpack } from '../src/capture/reader.js';
 import type { ThreadNameRecord } from '../src/capture/types.js';
 import { openLinuxProcess } from '../src/record/linux/process.js';
@@ -162,21 +164,26 @@ describe('thread-name records in processing', () => {
     const reader = await openCapture(file);
     const parts: Uint8Array[] = [encodeHeader(reader.header)];
     let blocks = 0;
+    // (a name record cut inside a varint, after the block's records)
+    const broken = (records: Uint8Array): Uint8Array => {
+      const w = new ByteWriter(records.length + 8);
+      w.bytes(records);
+      w.u8(RECORD_TYPE.THREAD_NAME), w.uint(2), w.u8(5), w.u8(0x80);
+      return w.view().slice();
+    };
     for (const raw of reader.rawBlocks()) {
       const payload = unpack(raw) as Uint8Array;
-      const w = new ByteWriter(payload.length + 8);
-      w.bytes(payload);
-      if (blocks === 1) w.u8(RECORD_TYPE.THREAD_NAME), w.uint(2), w.u8(5), w.u8(0x80); // cut inside a varint
-      parts.push(encodeBlock(BLOCK_TYPE.RECORDS, blocks++, w.view().slice(), 6));
+      const edited = blocks !== 1 ? payload : raw.type === BLOCK_TYPE.SECTIONS ? withSection(payload, SEC_RECORDS, broken) : broken(payload);
+      parts.push(blockOf(raw.type, blocks++, edited));
     }
     parts.push(encodeBlock(BLOCK_TYPE.END, blocks, encodeTrailer(reader.trailer!), 0));
     reader.close();
-    const broken = path.join(dir, 'named-broken.pyuw');
-    fs.writeFileSync(broken, Buffer.concat(parts));
-    const engine = await reportCapture(broken, { workers: 0 });
+    const file2 = path.join(dir, 'named-broken.pyuw');
+    fs.writeFileSync(file2, Buffer.concat(parts));
+    const engine = await reportCapture(file2, { workers: 0 });
     expect(engine.fallbackBlocks).toBe(1);
-    expect(engine.warnings.map((x) => x.message)).toEqual([expect.stringMatching(/^block 1 at byte \d+: thread name record at payload byte \d+: .*; record skipped$/)]);
-    const reference = await reportCapture(broken, { reference: true });
+    expect(engine.warnings.map((x) => x.message)).toEqual([expect.stringMatching(/^block 1 at byte \d+: thread name record at (records section|payload) byte \d+: .*$/)]);
+    const reference = await reportCapture(file2, { reference: true });
     expect(profileJson(engine)).toBe(profileJson(reference));
     expect(engine.warnings).toEqual(reference.warnings);
     expect(profileJson(engine)).toBe(profileJson(await reportCapture((await named()).file, { workers: 0 })));

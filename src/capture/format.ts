@@ -26,7 +26,7 @@ export const BLOCK_MAGIC = Uint8Array.of(0x50, 0x59, 0x55, 0x42); // "PYUB"
 
 /** Readers refuse a different major version; any minor version of their major is readable. */
 export const FORMAT_MAJOR = 1;
-export const FORMAT_MINOR = 3;
+export const FORMAT_MINOR = 4;
 
 /** magic(8) major(2) minor(2) body length(4) */
 export const HEADER_PREFIX_SIZE = 16;

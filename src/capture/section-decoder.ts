@@ -369,9 +369,9 @@ class SectionDecoder {
         w.from = model.childOf(below);
         if (w.from < 0) this.fail(SEC_OP, `region ${k}: a frame as the child of ${below < 0 ? 'no frame' : `image ${below}, which has none`}`);
       } else if (op === OP_IMAGE || op === OP_IMAGE_CHANGED) {
-        const back = this.uint(SEC_IMAGE, 'frame image');
-        if (back >= model.count) this.fail(SEC_IMAGE, `region ${k}: image ${back} back from the newest, of ${model.count}`);
-        w.from = model.count - 1 - back;
+        const e = this.uint(SEC_IMAGE, 'frame image');
+        if (e >= model.count) this.fail(SEC_IMAGE, `region ${k}: image ${e} of the block's ${model.count}`);
+        w.from = e;
       } else if (op === OP_RAN) {
         if (i !== keep || keep >= bc || bOffs[keep] !== off || off + size > oldLength) this.fail(SEC_OP, `region ${k}: a frame run on at ${off}, where the base region has no frame to run on`);
         w.from = bImgs[keep]!;

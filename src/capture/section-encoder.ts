@@ -263,7 +263,7 @@ export class SectionEncoder {
         if (found === child) S[SEC_OP]!.uint(OP_CHILD);
         else {
           S[SEC_OP]!.uint(OP_IMAGE);
-          S[SEC_IMAGE]!.uint(model.count - 1 - found);
+          S[SEC_IMAGE]!.uint(found);
         }
         id = found;
       } else {
@@ -304,7 +304,7 @@ export class SectionEncoder {
           if (op === OP_CHILD_CHANGED) S[SEC_OP]!.uint(OP_CHILD);
           else {
             S[SEC_OP]!.uint(OP_IMAGE);
-            S[SEC_IMAGE]!.uint(model.count - 1 - from);
+            S[SEC_IMAGE]!.uint(from);
           }
           ids[i] = from;
           if (i > 0) model.above(below, from, off - belowAt);
@@ -316,7 +316,7 @@ export class SectionEncoder {
           from = -1;
           S[SEC_BYTES]!.range(bytes, off, off + size);
         } else {
-          if (op === OP_IMAGE_CHANGED) S[SEC_IMAGE]!.uint(model.count - 1 - from);
+          if (op === OP_IMAGE_CHANGED) S[SEC_IMAGE]!.uint(from);
           S[SEC_MASK]!.uint(mask);
           for (let q = 0; q < nw; q++) if ((mask >>> q) & 1) writeDelta(S[SEC_DELTA]!, made, bytes, off + q * wb, wb);
         }

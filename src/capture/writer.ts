@@ -41,8 +41,8 @@ export interface CaptureWriterOptions {
   /**
    * how samples are written: `sections` (format 1.4 section blocks: each kind of field in a
    * section of its own, samples against their thread's previous one and the block's frame
-   * images) or `records` (record blocks, a record per sample: what pyunwind before 0.2 wrote).
-   * Default: records.
+   * images) or `records` (record blocks, a record per sample: format 1.3 and before).
+   * Default: sections.
    */
   blocks?: 'sections' | 'records';
   /** raw (uncompressed) bytes after which a block is ended; default 1 MiB for sections, 128 KiB for records */
@@ -109,7 +109,7 @@ export class CaptureWriter {
     header: CaptureHeader,
     options: CaptureWriterOptions = {},
   ) {
-    this.sections = options.blocks === 'sections' ? new SectionEncoder() : null;
+    this.sections = options.blocks === 'records' ? null : new SectionEncoder();
     const blockBytes = options.blockBytes ?? (this.sections ? DEFAULT_SECTION_BLOCK_BYTES : DEFAULT_BLOCK_BYTES);
     if (!Number.isFinite(blockBytes) || blockBytes < 1) throw new RangeError(`blockBytes must be a positive number (got ${blockBytes})`);
     // past MAX_BLOCK_RAW, `overflows` ends blocks anyway

@@ -95,6 +95,8 @@ export const STOP_END = 0;
 export const STOP_CODE = 1;
 export const STOP_MALFORMED = 2;
 export const STOP_FULL = 3;
+/** (section blocks) the data arena ran out inside a sample: grow it, and process the block again from its start */
+export const STOP_RESTART = 4;
 /**
  * the config block: u32 slots giving where each fixed area is and how large (the growable ones —
  * data segments, node chunks, the hash — the host adds by engineAddSegment, engineAddNodeChunk,
@@ -142,8 +144,8 @@ export const FILTER_THREAD = 1;
 export const COPY_BUCKETS = 65536;
 /** a thread's image in the engine: its ids, time, regions and last walk */
 export const THREAD_SIZE = 112;
-/** a region descriptor of a thread image */
-export const DESC_SIZE = 24;
+/** a region descriptor of a thread image (with, in a section block, the frames of a stack region) */
+export const DESC_SIZE = 40;
 /** a slot: one thread (its ids) and its counts since the outputs were cleared — u64 thread state, interpreter, thread id, native id, first and last time, latest time flagged main (-1: none), STATUS_COUNT u32 counts */
 export const SLOT_SIZE = 104;
 export const S_TSA = 0;

@@ -65,6 +65,7 @@ import {
   STOP_END,
   STOP_FULL,
   STOP_MALFORMED,
+  STOP_RESTART,
   S_COUNTS,
   S_FIRST,
   S_INTERP,
@@ -79,6 +80,8 @@ import {
   TREE_NODES,
 } from './abi.js';
 import { SAMPLE_FLAG } from '../capture/types.js';
+import { SECTION_COUNT, SEC_RECORDS } from '../capture/codes.js';
+import { sectionBounds } from '../capture/section-block.js';
 
 const PAGE = 65536;
 
@@ -126,6 +129,8 @@ interface EngineExports {
   engineKeyCount(): number;
   engineWeightedCount(): number;
   engineRun(start: number, end: number): number;
+  engineRunSections(table: number): number;
+  engineResumeSections(): number;
   engineStopAt(): number;
   engineSamples(): number;
   engineTicks(): number;
@@ -331,6 +336,7 @@ export class BlockEngine {
       ['slots', CAPACITY.slots * SLOT_SIZE],
       ['copyTouched', COPY_BUCKETS * 4],
       ['copyHist', COPY_BUCKETS * 4],
+      ['sectionTable', SECTION_COUNT * 8],
     ];
     let at = align(e.heapBase(), 16);
     for (const [name, size] of areas) {
@@ -458,7 +464,7 @@ export class BlockEngine {
       this.resetTree();
       return reference(block, profile, copies);
     };
-    // (section blocks, format 1.4: the reference path for now)
+    if (block.type === BLOCK_TYPE.SECTIONS) return this.processSections(block, profile, copies, fallback);
     if (block.type !== BLOCK_TYPE.RECORDS) return fallback();
     if (this.layout.get('payloadEnd')! - this.layout.get('payload')! < payload.length) {
       this.layout.set('payload', this.place(payload.length * 2));
@@ -525,6 +531,108 @@ export class BlockEngine {
           return fallback();
         }
         pos = at;
+        continue;
+      }
+      return fallback();
+    }
+    if (local && localCopies) {
+      this.harvest(local, localCopies);
+      this.resetTree();
+      profile.merge(local);
+      copies.merge(localCopies);
+    } else {
+      this.harvest(profile, copies);
+    }
+    const samples = e.engineSamples();
+    return {
+      samples,
+      ticks: e.engineTicks(),
+      undetermined: e.engineUndetermined(),
+      cutTaskLists: 0,
+      firstTime: samples ? Number(e.engineFirstTime()) : null,
+      lastTime: samples ? Number(e.engineLastTime()) : null,
+      missed,
+      warnings: [],
+      fallback: false,
+      decoded: true,
+      names,
+    };
+  }
+
+  /**
+   * A section block (format 1.4): its records section read here (thread names; its code records
+   * are in the code table already), its samples by the engine from the sections where they lie.
+   */
+  private processSections(block: PayloadBlock, profile: Profile, copies: CopyStats, fallback: () => BlockResult): BlockResult {
+    const payload = block.payload;
+    const e = this.exports;
+    let bounds: { at: number; length: number }[];
+    try {
+      bounds = sectionBounds(payload);
+    } catch {
+      return fallback();
+    }
+    if (bounds.length < SECTION_COUNT) return fallback();
+    // the records: every one must decode (the reference path says which does not)
+    const records = payload.subarray(bounds[SEC_RECORDS]!.at, bounds[SEC_RECORDS]!.at + bounds[SEC_RECORDS]!.length);
+    const names: ThreadNameRecord[] = [];
+    let missed: number;
+    try {
+      const r = new ByteReader(records);
+      missed = r.uint('missed count');
+      while (r.pos < r.end) {
+        const type = r.u8('record type');
+        const length = r.uint('record length');
+        if (length > r.remaining) return fallback();
+        const body = new ByteReader(records, r.pos, r.pos + length);
+        if (type === RECORD_TYPE.THREAD_NAME) names.push(readThreadNameRecord(body));
+        else if (type === RECORD_TYPE.CODE) readCodeRecord(body);
+        else return fallback();
+        r.pos += length;
+      }
+    } catch {
+      return fallback();
+    }
+    if (this.layout.get('payloadEnd')! - this.layout.get('payload')! < payload.length) {
+      this.layout.set('payload', this.place(payload.length * 2));
+      this.layout.set('payloadEnd', this.top);
+    }
+    const base = this.layout.get('payload')!;
+    new Uint8Array(this.memory.buffer, base, payload.length).set(payload);
+    const table = new Uint32Array(SECTION_COUNT * 2);
+    for (let k = 0; k < SECTION_COUNT; k++) {
+      table[2 * k] = base + bounds[k]!.at;
+      table[2 * k + 1] = base + bounds[k]!.at + bounds[k]!.length;
+    }
+    const tableAt = this.layout.get('sectionTable')!;
+    new Uint32Array(this.memory.buffer, tableAt, SECTION_COUNT * 2).set(table);
+    // what the block adds, apart until it is done (as for record blocks)
+    let local: Profile | null = null;
+    let localCopies: CopyStats | null = null;
+    let stop = e.engineRunSections(tableAt);
+    for (;;) {
+      if (stop === STOP.END) break;
+      if (stop === STOP.FULL) {
+        const need = e.engineTreeNeed();
+        if (need === TREE_NODES && this.nodeChunks.length * NODE_CHUNK < CAPACITY.maxNodes) this.addNodeChunk();
+        else if (need === TREE_HASH) this.setHash(this.hashEntries * 2);
+        else if (need === TREE_KEYS) this.setKeys(this.keys.cap * 2, true);
+        else if (need !== 0) {
+          this.harvest((local ??= new Profile()), (localCopies ??= new CopyStats()));
+          this.resetTree();
+        } else return fallback();
+        stop = e.engineResumeSections();
+        continue;
+      }
+      if (stop === STOP_RESTART) {
+        // the arena, grown; the block from its start: what it counted so far is dropped (its
+        // nodes stay: the same samples find them again), and what a harvest took of it
+        if (!this.growData()) return fallback();
+        if (local) {
+          local = localCopies = null;
+          this.resetTree();
+        }
+        stop = e.engineRunSections(tableAt);
         continue;
       }
       return fallback();

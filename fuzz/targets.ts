@@ -13,7 +13,7 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { BlockProcessor, openBlock } from '../src/pipeline/block-processor.js';
 import type { PseudoFrames } from '../src/pipeline/sample-chain.js';
-import { BLOCK_TYPE, encodeBlock, encodeTrailer } from '../src/capture/format.js';
+import { BLOCK_TYPE, COMPRESSION, blockWithHeader, crc32, encodeBlock, encodeTrailer } from '../src/capture/format.js';
 import { readCaptureBytes, type RawBlock } from '../src/capture/reader.js';
 import { CaptureError, type CodeRecord } from '../src/capture/types.js';
 import { layoutFromDebugOffsets, layoutFromSource, LayoutError, type Layout } from '../src/layout/index.js';
@@ -118,7 +118,9 @@ export function mutatePayload(file: Uint8Array, blockPick: number, ms: readonly 
     const opened = openBlock(raw);
     if ('warning' in opened) return;
     const payload = i === k ? mutate(opened.block.payload, ms) : opened.block.payload;
-    parts.push(encodeBlock(BLOCK_TYPE.RECORDS, i, payload, 0));
+    // (a section block as its unpacked payload: every section stored as it is)
+    if (raw.type === BLOCK_TYPE.SECTIONS) parts.push(blockWithHeader({ type: raw.type, compression: COMPRESSION.NONE, seq: i, flags: 0, storedLength: payload.length, rawLength: payload.length, payloadCrc: crc32(payload) }, payload));
+    else parts.push(encodeBlock(BLOCK_TYPE.RECORDS, i, payload, 0));
   });
   parts.push(encodeBlock(BLOCK_TYPE.END, blocks.length, encodeTrailer({ blocks: blocks.length, samples: 0, codes: 0, missed: 0 }), 0));
   return concat(parts);

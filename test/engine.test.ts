@@ -18,6 +18,7 @@ import { CodeTable } from '../src/symbols/code-table.js';
 import { blockCodes, unpack } from '../src/capture/reader.js';
 import { instantiateKernel, loadKernel, readKernelBytes } from '../src/kernel/load.js';
 import { reportCapture, reportCaptureBytes, type CaptureReport, type ReportOptions } from '../src/pipeline/report-file.js';
+import { WORKER_BYTES, workersThatPay } from '../src/pipeline/process-capture.js';
 import { WorkerPool } from '../src/pipeline/workers/pool.js';
 import { recordCoverage, cannotRun } from './helpers/coverage.js';
 import { reblocked } from './helpers/reblock.js';
@@ -180,6 +181,18 @@ describe.each(nativeInterpreters())('block engine == reference path on real capt
     expect((await processed(file, { thread })).json).toBe((await processed(file, { thread, reference: true })).json);
     recordCoverage('engine', py.label, true);
   }, 180_000);
+});
+
+describe('workers by what pays', () => {
+  it('none below two workers\' worth of capture; up to the processors there are, WORKER_BYTES each', () => {
+    expect(workersThatPay(0, 2)).toBe(0);
+    // one worker alone is only slower than this thread
+    expect(workersThatPay(2 * WORKER_BYTES - 1, 2)).toBe(0);
+    expect(workersThatPay(2 * WORKER_BYTES, 2)).toBe(2);
+    expect(workersThatPay(100 * WORKER_BYTES, 2)).toBe(2);
+    expect(workersThatPay(3 * WORKER_BYTES, 8)).toBe(3);
+    expect(workersThatPay(100 * WORKER_BYTES, 1)).toBe(0);
+  });
 });
 
 describe('pyunwind bench on a real capture', () => {

@@ -91,7 +91,7 @@ export function checkSampleRecord(rec: SampleRecord): void {
 const views: { buffer: ArrayBufferLike | null; words: Int32Array }[] = Array.from({ length: 4 }, () => ({ buffer: null, words: new Int32Array(0) }));
 
 /** The 32-bit view of a's whole buffer, or null when a does not start 4-byte aligned. */
-function wordsOf(a: Uint8Array): Int32Array | null {
+export function wordsOf(a: Uint8Array): Int32Array | null {
   if (a.byteOffset & 3) return null;
   const buffer = a.buffer;
   for (let k = 0; k < views.length; k++) {

@@ -62,7 +62,7 @@ import {
 } from './codes.js';
 import { ByteWriter, RECORDER_STATUS_CODE } from './format.js';
 import { framePlace, placeAt } from './frame-images.js';
-import { frameOffsets } from './patch.js';
+import { frameOffsets, wordsOf } from './patch.js';
 import { Refs, StackModel, halves, u32, zig32 } from './stack-model.js';
 import type { Region, SampleRecord } from './types.js';
 
@@ -355,8 +355,17 @@ export class SectionEncoder {
     // (what the decoder starts from: the old bytes cut or zero-extended to n)
     oldLength = Math.min(oldLength, n);
     const full = oldLength & ~3;
-    for (let at = 0; at < full; at += 4) {
-      if (cur[at] !== old[at] || cur[at + 1] !== old[at + 1] || cur[at + 2] !== old[at + 2] || cur[at + 3] !== old[at + 3]) changed.push(at);
+    // (a word at a time where both start 4-byte aligned: most words are the same)
+    const ow = (old.byteOffset & 3) === 0 ? wordsOf(old) : null;
+    const cw = ow && (cur.byteOffset & 3) === 0 ? wordsOf(cur) : null;
+    if (ow && cw) {
+      const oo = old.byteOffset >>> 2;
+      const co = cur.byteOffset >>> 2;
+      for (let w = 0, end = full >>> 2; w < end; w++) if (ow[oo + w] !== cw[co + w]) changed.push(w << 2);
+    } else {
+      for (let at = 0; at < full; at += 4) {
+        if (cur[at] !== old[at] || cur[at + 1] !== old[at + 1] || cur[at + 2] !== old[at + 2] || cur[at + 3] !== old[at + 3]) changed.push(at);
+      }
     }
     for (let at = full; at < n; at += 4) if (wordOf(cur, at, n) !== wordOf(old, at, oldLength)) changed.push(at);
     S[SEC_WORD_COUNT]!.uint(changed.length);

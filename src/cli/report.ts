@@ -49,7 +49,8 @@ ${formatsHelp('                          ')}
       --opcodes         each frame's bytecode instruction too, as dis names it
       --full-filenames  whole file paths in text (default: short, as py-spy shows them)
   -n, --top N           functions listed per thread in text (default 15)
-  -j, --workers N       worker threads (default 0: all in this thread)
+  -j, --workers N       at most N worker threads, as many as pay for the capture's size
+                        (default: one per processor; none below 16 MB); 0: this thread only
   -q, --quiet           no progress line
   -h, --help            this help
 `;
@@ -112,7 +113,7 @@ export async function report(argv: string[], out: (s: string | Uint8Array) => vo
       ...(values.native ? { native: true } : {}),
       ...(asyncAware ? { asyncAware } : {}),
       ...(values.opcodes ? { opcodes: true } : {}),
-      ...(values.workers !== undefined ? { workers: Number(values.workers) } : {}),
+      ...(values.workers !== undefined ? { maxWorkers: Number(values.workers) } : {}),
       ...(spec.timeline ? { timeline: true } : {}),
       ...(tty ? { onProgress: (n: number, b: number) => err(`\rreport${what}: ${n} samples, ${b} blocks\x1b[K`) } : {}),
     });

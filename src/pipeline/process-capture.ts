@@ -63,11 +63,13 @@ export interface ReportOptions {
   /** process every block on the reference path (decode, walk and add each sample) */
   reference?: boolean;
   /**
-   * worker threads to process blocks in (Node; the engine path only); 0: this thread.
-   * Default: the host's (Node: this thread — workers were slower on every real capture
-   * measured, docs/benchmarks.md; the viewer: one per core from WORKERS_FROM_BYTES).
+   * worker threads to process blocks in (Node; the engine path only), exactly; 0: this thread.
+   * Default: as many as pay for the capture's size, up to `maxWorkers` (the host's rule — Node:
+   * workersThatPay; the viewer: one per core from WORKERS_FROM_BYTES).
    */
   workers?: number;
+  /** with no `workers`: at most this many (report -j N); the host picks as many as pay, up to it */
+  maxWorkers?: number;
   /** stop after the block in which this many samples have been processed (a quick look, benchmarks) */
   maxSamples?: number;
   /**
@@ -200,6 +202,23 @@ export async function reportCaptureBytes(bytes: Uint8Array, options: BytesReport
 /** Captures smaller than this are processed in the calling thread by default: workers would cost more than they save. */
 export const WORKERS_FROM_BYTES = 4 << 20;
 
+/**
+ * Capture bytes a Node worker thread must have for its share to pay (docs/benchmarks.md,
+ * "Workers"): a pool of two costs about 0.2 s to start, stop and merge, and a worker runs its
+ * blocks colder than the calling thread; on this machine a 12.6 MB recording of configs.py (the
+ * fastest to process per byte: 11 MB/s in one thread) broke even with two workers.
+ */
+export const WORKER_BYTES = 8 << 20;
+
+/**
+ * How many worker threads pay for a capture of this size, out of `available`: none (one worker
+ * is only slower than this thread), or two and more, each with WORKER_BYTES of the capture.
+ */
+export function workersThatPay(captureBytes: number, available: number): number {
+  const n = Math.min(available, Math.floor(captureBytes / WORKER_BYTES));
+  return n >= 2 ? n : 0;
+}
+
 /** A pool that processes blocks elsewhere (Node: worker threads, src/pipeline/workers/pool.ts). */
 export interface BlockPool {
   /** blocks submitted and not yet taken */
@@ -261,7 +280,7 @@ export async function processCapture(open: () => CaptureReader | Promise<Capture
     const asyncMode = options.asyncAware === 'recorded' ? (header.asyncio?.mode ?? 'running') : options.asyncAware;
     const tasks = asyncMode ? { offsets: asyncioOffsetsOf(header, asyncMode), mode: asyncMode } : null;
     const engineOnly = !options.reference && !options.onSample && !options.walker && !tasks;
-    const workers = options.workers ?? host.defaultWorkers?.(reader.size) ?? 0;
+    const workers = options.workers ?? Math.min(options.maxWorkers ?? Infinity, host.defaultWorkers?.(reader.size) ?? 0);
     if (!(Number.isInteger(workers) && workers >= 0)) throw new RangeError(`workers must be a whole number >= 0 (got ${workers})`);
     if (engineOnly && workers >= 1 && !host.pool) throw new RangeError(`workers: ${workers} asked for, but this runtime has no worker pool here (process in this thread: workers 0)`);
     // (a caller's own walker needs no kernel)

@@ -6,8 +6,8 @@
 // runtime (reportCaptureBytes), are in ./process-capture.ts.
 
 import { openCapture } from '../capture/file.js';
-import { WorkerPool } from './workers/pool.js';
-import { processCapture, type ProcessHost } from './process-capture.js';
+import { WorkerPool, defaultWorkers } from './workers/pool.js';
+import { processCapture, workersThatPay, type ProcessHost } from './process-capture.js';
 import type { CaptureReport, ReportOptions } from './process-capture.js';
 
 export {
@@ -21,13 +21,11 @@ export {
 } from './process-capture.js';
 
 /**
- * Node's worker threads, used only when asked for: the engine keeps its stack tree from one
- * block to the next, and two workers on two cores are no faster than one thread on the real
- * captures measured (docs/benchmarks.md, "Processing real captures": 0.56–1.01× on 3 MB, 0.76×
- * on 12 MB), so the default is the one that pays.
+ * Node's worker threads, as many as pay for the capture's size (workersThatPay: none below
+ * 16 MB on two cores), one per processor at most.
  */
 const host: ProcessHost = {
-  defaultWorkers: () => 0,
+  defaultWorkers: (bytes) => workersThatPay(bytes, defaultWorkers()),
   pool: async (workers, setup) => new WorkerPool(workers, setup),
 };
 

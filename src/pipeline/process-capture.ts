@@ -204,7 +204,7 @@ export const WORKERS_FROM_BYTES = 4 << 20;
 
 /**
  * Capture bytes a Node worker thread must have for its share to pay (docs/benchmarks.md,
- * "Workers"): a pool of two costs about 0.2 s to start, stop and merge, and a worker runs its
+ * "Section blocks"): a pool of two costs about 0.2 s to start, stop and merge, and a worker runs its
  * blocks colder than the calling thread; on this machine a 12.6 MB recording of configs.py (the
  * fastest to process per byte: 11 MB/s in one thread) broke even with two workers.
  */

@@ -36,6 +36,11 @@ export interface NativeCalls {
    * be seen stopped before it can be let go.
    */
   stopThreads(pid: number, tids: readonly number[], timeoutMs: number): StopResult[];
+  /**
+   * The general registers of a thread stopped by stopThreads (PTRACE_GETREGS): the x86-64
+   * user_regs_struct as 27 words, in the kernel's order (USER_REGS); null if they cannot be read.
+   */
+  registers(tid: number): BigUint64Array | null;
   /** Let a thread stopped by stopThreads run on (detach; a signal that arrived meanwhile is delivered). */
   resumeThread(pid: number, tid: number): void;
   /**
@@ -69,6 +74,10 @@ export interface PreparedRead {
 const PTRACE_SEIZE = 0x4206;
 const PTRACE_INTERRUPT = 0x4207;
 const PTRACE_DETACH = 17;
+const PTRACE_GETREGS = 12;
+
+/** Word indexes of x86-64's user_regs_struct (the kernel's asm/ptrace.h order), as registers() gives it. */
+export const USER_REGS = { r15: 0, r14: 1, r13: 2, r12: 3, rbp: 4, rbx: 5, r11: 6, r10: 7, r9: 8, r8: 9, rax: 10, rcx: 11, rdx: 12, rsi: 13, rdi: 14, orig_rax: 15, rip: 16, cs: 17, eflags: 18, rsp: 19, ss: 20, fs_base: 21, gs_base: 22, count: 27 } as const;
 const PTRACE_EVENT_STOP = 128;
 const WNOHANG = 1;
 const WSTOPPED = 2;
@@ -137,6 +146,8 @@ function load(): NativeCalls | string {
   const ptrace = libc.func('long ptrace(long request, int pid, void *addr, void *data)');
   // the same call with `data` as a number: the signal to deliver on detach
   const ptraceSignal = libc.func('long ptrace(long request, int pid, void *addr, long data)');
+  const userRegs = new DataView(new ArrayBuffer(USER_REGS.count * 8));
+  const userRegsAddress = koffi.address(userRegs);
   const waitpid = libc.func('int waitpid(int pid, _Out_ int *status, int options)');
   const schedYield = libc.func('int sched_yield()');
   const prctl = libc.func('int prctl(int option, unsigned long arg2, unsigned long arg3, unsigned long arg4, unsigned long arg5)');
@@ -366,6 +377,10 @@ function load(): NativeCalls | string {
         results[i] = r === 'running' ? 'timeout' : r;
       });
       return results;
+    },
+    registers(tid) {
+      if (Number(ptrace(PTRACE_GETREGS, tid, null, userRegsAddress)) !== 0) return null;
+      return new BigUint64Array(userRegs.buffer.slice(0));
     },
     resumeThread(pid, tid) {
       detach(pid, tid);

@@ -356,8 +356,8 @@ export class SectionEncoder {
     oldLength = Math.min(oldLength, n);
     const full = oldLength & ~3;
     // (a word at a time where both start 4-byte aligned: most words are the same)
-    const ow = (old.byteOffset & 3) === 0 ? wordsOf(old) : null;
-    const cw = ow && (cur.byteOffset & 3) === 0 ? wordsOf(cur) : null;
+    const ow = wordsOf(old);
+    const cw = ow && wordsOf(cur);
     if (ow && cw) {
       const oo = old.byteOffset >>> 2;
       const co = cur.byteOffset >>> 2;

@@ -441,7 +441,7 @@ function parseCie(r: Bytes, at: number, end: number, flavour: FrameSection, sect
   let raRegister: number;
   if (version === 1) raRegister = r.u8(p++);
   else [raRegister, p] = r.uleb(p);
-  const cie: Cie = { codeAlign, dataAlign, raRegister, fdeEncoding: flavour === '.debug_frame' ? 0 : 0, signal: false, hasAugData: false, start: 0, end };
+  const cie: Cie = { codeAlign, dataAlign, raRegister, fdeEncoding: 0, signal: false, hasAugData: false, start: 0, end };
   if (aug.startsWith('z')) {
     cie.hasAugData = true;
     const [len, p4] = r.uleb(p);

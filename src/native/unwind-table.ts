@@ -82,21 +82,3 @@ export function rowAt(t: UnwindTable, i: number): UnwindRow {
     raOffset: t.rules[o + R_RA_OFFSET]!,
   };
 }
-
-/**
- * The index of the row holding `pc` (an object address), or -1 before the first row. Binary
- * search: the table is sorted and rows do not overlap.
- */
-export function findRow(starts: BigUint64Array, pc: bigint): number {
-  let lo = 0;
-  let hi = starts.length - 1;
-  let found = -1;
-  while (lo <= hi) {
-    const mid = (lo + hi) >>> 1;
-    if (starts[mid]! <= pc) {
-      found = mid;
-      lo = mid + 1;
-    } else hi = mid - 1;
-  }
-  return found;
-}

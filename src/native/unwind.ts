@@ -6,7 +6,8 @@
 // read is checked against the stack copy; a chain that cannot be followed to its outermost
 // frame ends with a status saying why, never with a guess.
 
-import { CFA, RA_UNDEFINED, RBP, ROW_FIELDS, R_CFA, R_CFA_OFFSET, R_RA_OFFSET, R_RBP, R_RBP_OFFSET, findRow, type UnwindTable } from './unwind-table.js';
+import { CFA, RA_UNDEFINED, RBP, ROW_FIELDS, R_CFA, R_CFA_OFFSET, R_RA_OFFSET, R_RBP, R_RBP_OFFSET, type UnwindTable } from './unwind-table.js';
+import { lastAtOrBelow } from '../walk/region-index.js';
 
 /** The registers an x86-64 unwind starts from. */
 export interface NativeRegisters {
@@ -100,7 +101,7 @@ export function unwindNative(regs: NativeRegisters, stack: StackCopy, objects: r
     let rbpOffset = 0;
     let raOffset = -8;
     if (obj.table) {
-      const i = findRow(obj.table.starts, rip - obj.bias - (exact ? 0n : 1n));
+      const i = lastAtOrBelow(obj.table.starts, rip - obj.bias - (exact ? 0n : 1n));
       if (i >= 0) {
         const o = i * ROW_FIELDS;
         const rl = obj.table.rules;

@@ -5,7 +5,7 @@
  * address is below them all. Regions do not overlap in a walk's memory, so that region is the
  * only one that can hold the address; the caller checks the length.
  */
-export function lastAtOrBelow(starts: readonly bigint[], address: bigint): number {
+export function lastAtOrBelow(starts: ArrayLike<bigint>, address: bigint): number {
   let lo = 0;
   let hi = starts.length - 1;
   let found = -1;

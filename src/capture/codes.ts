@@ -9,6 +9,8 @@
 export const RECORD_CODE = 1;
 export const RECORD_SAMPLE = 2;
 export const RECORD_THREAD_NAME = 3;
+/** (format 1.5) a mapped object's unwind table and symbols, for native stacks */
+export const RECORD_NATIVE_OBJECT = 4;
 
 // ---- a sample record: whole, or a patch of its thread's previous sample ----
 export const FORM_WHOLE = 0;
@@ -84,8 +86,18 @@ export const SEC_IMAGE = 21; // image numbers, counted back from the newest
 export const SEC_MASK = 22; // per changed frame: which words change
 export const SEC_DELTA = 23; // per changed word of a frame: the change, zigzag, modulo 2^(8 × word size)
 export const SEC_SHAPE = 24; // the block's frames: word size and words (empty: no stack region)
-/** sections of a format 1.4 section block (a table may list more: a later minor version's, ignored) */
+/**
+ * sections a section block must list: format 1.4's (a table may list more: a later minor
+ * version's). The block engine reads these and ignores any after them.
+ */
 export const SECTION_COUNT = 25;
+/**
+ * (format 1.5) per sample: its native registers, against its thread's previous sample's. Listed
+ * only by a block with a sample that has them; a block without it: none of its samples has.
+ */
+export const SEC_REGISTERS = 25;
+/** the sections this version reads (later ones: a later minor version's, ignored) */
+export const SECTIONS_KNOWN = 26;
 /** a sample's region list in SEC_REGIONS */
 export const LIST_SAME = 0; // the regions of its thread's previous sample, in order, each with its data
 export const LIST_UNCHANGED = 1; // those regions, every byte as it was: nothing more follows

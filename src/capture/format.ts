@@ -6,7 +6,7 @@
 // is left and against a fixed limit before it is used, and every error names the byte.
 
 // (crc-32's own file, the one its `main` names: a bundler for a neutral platform reads no `main`)
-import { BLOCK_SECTIONS, FORM_PATCH, FORM_WHOLE, FRAME_CHANGED, FRAME_IMAGE, FRAME_LITERAL, KIND_FRAMES, KIND_LITERAL, KIND_PATCH, MAX_BLOCK_RAW, RECORD_CODE, RECORD_SAMPLE, RECORD_THREAD_NAME } from './codes.js';
+import { BLOCK_SECTIONS, FORM_PATCH, FORM_WHOLE, FRAME_CHANGED, FRAME_IMAGE, FRAME_LITERAL, KIND_FRAMES, KIND_LITERAL, KIND_PATCH, MAX_BLOCK_RAW, RECORD_CODE, RECORD_NATIVE_OBJECT, RECORD_SAMPLE, RECORD_THREAD_NAME } from './codes.js';
 
 import CRC32 from 'crc-32/crc32.js';
 import { Inflate, deflateSync, inflateSync } from 'fflate';
@@ -26,7 +26,12 @@ export const BLOCK_MAGIC = Uint8Array.of(0x50, 0x59, 0x55, 0x42); // "PYUB"
 
 /** Readers refuse a different major version; any minor version of their major is readable. */
 export const FORMAT_MAJOR = 1;
-export const FORMAT_MINOR = 4;
+export const FORMAT_MINOR = 5;
+/**
+ * The minor version written for a capture without native stacks (no `native` in its header):
+ * such a capture holds nothing 1.5 added, and is written byte for byte as 1.4 wrote it.
+ */
+export const FORMAT_MINOR_WITHOUT_NATIVE = 4;
 
 /** magic(8) major(2) minor(2) body length(4) */
 export const HEADER_PREFIX_SIZE = 16;
@@ -37,12 +42,12 @@ export const BLOCK_TYPE = { RECORDS: 1, END: 2, SECTIONS: BLOCK_SECTIONS } as co
 export const COMPRESSION = { NONE: 0, DEFLATE: 1 } as const;
 /**
  * Block header flags (byte 6, 0 in files of earlier writers: nothing said). NO_CODES: the writer
- * put no code record in this block — a reader that spreads blocks over workers need not inflate
+ * put no code record (and, 1.5, no native object record) in this block — a reader that spreads blocks over workers need not inflate
  * it to find the code records the others must have. A claim, not a proof: a worker that finds
  * code records in such a block says so, and the capture is processed in one thread.
  */
 export const BLOCK_FLAG = { NO_CODES: 1 } as const;
-export const RECORD_TYPE = { CODE: RECORD_CODE, SAMPLE: RECORD_SAMPLE, THREAD_NAME: RECORD_THREAD_NAME } as const;
+export const RECORD_TYPE = { CODE: RECORD_CODE, SAMPLE: RECORD_SAMPLE, THREAD_NAME: RECORD_THREAD_NAME, NATIVE_OBJECT: RECORD_NATIVE_OBJECT } as const;
 export const SAMPLE_FORM = { WHOLE: FORM_WHOLE, PATCH: FORM_PATCH } as const;
 export const REGION_KIND = { LITERAL: KIND_LITERAL, PATCH: KIND_PATCH, FRAMES: KIND_FRAMES } as const;
 export const FRAME_OP = { LITERAL: FRAME_LITERAL, IMAGE: FRAME_IMAGE, CHANGED: FRAME_CHANGED } as const;
@@ -508,6 +513,10 @@ export function encodeHeader(h: CaptureHeader): Uint8Array {
   if (h.sampling !== undefined && !SAMPLING_MODES.includes(h.sampling)) throw new TypeError(`header.sampling must be one of ${SAMPLING_MODES.join(', ')}`);
   if (h.facts !== undefined && (!Array.isArray(h.facts) || h.facts.some((f) => !SAMPLE_FACTS.includes(f)))) throw new TypeError(`header.facts must be an array of ${SAMPLE_FACTS.join(', ')}`);
   if (h.bytecode !== undefined && typeof h.bytecode !== 'boolean') throw new TypeError('header.bytecode must be a boolean');
+  if (h.native !== undefined) {
+    if (typeof h.native !== 'object' || h.native === null) throw new TypeError('header.native must be {stackBytes}');
+    checkUint(h.native.stackBytes, 'header.native.stackBytes');
+  }
 
   // JSON for the descriptive part: readable with `strings`, and new optional fields cost
   // nothing to add. Bigints go as hex strings (JSON numbers are doubles).
@@ -530,6 +539,7 @@ export function encodeHeader(h: CaptureHeader): Uint8Array {
   if (h.facts !== undefined) json.facts = h.facts;
   if (h.asyncio !== undefined) json.asyncio = { mode: h.asyncio.mode, debugOffsets: h.asyncio.debugOffsets };
   if (h.bytecode !== undefined) json.bytecode = h.bytecode;
+  if (h.native !== undefined) json.native = { stackBytes: h.native.stackBytes };
 
   const body = new ByteWriter(512 + blob.length);
   body.string(JSON.stringify(json));
@@ -541,8 +551,9 @@ export function encodeHeader(h: CaptureHeader): Uint8Array {
   out.bytes(FILE_MAGIC);
   out.u8(FORMAT_MAJOR & 0xff);
   out.u8(FORMAT_MAJOR >>> 8);
-  out.u8(FORMAT_MINOR & 0xff);
-  out.u8(FORMAT_MINOR >>> 8);
+  const minor = h.native !== undefined ? FORMAT_MINOR : FORMAT_MINOR_WITHOUT_NATIVE;
+  out.u8(minor & 0xff);
+  out.u8(minor >>> 8);
   out.u32(body.length);
   out.bytes(body.view());
   out.u32(crc32(out.view().subarray(FILE_MAGIC.length)));
@@ -675,6 +686,13 @@ function headerFromJson(name: string, json: unknown, blob: Uint8Array): CaptureH
   if (o.bytecode !== undefined) {
     if (typeof o.bytecode !== 'boolean') bad('bytecode', 'must be true or false');
     header.bytecode = o.bytecode as boolean;
+  }
+  if (o.native !== undefined) {
+    const n = o.native as Record<string, unknown> | null;
+    if (typeof n !== 'object' || n === null || Array.isArray(n) || typeof n.stackBytes !== 'number' || !Number.isSafeInteger(n.stackBytes) || n.stackBytes < 0) {
+      bad('native', 'must be {"stackBytes": a non-negative integer}');
+    }
+    header.native = { stackBytes: n!.stackBytes as number };
   }
   // other fields: written by a later version, ignored
   return header;

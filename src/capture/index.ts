@@ -9,3 +9,4 @@ export { CaptureReader, decodeBlock, readCaptureBytes, type CaptureSource, type 
 export { fileSink, openCapture } from './file.js';
 export { FORMAT_MAJOR, FORMAT_MINOR, MAX_BLOCK_RAW, type CaptureTrailer } from './format.js';
 export { MAX_BLOCK_SAMPLE_BYTES } from './patch.js';
+export { replaceObjects, objectsOverlap } from './native-object-record.js';

@@ -31,6 +31,7 @@ import {
   writeLiteralRegion,
 } from './format.js';
 import type { FrameHint, RecorderStatus, SampleRecord } from './types.js';
+import { checkRegisters, readRecordRegisters, writeRecordRegisters } from './registers.js';
 
 /**
  * A block's samples may hold at most this many region bytes in all (counting unchanged,
@@ -78,6 +79,7 @@ export function checkSampleRecord(rec: SampleRecord): void {
   checkUint(rec.copyMicros, 'sample.copyMicros');
   if (!Array.isArray(rec.errors) || (rec.errors.length > 0 && rec.errors.some((e) => typeof e !== 'string'))) throw new TypeError('sample.errors must be an array of strings');
   checkRegions(rec.regions, 'sample.regions');
+  if (rec.registers !== undefined) checkRegisters(rec.registers);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -313,6 +315,8 @@ export class SampleEncoder {
       w.u8(REGION_KIND.LITERAL);
       writeLiteralRegion(w, r);
     }
+    // (format 1.5: after the fields a 1.4 reader knows, which it reads to here and ignores the rest)
+    writeRecordRegisters(w, rec.registers);
   }
 
   /**
@@ -470,7 +474,10 @@ function writeRuns(w: ByteWriter, bytes: Uint8Array, runs: number[]): void {
 /**
  * Per region of the record, the offsets of the hinted frames wholly inside it, ascending and
  * not overlapping (null where none, and for the thread state's region, which patches store
- * best). No hint, or one the format cannot use: null everywhere.
+ * best, and for the native stack — the region holding rsp — whose frames are the C stack's: an
+ * interpreter frame the C stack holds (3.11–3.13's entry frame) is stored where the recorder
+ * copied it on its own, and the native stack's bytes as words). No hint, or one the format
+ * cannot use: null everywhere.
  */
 const MAX_SAFE_BIG = BigInt(Number.MAX_SAFE_INTEGER);
 /** the hint's addresses, sorted (reused: frameOffsets runs for every sample the recorder writes) */
@@ -490,9 +497,11 @@ export function frameOffsets(rec: SampleRecord, shape: { wordBytes: number; word
   for (let i = 0; i < count; i++) sortedHint[i] = hint.addresses[i]!;
   const sorted = sortedHint.subarray(0, count).sort();
   let found = 0;
+  const rsp = rec.registers?.rsp;
   for (let k = 0; k < rec.regions.length; k++) {
     const r = rec.regions[k]!;
     if (r.address === rec.threadStateAddress || r.address > MAX_SAFE_BIG) continue;
+    if (rsp !== undefined && rsp >= r.address && rsp - r.address < BigInt(r.bytes.length)) continue;
     const start = Number(r.address);
     const end = start + r.bytes.length;
     let lo = 0;
@@ -647,8 +656,11 @@ export class SampleDecoder {
       else r.fail(kind === REGION_KIND.PATCH ? `region ${i} is a patch in a whole sample` : `region ${i}: unknown region kind ${kind}`, kindAt);
       if (kind === REGION_KIND.LITERAL) this.charge(regions[i]!.bytes.length, r, kindAt);
     }
+    const rec: SampleRecord = { time, interpreterId, threadStateAddress, threadId, nativeThreadId, flags, recorderStatus, copyMicros, regions, errors };
+    const registers = readRecordRegisters(r);
+    if (registers) rec.registers = registers;
     // bytes left in the body: fields of a later minor version, ignored
-    return { time, interpreterId, threadStateAddress, threadId, nativeThreadId, flags, recorderStatus, copyMicros, regions, errors };
+    return rec;
   }
 }
 

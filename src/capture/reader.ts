@@ -31,6 +31,7 @@ import {
   type CaptureTrailer,
 } from './format.js';
 import { SampleDecoder } from './patch.js';
+import { NativeBudget, readNativeObjectRecord } from './native-object-record.js';
 import { SEC_RECORDS } from './codes.js';
 import { decodeSectionBlock } from './section-decoder.js';
 import { sectionViews, storedSection, unpackSections } from './section-block.js';
@@ -88,6 +89,11 @@ export function unpack(raw: RawBlock): Uint8Array | string {
   } catch (e) {
     return `cannot be decompressed (${errorMessage(e)})`;
   }
+}
+
+/** A record type as messages name it. */
+export function recordName(type: number): string {
+  return type === RECORD_TYPE.CODE ? 'code' : type === RECORD_TYPE.SAMPLE ? 'sample' : type === RECORD_TYPE.THREAD_NAME ? 'thread name' : type === RECORD_TYPE.NATIVE_OBJECT ? 'native object' : `type ${type}`;
 }
 
 /** Stored bytes first inflated while looking for a block's leading code records (then 8×, 64×, …). */
@@ -227,7 +233,7 @@ export function decodeBlock(raw: RawBlock): { block: CaptureBlock | null; warnin
   }
 
   const r = new ByteReader(payload);
-  const block: CaptureBlock = { index: raw.index, offset: raw.offset, codes: [], samples: [], names: [], missed: 0 };
+  const block: CaptureBlock = { index: raw.index, offset: raw.offset, codes: [], samples: [], names: [], objects: [], missed: 0 };
   const problems: string[] = [];
   let skipped = 0;
   const unknownTypes = new Map<number, number>();
@@ -237,6 +243,7 @@ export function decodeBlock(raw: RawBlock): { block: CaptureBlock | null; warnin
     return { block: null, warnings: [{ offset: raw.offset, message: `${where}: ${errorMessage(e)}; block skipped` }] };
   }
   const decoder = new SampleDecoder();
+  const budget = new NativeBudget();
   // each pass consumes at least the type byte and the length varint: bounded by the payload
   while (r.pos < r.end) {
     const recordAt = r.pos;
@@ -257,10 +264,11 @@ export function decodeBlock(raw: RawBlock): { block: CaptureBlock | null; warnin
       if (type === RECORD_TYPE.CODE) block.codes.push(readCodeRecord(body));
       else if (type === RECORD_TYPE.SAMPLE) block.samples.push(decoder.decode(body));
       else if (type === RECORD_TYPE.THREAD_NAME) block.names.push(readThreadNameRecord(body));
+      else if (type === RECORD_TYPE.NATIVE_OBJECT) block.objects.push(readNativeObjectRecord(body, budget));
       else unknownTypes.set(type, (unknownTypes.get(type) ?? 0) + 1);
     } catch (e) {
       if (!(e instanceof DecodeError)) throw e;
-      if (skipped++ === 0) problems.push(`${type === RECORD_TYPE.CODE ? 'code' : type === RECORD_TYPE.SAMPLE ? 'sample' : 'thread name'} record at payload byte ${recordAt}: ${e.message} (at payload byte ${e.at})`);
+      if (skipped++ === 0) problems.push(`${recordName(type)} record at payload byte ${recordAt}: ${e.message} (at payload byte ${e.at})`);
     }
   }
   if (skipped > 1) problems.push(`${skipped} records skipped in all`);

@@ -24,6 +24,7 @@ import {
   OP_LITERAL,
   OP_RAN,
   RECORD_CODE,
+  RECORD_NATIVE_OBJECT,
   RECORD_THREAD_NAME,
   REGION_LITERAL,
   REGION_STACK,
@@ -45,6 +46,7 @@ import {
   SEC_PUSH,
   SEC_RECORDS,
   SEC_REGIONS,
+  SEC_REGISTERS,
   SEC_SHAPE,
   SEC_STATUS,
   SEC_STRIDE,
@@ -59,6 +61,9 @@ import { ByteReader, DecodeError, MAX_BLOCK_RAW, readCodeRecord, readThreadNameR
 import { framePlace, placeAt } from './frame-images.js';
 import { MAX_BLOCK_SAMPLE_BYTES } from './patch.js';
 import { sectionViews } from './section-block.js';
+import { NativeBudget, readNativeObjectRecord } from './native-object-record.js';
+import { readSectionRegisters } from './registers.js';
+import type { NativeRegisters } from '../native/unwind.js';
 import type { FrameList } from './section-encoder.js';
 import { Refs, StackModel, halves, putU32, u32, unzig32 } from './stack-model.js';
 import type { CaptureBlock, RecorderStatus, Region, SampleRecord } from './types.js';
@@ -66,7 +71,7 @@ import type { CaptureBlock, RecorderStatus, Region, SampleRecord } from './types
 const STATUS_NAMES: RecorderStatus[] = ['ok', 'torn'];
 const SECTION_NAMES = [
   'records', 'thread', 'ids', 'time', 'flags', 'status', 'copy', 'errors', 'regions', 'addresses', 'kinds', 'lengths', 'bytes',
-  'word count', 'word gap', 'word reference', 'word change', 'pop', 'push', 'stride', 'op', 'image', 'mask', 'change', 'shape',
+  'word count', 'word gap', 'word reference', 'word change', 'pop', 'push', 'stride', 'op', 'image', 'mask', 'change', 'shape', 'registers',
 ];
 
 /** What the decoder keeps of a thread's previous sample in the block. */
@@ -102,14 +107,14 @@ export function decodeSectionBlock(payload: Uint8Array, index: number, offset: n
     return { block: null, problems: [`section table: ${e.message}`] };
   }
   if (views.length < SECTION_COUNT) return { block: null, problems: [`${views.length} sections, fewer than the ${SECTION_COUNT} of format 1.4`] };
-  const block: CaptureBlock = { index, offset, codes: [], samples: [], names: [], missed: 0 };
+  const block: CaptureBlock = { index, offset, codes: [], samples: [], names: [], objects: [], missed: 0 };
   readRecords(views[SEC_RECORDS]!, block, problems);
-  const d = new SectionDecoder(views);
+  const d = new SectionDecoder(views, problems);
   const r = d.reader(SEC_THREAD);
   let n = 0;
   while (r.pos < r.end) {
     try {
-      block.samples.push(d.sample());
+      block.samples.push(d.sample(n));
     } catch (e) {
       if (!(e instanceof DecodeError)) throw e;
       problems.push(`sample ${n} (${SECTION_NAMES[d.failedIn(e)] ?? 'a'} section, byte ${e.at}): ${e.message}; the block's ${d.remaining()} later samples cannot be read`);
@@ -121,6 +126,7 @@ export function decodeSectionBlock(payload: Uint8Array, index: number, offset: n
     const left = d.reader(k).remaining;
     if (left > 0) problems.push(`${left} bytes left in the ${SECTION_NAMES[k]} section after the block's samples`);
   }
+  d.registersLeft();
   return { block, problems };
 }
 
@@ -136,6 +142,7 @@ function readRecords(bytes: Uint8Array, block: CaptureBlock, problems: string[])
   }
   let skipped = 0;
   const unknown = new Map<number, number>();
+  const budget = new NativeBudget();
   while (r.pos < r.end) {
     const at = r.pos;
     let type: number;
@@ -154,10 +161,11 @@ function readRecords(bytes: Uint8Array, block: CaptureBlock, problems: string[])
     try {
       if (type === RECORD_CODE) block.codes.push(readCodeRecord(body));
       else if (type === RECORD_THREAD_NAME) block.names.push(readThreadNameRecord(body));
+      else if (type === RECORD_NATIVE_OBJECT) block.objects.push(readNativeObjectRecord(body, budget));
       else unknown.set(type, (unknown.get(type) ?? 0) + 1);
     } catch (e) {
       if (!(e instanceof DecodeError)) throw e;
-      if (skipped++ === 0) problems.push(`${type === RECORD_CODE ? 'code' : 'thread name'} record at records section byte ${at}: ${e.message}`);
+      if (skipped++ === 0) problems.push(`${type === RECORD_CODE ? 'code' : type === RECORD_NATIVE_OBJECT ? 'native object' : 'thread name'} record at records section byte ${at}: ${e.message} (at byte ${e.at})`);
     }
   }
   if (skipped > 1) problems.push(`${skipped} records skipped in all`);
@@ -174,9 +182,39 @@ class SectionDecoder {
   private frameWords = 0;
   /** region bytes of the block's samples made so far, against MAX_BLOCK_SAMPLE_BYTES */
   private made = 0;
+  /**
+   * the registers section (format 1.5), while it can be read: null when the block lists none, or
+   * once an entry did not decode — the samples from there on have no registers (the block engine
+   * does not read it: a damaged one costs the registers, not the samples, both ways)
+   */
+  private registers: ByteReader | null;
 
-  constructor(views: Uint8Array[]) {
+  constructor(
+    views: Uint8Array[],
+    private readonly problems: string[],
+  ) {
     this.readers = views.map((v) => new ByteReader(v));
+    this.registers = this.readers[SEC_REGISTERS] ?? null;
+  }
+
+  /** The sample's registers, against its thread's previous sample's (undefined: none, or none readable). */
+  private sampleRegisters(n: number, prev: NativeRegisters | undefined): NativeRegisters | undefined {
+    const r = this.registers;
+    if (!r) return undefined;
+    try {
+      return readSectionRegisters(r, prev);
+    } catch (e) {
+      if (!(e instanceof DecodeError)) throw e;
+      this.problems.push(`sample ${n} (registers section, byte ${e.at}): ${e.message}; the block's samples from there on have no registers`);
+      this.registers = null;
+      return undefined;
+    }
+  }
+
+  /** Reports bytes the block's samples left in the registers section. */
+  registersLeft(): void {
+    const left = this.registers?.remaining ?? 0;
+    if (left > 0) this.problems.push(`${left} bytes left in the registers section after the block's samples`);
   }
 
   reader(k: number): ByteReader {
@@ -216,7 +254,8 @@ class SectionDecoder {
     throw e;
   }
 
-  sample(): SampleRecord {
+  /** The next sample; `n`: how many the block gave before it (for messages). */
+  sample(n: number): SampleRecord {
     const slot = this.uint(SEC_THREAD, 'thread slot');
     if (slot > this.threads.length) this.fail(SEC_THREAD, `thread slot ${slot}, but the block has ${this.threads.length} threads so far`);
     const th = slot < this.threads.length ? this.threads[slot]! : null;
@@ -251,11 +290,13 @@ class SectionDecoder {
     const errorCount = this.read(SEC_ERRORS, (r) => r.count('error count', 1));
     const errors: string[] = new Array(errorCount);
     for (let i = 0; i < errorCount; i++) errors[i] = this.read(SEC_ERRORS, (r) => r.string(`error ${i}`));
+    const registers = this.sampleRegisters(n, th?.record.registers);
 
     const list = this.uint(SEC_REGIONS, 'region list');
     if (list === LIST_UNCHANGED) {
       if (!th) this.fail(SEC_REGIONS, "a new thread's sample with its previous sample's regions");
       const record: SampleRecord = { time, interpreterId, threadStateAddress, threadId, nativeThreadId, flags, recorderStatus, copyMicros, regions: th.record.regions, errors };
+      if (registers) record.registers = registers;
       this.threads[slot] = { record, frames: th.frames };
       return record;
     }
@@ -314,6 +355,7 @@ class SectionDecoder {
       }
     }
     const record: SampleRecord = { time, interpreterId, threadStateAddress, threadId, nativeThreadId, flags, recorderStatus, copyMicros, regions, errors };
+    if (registers) record.registers = registers;
     this.threads[slot] = { record, frames };
     return record;
   }

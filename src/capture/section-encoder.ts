@@ -31,6 +31,7 @@ import {
   REGION_LITERAL,
   REGION_STACK,
   REGION_WORDS,
+  SECTIONS_KNOWN,
   SECTION_COUNT,
   SEC_ADDRESSES,
   SEC_BYTES,
@@ -47,6 +48,7 @@ import {
   SEC_POP,
   SEC_PUSH,
   SEC_REGIONS,
+  SEC_REGISTERS,
   SEC_SHAPE,
   SEC_STATUS,
   SEC_STRIDE,
@@ -64,7 +66,9 @@ import { ByteWriter, RECORDER_STATUS_CODE } from './format.js';
 import { framePlace, placeAt } from './frame-images.js';
 import { frameOffsets, wordsOf } from './patch.js';
 import { Refs, StackModel, halves, u32, zig32 } from './stack-model.js';
+import { writeSectionRegisters } from './registers.js';
 import type { Region, SampleRecord } from './types.js';
+import type { NativeRegisters } from '../native/unwind.js';
 
 /** A stack region's frames, as the decoder will know them: offsets ascending, and each one's image (-1: none). */
 export interface FrameList {
@@ -82,12 +86,17 @@ interface Thread {
   regions: Region[];
   /** per region, its frames if it was a stack region (null otherwise) */
   frames: (FrameList | null)[];
+  registers: NativeRegisters | undefined;
 }
 
 const EMPTY = new Int32Array(0);
 
 export class SectionEncoder {
-  readonly sections: ByteWriter[] = Array.from({ length: SECTION_COUNT }, () => new ByteWriter(1024));
+  readonly sections: ByteWriter[] = Array.from({ length: SECTIONS_KNOWN }, () => new ByteWriter(1024));
+  /** a sample of the block has registers: the block lists section 25 (else only 1.4's sections) */
+  private registers = false;
+  /** region bytes the decoder makes anew for the sample encoded last (what it charges against MAX_BLOCK_SAMPLE_BYTES) */
+  private charged = 0;
   private readonly model = new StackModel(true);
   private readonly threads = new Map<bigint, Thread>();
   private slots = 0;
@@ -105,8 +114,14 @@ export class SectionEncoder {
     return n;
   }
 
+  /** The block's sections as its table lists them: 1.4's, and section 25 when a sample has registers. */
+  parts(): Uint8Array[] {
+    return this.sections.slice(0, this.registers ? SECTIONS_KNOWN : SECTION_COUNT).map((w) => w.view());
+  }
+
   /** A new block: no thread, no image, every section empty. */
   reset(): void {
+    this.registers = false;
     for (const s of this.sections) s.reset();
     this.model.reset();
     this.threads.clear();
@@ -117,10 +132,13 @@ export class SectionEncoder {
 
   /**
    * Writes `rec` and makes it its thread's previous sample. Its bytes are kept as they are when
-   * `immutable` (the caller never changes them), else copied.
+   * `immutable` (the caller never changes them), else copied. Returns the region bytes the decoder
+   * makes anew for it (regions it shares with the thread's previous sample cost none), at most
+   * the sample's region bytes.
    */
-  encode(rec: SampleRecord, immutable: boolean): void {
+  encode(rec: SampleRecord, immutable: boolean): number {
     const S = this.sections;
+    this.charged = 0;
     const tsa = rec.threadStateAddress;
     const th = this.threads.get(tsa);
     if (!th) {
@@ -144,6 +162,9 @@ export class SectionEncoder {
     S[SEC_COPY]!.uint(rec.copyMicros);
     S[SEC_ERRORS]!.uint(rec.errors.length);
     for (const e of rec.errors) S[SEC_ERRORS]!.string(e);
+    // (format 1.5; the block lists the section only when some sample has them)
+    writeSectionRegisters(S[SEC_REGISTERS]!, rec.registers, th?.registers);
+    if (rec.registers) this.registers = true;
 
     const regions = rec.regions;
     const count = regions.length;
@@ -168,7 +189,7 @@ export class SectionEncoder {
       // nothing changed: the regions, and the frames known in them, are the previous sample's
       S[SEC_REGIONS]!.uint(LIST_UNCHANGED);
       this.commit(rec, th!.slot, th!.regions, th!.frames);
-      return;
+      return 0;
     }
     if (aligned) S[SEC_REGIONS]!.uint(LIST_SAME);
     else {
@@ -198,14 +219,17 @@ export class SectionEncoder {
       if (kinds[k] === REGION_WORDS) {
         const from = base![baseOf[k]!]!.bytes;
         S[SEC_LENGTHS]!.sint(r.bytes.length - from.length);
-        this.words(from, r.bytes, r.address, from.length);
+        // (the decoder shares the base's bytes when none changed at its length)
+        if (this.words(from, r.bytes, r.address, from.length) > 0 || r.bytes.length !== from.length) this.charged += r.bytes.length;
       } else if (kinds[k] === REGION_LITERAL) {
         S[SEC_LENGTHS]!.uint(r.bytes.length);
         S[SEC_BYTES]!.bytes(r.bytes);
+        this.charged += r.bytes.length;
       }
     }
     const kept = immutable ? regions : regions.map((r) => ({ address: r.address, bytes: r.bytes.slice() }));
     this.commit(rec, th ? th.slot : this.slots++, kept, frames);
+    return this.charged;
   }
 
   private commit(rec: SampleRecord, slot: number, regions: Region[], frames: (FrameList | null)[]): void {
@@ -217,6 +241,7 @@ export class SectionEncoder {
       flags: rec.flags,
       regions,
       frames,
+      registers: rec.registers,
     });
   }
 
@@ -342,12 +367,14 @@ export class SectionEncoder {
     for (let i = keep; i < fc; i++) made.set(bytes.subarray(offsets[i]!, offsets[i]! + size), offsets[i]!);
     const [lo, hi] = halves(r.address);
     this.refs.addRegion(lo, hi, n, offsets, fc);
-    this.words(made, bytes, r.address, n);
+    const changedWords = this.words(made, bytes, r.address, n);
+    // (the decoder shares the base's bytes when no frame was popped or written, no word changed, at its length)
+    if (!old || keep !== bc || keep !== fc || n !== old.length || changedWords > 0) this.charged += n;
     return { offsets, images: ids };
   }
 
-  /** The 4-byte words of `cur` that differ from `old` (zeros past its length), as (gap, reference, change). */
-  private words(old: Uint8Array, cur: Uint8Array, address: bigint, oldLength: number): void {
+  /** The 4-byte words of `cur` that differ from `old` (zeros past its length), as (gap, reference, change); returns how many. */
+  private words(old: Uint8Array, cur: Uint8Array, address: bigint, oldLength: number): number {
     const S = this.sections;
     const changed = this.changed;
     changed.length = 0;
@@ -391,6 +418,7 @@ export class SectionEncoder {
       S[SEC_WORD_DELTA]!.uint(best);
       next = (at >>> 2) + 1;
     }
+    return changed.length;
   }
 
   private scratch(n: number): Uint8Array {
@@ -415,6 +443,17 @@ function sameRange(a: Uint8Array, b: Uint8Array, at: number, n: number): boolean
 function sameRegion(a: Uint8Array, b: Uint8Array): boolean {
   if (a === b) return true;
   if (a.length !== b.length) return false;
+  // (a word at a time where both start 4-byte aligned: a native stack of a thread that waits is
+  // hundreds of KB, all the same)
+  const aw = wordsOf(a);
+  const bw = aw && wordsOf(b);
+  if (aw && bw) {
+    const ao = a.byteOffset >>> 2;
+    const bo = b.byteOffset >>> 2;
+    const whole = a.length >>> 2;
+    for (let w = 0; w < whole; w++) if (aw[ao + w] !== bw[bo + w]) return false;
+    return sameRange(a, b, whole << 2, a.length - (whole << 2));
+  }
   return sameRange(a, b, 0, a.length);
 }
 

@@ -3,6 +3,8 @@
 
 import { FLAG_CPU_UNKNOWN, FLAG_EXCEPTION, FLAG_GC, FLAG_GIL, FLAG_MAIN, FLAG_ON_CPU, FLAG_RETRIED, FLAG_STOPPED } from './codes.js';
 import type { LayoutSource } from '../layout/layout.js';
+import type { NativeObject } from '../native/objects.js';
+import type { NativeRegisters } from '../native/unwind.js';
 
 /** A copy of target memory: `bytes` were at `address` in the target. */
 export interface Region {
@@ -52,6 +54,13 @@ export interface CaptureHeader {
    * pyunwind 0.2, whose code records do not hold it.
    */
   bytecode?: boolean;
+  /**
+   * (format 1.5) The recorder copied each thread's native stack: samples may carry the thread's
+   * registers, and the stack's bytes are one of their regions (the one holding rsp); the capture
+   * holds native object records for the objects mapped in the process. `stackBytes`: the most
+   * bytes of native stack it copies per sample. Absent: no native stacks.
+   */
+  native?: { stackBytes: number };
 }
 
 /**
@@ -135,6 +144,11 @@ export interface SampleRecord {
   errors: string[];
   /** where the regions hold frame headers: a hint to the writer, never stored (a reader leaves it unset) */
   frames?: FrameHint;
+  /**
+   * (format 1.5) the thread's rip, rsp and rbp at the sample, when the recorder read them (captures
+   * whose header has `native`); its native stack is then the region holding rsp. Absent: not read.
+   */
+  registers?: NativeRegisters;
 }
 
 /**
@@ -161,6 +175,12 @@ export interface CaptureBlock {
   samples: SampleRecord[];
   /** thread names the recorder read (format 1.1+; none in older files) */
   names: ThreadNameRecord[];
+  /**
+   * mapped objects the recorder described, in the order written (format 1.5+; none in older
+   * files). Each applies to this block's samples and every later block's, until an object
+   * record whose range overlaps it replaces it (`replaceObjects`).
+   */
+  objects: NativeObject[];
   /** samples the schedule wanted during this block's span that were never attempted */
   missed: number;
 }

@@ -1,5 +1,5 @@
-// Writes a .pyuw capture: the header at construction, then blocks of code and sample records,
-// each handed to the sink in one write as soon as it is complete, then an end block.
+// Writes a .pyuw capture: the header at construction, then blocks of code, native object and
+// sample records, each handed to the sink in one write as soon as it is complete, then an end block.
 
 import {
   BLOCK_TYPE,
@@ -23,6 +23,8 @@ import {
 } from './format.js';
 import { MAX_BLOCK_SAMPLE_BYTES, SampleEncoder, checkSampleRecord, sampleBytes } from './patch.js';
 import type { CaptureHeader, CodeRecord, SampleRecord, ThreadNameRecord } from './types.js';
+import type { NativeObject } from '../native/objects.js';
+import { NativeBudget, checkNativeObject, objectsOverlap, writeNativeObjectRecord } from './native-object-record.js';
 import { concatBytes } from './concat.js';
 import { SEC_RECORDS } from './codes.js';
 import { packSections } from './section-block.js';
@@ -86,10 +88,18 @@ export class CaptureWriter {
   missedWritten = 0;
   /** thread-name records in blocks handed to the sink */
   namesWritten = 0;
+  /** native object records in blocks handed to the sink (format 1.5) */
+  objectsWritten = 0;
 
   private readonly blockBytes: number;
   private readonly level: number;
   private readonly codes = new ByteWriter(4096);
+  /** the open block's native object records (after its code records, before its samples) */
+  private readonly objects = new ByteWriter(4096);
+  /** the ranges of the objects added so far: one that overlaps an earlier one replaces it */
+  private readonly objectRanges: { start: bigint; end: bigint }[] = [];
+  /** the header says the recorder copied native stacks (format 1.5): registers and objects may be written */
+  private readonly native: boolean;
   /** record blocks: the sample and thread-name records; section blocks: the thread-name records */
   private readonly samples = new ByteWriter(1 << 16);
   private readonly scratch = new ByteWriter(1 << 14);
@@ -100,6 +110,9 @@ export class CaptureWriter {
   private blockSamples = 0;
   private blockMissed = 0;
   private blockNames = 0;
+  private blockObjects = 0;
+  /** rows, symbols and name bytes of the open block's object records, against the reader's limits */
+  private objectBudget = new NativeBudget();
   /** region bytes of the open block's samples, against MAX_BLOCK_SAMPLE_BYTES */
   private blockSampleBytes = 0;
   private closed = false;
@@ -117,12 +130,13 @@ export class CaptureWriter {
     const level = options.compressionLevel ?? DEFAULT_COMPRESSION_LEVEL;
     if (!Number.isInteger(level) || level < 0 || level > 9) throw new RangeError(`compressionLevel must be an integer 0-9 (got ${level})`);
     this.level = level;
+    this.native = header.native !== undefined;
     this.emit(encodeHeader(header));
   }
 
   /** Raw bytes of the open block so far. */
   get pendingBytes(): number {
-    return this.codes.length + this.samples.length + (this.sections ? this.sections.rawBytes : 0);
+    return this.codes.length + this.objects.length + this.samples.length + (this.sections ? this.sections.rawBytes : 0);
   }
 
   /** Samples added to the open block, not yet handed to the sink. */
@@ -144,6 +158,31 @@ export class CaptureWriter {
   }
 
   /**
+   * A mapped object's unwind table and symbols (format 1.5: a capture whose header has `native`),
+   * written in the open block, where it applies to the block's samples and every later block's.
+   * An object whose range overlaps one added before replaces it: the open block is ended first
+   * if it holds samples, so that they keep the object they were taken with.
+   */
+  addObject(o: NativeObject): void {
+    this.checkOpen();
+    if (!this.native) throw new Error('CaptureWriter: a native object record in a capture whose header has no `native` (format 1.5)');
+    checkNativeObject(o);
+    const body = this.scratch;
+    body.reset();
+    writeNativeObjectRecord(body, o);
+    checkFits(body.length, 'native object record');
+    const replaces = this.objectRanges.some((r) => objectsOverlap(r, o));
+    if ((replaces && this.blockSamples > 0) || this.overflows(body.length) || !this.objectBudget.fits(o)) this.flush();
+    appendRecord(this.objects, RECORD_TYPE.NATIVE_OBJECT, body);
+    this.objectBudget.add(o);
+    this.blockObjects++;
+    // (the ranges in force: those it replaces are gone)
+    for (let i = this.objectRanges.length - 1; i >= 0; i--) if (objectsOverlap(this.objectRanges[i]!, o)) this.objectRanges.splice(i, 1);
+    this.objectRanges.push({ start: o.start, end: o.end });
+    this.flushIfFull();
+  }
+
+  /**
    * `immutable`: the caller never changes the record's bytes afterwards, so the writer may keep
    * them as the thread's base for the next sample instead of a copy (the recorder's copies
    * are fresh arrays each time).
@@ -151,6 +190,7 @@ export class CaptureWriter {
   addSample(rec: SampleRecord, immutable = false): void {
     this.checkOpen();
     checkSampleRecord(rec);
+    if (rec.registers !== undefined && !this.native) throw new Error('CaptureWriter: a sample with registers in a capture whose header has no `native` (format 1.5)');
     const weight = sampleBytes(rec);
     if (weight > MAX_BLOCK_SAMPLE_BYTES) throw new RangeError(`sample of thread 0x${rec.threadStateAddress.toString(16)} holds ${weight} region bytes, more than a block may (${MAX_BLOCK_SAMPLE_BYTES})`);
     if (this.sections) {
@@ -159,9 +199,10 @@ export class CaptureWriter {
       for (const e of rec.errors) most += 10 + 3 * e.length;
       checkFits(most, 'sample record');
       if (this.blockSampleBytes + weight > MAX_BLOCK_SAMPLE_BYTES || this.overflows(most)) this.flush();
-      this.sections.encode(rec, immutable);
+      // (what the decoder charges: a region the thread's previous sample had, unchanged, costs
+      // nothing — a waiting thread's native stack is hundreds of KB each time)
+      this.blockSampleBytes += this.sections.encode(rec, immutable);
       this.blockSamples++;
-      this.blockSampleBytes += weight;
       this.flushIfFull();
       return;
     }
@@ -217,16 +258,19 @@ export class CaptureWriter {
   /** Ends the open block, if it holds anything, and hands it to the sink. */
   flush(): void {
     this.checkOpen();
-    if (this.blockCodes === 0 && this.blockSamples === 0 && this.blockMissed === 0 && this.blockNames === 0) return;
-    const raw = new ByteWriter(16 + this.codes.length + this.samples.length);
+    if (this.blockCodes === 0 && this.blockSamples === 0 && this.blockMissed === 0 && this.blockNames === 0 && this.blockObjects === 0) return;
+    const raw = new ByteWriter(16 + this.codes.length + this.objects.length + this.samples.length);
     raw.uint(this.blockMissed);
-    // codes first: a code added before a sample is then visible to it whatever the order of adds
+    // codes first: a code added before a sample is then visible to it whatever the order of adds;
+    // then objects (after the codes: a reader that looks for a block's codes stops at another record)
     raw.bytes(this.codes.view());
+    raw.bytes(this.objects.view());
     raw.bytes(this.samples.view());
-    const flags = this.blockCodes === 0 ? BLOCK_FLAG.NO_CODES : 0;
+    // (objects, like codes, are what every worker needs: a block with either is not passed over)
+    const flags = this.blockCodes === 0 && this.blockObjects === 0 ? BLOCK_FLAG.NO_CODES : 0;
     if (this.sections) {
-      // the records section (missed, codes, names), then the samples' sections
-      const parts = this.sections.sections.map((w) => w.view());
+      // the records section (missed, codes, objects, names), then the samples' sections
+      const parts = this.sections.parts();
       parts[SEC_RECORDS] = raw.view();
       const { stored, rawLength } = packSections(parts, this.level);
       this.emit(blockWithHeader({ type: BLOCK_TYPE.SECTIONS, compression: COMPRESSION.NONE, seq: this.blocksWritten, flags, storedLength: stored.length, rawLength, payloadCrc: crc32(stored) }, stored));
@@ -239,10 +283,13 @@ export class CaptureWriter {
     this.codesWritten += this.blockCodes;
     this.missedWritten += this.blockMissed;
     this.namesWritten += this.blockNames;
+    this.objectsWritten += this.blockObjects;
     this.codes.reset();
+    this.objects.reset();
+    this.objectBudget = new NativeBudget();
     this.samples.reset();
     this.encoder.reset();
-    this.blockCodes = this.blockSamples = this.blockMissed = this.blockSampleBytes = this.blockNames = 0;
+    this.blockCodes = this.blockSamples = this.blockMissed = this.blockSampleBytes = this.blockNames = this.blockObjects = 0;
   }
 
   /** Flushes, writes the end block with the totals, and closes the sink. */
@@ -274,9 +321,12 @@ export class CaptureWriter {
   }
 }
 
-/** A record must fit a block on its own, with room for the block's and its own varints. */
+/**
+ * A record must fit a block on its own, with room for the block's and its own varints — and, in a
+ * section block, for the section table (26 entries of up to 11 bytes).
+ */
 function checkFits(n: number, what: string): void {
-  if (n + 32 > MAX_BLOCK_RAW) throw new RangeError(`a ${what} of ${n} bytes does not fit in a block (limit ${MAX_BLOCK_RAW})`);
+  if (n + 512 > MAX_BLOCK_RAW) throw new RangeError(`a ${what} of ${n} bytes does not fit in a block (limit ${MAX_BLOCK_RAW})`);
 }
 
 /** type byte, varint body length, body */

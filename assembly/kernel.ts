@@ -7,6 +7,8 @@
 //   frames it found and one status.
 // - the block engine (engine.ts): decodes a capture block's sample records itself, keeps each
 //   thread's memory image and patches it in place, walks each sample and counts its stack.
+// Beside them, `unwindNative` (native-unwind.ts): the C stack of one sample, from its registers
+// and stack copy, by the unwind rows of the mapped objects.
 // Only integers cross the boundary; there is no allocation and no host call in the loops; every
 // load is bounds-checked against the memory size, so no input can make the kernel trap.
 
@@ -44,6 +46,8 @@ import { ABI_DIGEST } from './abi-digest';
 
 export * from './engine';
 export { engineRunSections, engineResumeSections } from './sections';
+// the native (x86-64) unwinder: a request the host lays out, no state kept between calls
+export { unwindNative } from './native-unwind';
 
 /** The digest of the ABI this kernel was built from (scripts/abi-digest.ts; src/kernel/digest.ts checks it). */
 export function abiDigest(): u32 {

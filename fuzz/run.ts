@@ -1,8 +1,9 @@
 // npm run fuzz -- [--cases N] [--seconds S] [--seed X] [--only TEXT] [--replay 'TARGET|SEED|PATH']
 //
 // Feeds hostile input to the capture reader and patches, the layout parser, the walk
-// parameter block, the kernel against the reference walker, and the symbolizer (fuzz/targets.ts),
-// starting from real captures and real debug offsets. The cases run in a worker thread; this
+// parameter block, the kernel against the reference walker, the symbolizer, the CFI reader, and
+// the native unwinder's kernel against its reference (fuzz/targets.ts), starting from real
+// captures, real debug offsets and real CFI. The cases run in a worker thread; this
 // thread is the watchdog: a worker whose case count stands still for HANG_SECONDS has hung,
 // and is reported with the turn that hung. Prints the cases run and the failures, each with
 // the command that replays it; exits 1 on any failure or hang, 2 on bad arguments.

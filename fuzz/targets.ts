@@ -7,9 +7,13 @@
 // _Py_DebugOffsets (test/fixtures/), mutated — bytes flipped, runs zeroed or repeated, blocks
 // truncated — at the file level and inside the blocks' payloads (under new block headers
 // with valid checksums, so that the decoding past the checksums is what gets the hostile bytes).
+// The native unwinder's inputs: the CFI reader gets the .eh_frame of the libc this process
+// maps, cut and changed, and CFI programs of any bytes; the kernel's unwinder and its reference
+// get hostile tables, stacks and registers (fuzz/native-arbitraries.ts).
 
 import fs from 'node:fs';
 import path from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
 import { BlockProcessor, openBlock } from '../src/pipeline/block-processor.js';
 import type { PseudoFrames } from '../src/pipeline/sample-chain.js';
@@ -27,6 +31,10 @@ import { KernelWalker, readKernelBytes } from '../src/kernel/walker.js';
 import { RegionMemory } from '../src/walk/region-memory.js';
 import { concat, hostileParams, randomMemory, structuredMemory, WALK_PARAMS } from './arbitraries.js';
 import { SAMPLING_MODES, type SamplingMode } from '../src/capture/types.js';
+import { CfiError, readFrameSection } from '../src/native/eh-frame.js';
+import { unwindNative } from '../src/native/unwind.js';
+import { KernelNativeUnwinder } from '../src/kernel/native-unwinder.js';
+import { frameSectionBytes, nativeInput, realFrameSections } from './native-arbitraries.js';
 
 export interface Target {
   name: string;
@@ -175,6 +183,9 @@ export async function targets(onCase: () => void = () => {}): Promise<Target[]> 
   if (corpus.captures.length === 0) throw new Error(`no captures in ${path.join(FIXTURES, 'captures')}`);
   const kernel = await KernelWalker.load();
   const reference = new ReferenceWalker();
+  const nativeKernel = await KernelNativeUnwinder.load();
+  // real CFI to mutate: the .eh_frame of the libc this process maps (none off Linux)
+  const realCfi = realFrameSections().map((s) => s.bytes);
 
   const walkBoth = (params: WalkParams, codes: Parameters<ReferenceWalker['walk']>[1], samples: Parameters<ReferenceWalker['walk']>[2]): void => {
     const run = (w: { walk: ReferenceWalker['walk'] }) => {
@@ -285,6 +296,41 @@ export async function targets(onCase: () => void = () => {}): Promise<Target[]> 
         onCase();
         const got = await processBoth(mutatePayload(corpus.captures[ci]!.bytes, block, ms), mode, pseudo, opcodes);
         if (got && got.engine !== got.reference) throw new FuzzFailure(`engine and reference profiles differ: ${got.engine.slice(0, 300)} / ${got.reference.slice(0, 300)}`);
+      }),
+    },
+    {
+      name: 'native CFI: hostile .eh_frame and .debug_frame bytes',
+      weight: 5,
+      property: fc.property(frameSectionBytes(realCfi), ({ bytes, address, flavour }) => {
+        onCase();
+        const started = performance.now();
+        let table;
+        try {
+          table = readFrameSection(bytes, address, flavour);
+        } catch (e) {
+          if (e instanceof CfiError) return;
+          throw e;
+        }
+        // (bounded: a few KiB of CFI is read in well under this)
+        const ms = performance.now() - started;
+        if (ms > 2000) throw new FuzzFailure(`${bytes.length} bytes of CFI took ${ms.toFixed(0)} ms`);
+        if (table.rules.length !== table.starts.length * 5) throw new FuzzFailure(`${table.starts.length} rows with ${table.rules.length} rule fields`);
+        // rows in address order, each start once: a lookup finds the row that holds a pc
+        for (let i = 1; i < table.starts.length; i++) {
+          if (!(table.starts[i]! > table.starts[i - 1]!)) throw new FuzzFailure(`row ${i} starts at 0x${table.starts[i]!.toString(16)}, not after row ${i - 1} (0x${table.starts[i - 1]!.toString(16)})`);
+        }
+      }),
+    },
+    {
+      name: 'native unwind: kernel vs reference over hostile tables, stacks and registers',
+      weight: 10,
+      property: fc.property(nativeInput, ({ regs, stack, objects, maxFrames }) => {
+        onCase();
+        const want = unwindNative(regs, stack, objects, maxFrames);
+        nativeKernel.setObjects(objects);
+        const got = nativeKernel.unwind(regs, stack, maxFrames);
+        const show = (r: typeof got) => JSON.stringify(r, (_, v) => (typeof v === 'bigint' ? `0x${v.toString(16)}` : v));
+        if (!isDeepStrictEqual(got, want)) throw new FuzzFailure(`kernel and reference unwinds disagree: ${show(got).slice(0, 400)} / ${show(want).slice(0, 400)}`);
       }),
     },
   ];

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # provision-tests.sh: what `npm test` needs beyond node_modules — Debian's CPython 3.13/3.14/3.15
-# (scripts/provision-cpython.sh) and Chromium (scripts/provision-browser.sh).
+# (scripts/provision-cpython.sh), Chromium (scripts/provision-browser.sh) and gdb
+# (scripts/provision-gdb.sh, for the native-frame tests).
 #
 # Outside CI a part that cannot be provisioned is reported and the tests that need it skip
 # with the reason (listed at the end of the run). Under CI (CI=true) it is an error: CI promises
@@ -10,6 +11,7 @@ cd "$(dirname "$0")/.."
 failed=()
 STDLIB=1 bash scripts/provision-cpython.sh .cache/cpython || failed+=("the Debian interpreters")
 bash scripts/provision-browser.sh || failed+=("Chromium")
+bash scripts/provision-gdb.sh || failed+=("gdb")
 [ ${#failed[@]} -eq 0 ] && exit 0
 what=$(IFS=,; echo "${failed[*]}" | sed 's/,/ and /g')
 case "${CI:-}" in

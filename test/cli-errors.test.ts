@@ -48,7 +48,8 @@ describe('the pyunwind command on bad input', () => {
     expectOneLineError(run(['dump', '--pid', 'abc']), /^pyunwind dump: "abc" is not a process id/, 2);
     // options that do not go together, refused before anything runs
     expectOneLineError(run(['record', '-o', 'x.pyuw', '--subprocesses', '--live', '--', 'python3', '-c', 'pass']), /^pyunwind record: --live shows one process/, 2);
-    expectOneLineError(run(['record', '-o', 'x.pyuw', '--native', '--', 'python3', '-c', 'pass']), /^pyunwind record: --native is a view of the samples/, 2);
+    expectOneLineError(run(['record', '-o', 'x.pyuw', '--native', '--copy', 'optimistic', '--', 'python3', '-c', 'pass']), /^pyunwind record: --native stops every thread at each sample: not with --copy optimistic/, 2);
+    expectOneLineError(run(['record', '-o', 'x.pyuw', '--no-gc', '--', 'python3', '-c', 'pass']), /^pyunwind record: --no-gc is a view of the samples/, 2);
   });
 
   it('a pid that is gone', () => {

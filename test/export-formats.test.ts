@@ -101,7 +101,7 @@ describe('text', () => {
   it('summarizes validation: every status, % of attempted, missed ticks % of scheduled ticks', () => {
     const start = lines.indexOf('Samples (% of attempted; a tick samples every thread once)');
     expect(start).toBeGreaterThan(0);
-    expect(lines.slice(start + 1, start + 17)).toEqual([
+    expect(lines.slice(start + 1, start + 19)).toEqual([
       '  ticks scheduled          14',
       '  ticks missed              2   14.3%  of scheduled ticks',
       '  attempted                14  100.0%',
@@ -117,6 +117,8 @@ describe('text', () => {
       '    corrupt                 0    0.0%',
       '    no-thread-state         0    0.0%',
       '    torn                    1    7.1%',
+      '    native-incomplete       0    0.0%',
+      '    native-unmatched        0    0.0%',
       '',
     ]);
   });
@@ -197,6 +199,8 @@ describe('json', () => {
         corrupt: 0,
         'no-thread-state': 0,
         torn: 1,
+        'native-incomplete': 0,
+        'native-unmatched': 0,
       },
       missed: 2,
       ticks: 12,

@@ -498,7 +498,7 @@ describe('jsonl', () => {
     expect(header).toMatchObject({ type: 'header', format: 'pyunwind-samples', version: 1, title: META.title, rateHz: 1000, startTime: META.startTime, mode: 'wall', copy: 'adaptive' });
     expect(header.validation).toMatchObject({ attempted: 15, trusted: 12, rejected: 3, ticks: 11, missed: 1, scheduled: 12 });
     expect(summary).toMatchObject({ type: 'summary', attempted: 15, trusted: 12, rejected: 3, ticks: 11, missed: 1 });
-    expect(summary.statuses).toEqual({ complete: 6, 'complete-unverifiable': 2, idle: 4, incomplete: 1, dangling: 1, cycle: 0, 'too-deep': 0, corrupt: 0, 'no-thread-state': 0, torn: 1 });
+    expect(summary.statuses).toEqual({ complete: 6, 'complete-unverifiable': 2, idle: 4, incomplete: 1, dangling: 1, cycle: 0, 'too-deep': 0, corrupt: 0, 'no-thread-state': 0, torn: 1, 'native-incomplete': 0, 'native-unmatched': 0 });
   });
 
   it('writes ids as numbers when safe, as strings otherwise; frames innermost first', () => {

@@ -53,7 +53,7 @@ describe('Profile.add', () => {
     const p = new Profile();
     p.add(sample([f('good', 1)]));
     const rejected = STATUS_NAMES.filter((s) => !['complete', 'complete-unverifiable', 'idle'].includes(s));
-    expect(rejected).toHaveLength(7);
+    expect(rejected).toHaveLength(9);
     for (const status of rejected) p.add(sample([f(`bad-${status}`, 7), f('good', 1)], status, { weight: 5 }));
     // a thread seen only through rejected samples still has its statistics, and no stacks
     p.add({ time: 3, thread: WORKER, status: 'torn', frames: [f('bad', 1)] });

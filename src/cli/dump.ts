@@ -23,6 +23,18 @@ import type { AnyStopper } from '../record/linux/stopper.js';
 import { asyncioTstateCheck, asyncioTstateEnd, TaskCopier } from '../record/copy/task-copy.js';
 import type { AsyncMode } from '../walk/task-graph.js';
 import { TRUSTED } from '../walk/status.js';
+import fs from 'node:fs';
+import path from 'node:path';
+import { ThreadStopper } from '../record/linux/stopper.js';
+import { readNativeObjects } from '../record/linux/native-objects.js';
+import { readProcMaps } from '../record/linux/proc-maps.js';
+import { copyStack } from '../record/linux/native-stack.js';
+import { withStackRegion } from '../native/stack-region.js';
+import { mixStack, type MixedStack } from '../native/mixed-stack.js';
+import type { NativeFrameName } from '../native/symbolize.js';
+import type { NativeObject } from '../native/objects.js';
+import type { NativeRegisters } from '../native/unwind.js';
+import { KernelNativeUnwinder } from '../kernel/native-unwinder.js';
 
 export const DUMP_HELP = `Usage: pyunwind dump --pid PID [OPTIONS]
 
@@ -41,9 +53,67 @@ Options:
       --async-aware    each thread's asyncio tasks too (CPython 3.14+), each task's stack
       --async-mode MODE
                        all (default here: every task, the running one first) or running
+      --native         the C frames too, in one stack with the Python frames (every thread
+                       is stopped with ptrace for its registers and native stack)
       --full-filenames whole file paths in text (default: short, as py-spy shows them)
   -h, --help           this help
 `;
+
+interface NativeCopy {
+  registers: NativeRegisters;
+  stack: { address: bigint; bytes: Uint8Array };
+}
+
+/** The registers and native stack of every thread the stopper holds (read while they are held). */
+function copyNativeStacks(pid: number, stopper: ThreadStopper): Map<number, NativeCopy> {
+  const maps = readProcMaps(pid);
+  const fd = fs.openSync(`/proc/${pid}/mem`, 'r');
+  const out = new Map<number, NativeCopy>();
+  try {
+    for (const tid of stopper.heldThreads) {
+      const registers = stopper.registers(tid);
+      if (!registers) continue;
+      const stack = copyStack(maps, registers, (address, length) => {
+        const b = new Uint8Array(length);
+        try {
+          // (a stack mapping may run on into pages that cannot be read: what could, is the copy)
+          const n = fs.readSync(fd, b, 0, length, address);
+          return n > 0 ? b.subarray(0, n) : null;
+        } catch {
+          return null;
+        }
+      });
+      if (stack) out.set(tid, { registers, stack });
+    }
+  } finally {
+    fs.closeSync(fd);
+  }
+  return out;
+}
+
+/** A native frame as text: its function (or address) and its object's file name. */
+function nativeLabel(n: NativeFrameName): string {
+  const what = n.name ?? `0x${n.address.toString(16)}`;
+  return n.object === null ? what : `${what} (${path.basename(n.object)})`;
+}
+
+function nativeJson(m: MixedStack | undefined, t: ThreadStack): Record<string, unknown> {
+  if (!m) return { nativeStatus: 'native-no-stack' };
+  return {
+    nativeStatus: m.status,
+    // the native chain as unwound, every frame (the eval loop's too), innermost first
+    ...(m.unwind
+      ? { nativeFrames: m.unwind.pcs.map((pc, i) => ({ pc: `0x${pc.toString(16)}`, name: m.names[i]?.name ?? null, object: m.names[i]?.object ?? null, address: `0x${(m.names[i]?.address ?? pc).toString(16)}` })) }
+      : {}),
+    ...(m.status === 'mixed'
+      ? {
+          stack: m.frames.map((f) =>
+            f.kind === 'python' ? sourceFrame(t.frames[f.index]!) : { native: true, name: f.name.name, object: f.name.object, address: `0x${f.name.address.toString(16)}` },
+          ),
+        }
+      : {}),
+  };
+}
 
 export async function dump(argv: string[], out: (s: string) => void): Promise<number> {
   const { values } = parseArgs({
@@ -60,6 +130,7 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
       'full-filenames': { type: 'boolean' },
       'async-aware': { type: 'boolean' },
       'async-mode': { type: 'string' },
+      native: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -85,6 +156,10 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
   const cutTasks = new Set<ThreadStack>();
   // the names threading gives the threads (read after the copies; unknown: null)
   let names = new Map<string, string>();
+  // --native: each thread's registers and stack, the objects, and its mixed stack
+  let natives: Map<number, NativeCopy> | null = null;
+  let objects: NativeObject[] = [];
+  const mixed = new Map<ThreadStack, MixedStack>();
   try {
     let tasks: { found: AsyncioFound; mode: AsyncMode } | null = null;
     if (asyncMode) {
@@ -100,11 +175,16 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
       : undefined;
     // with tasks, the program stopped for the whole copy where it can be: the tasks are other
     // objects than the threads' frames, read after them (see the sampler's tick)
-    const hold = copier !== undefined && stopper !== null;
+    // --native: every thread held stopped for its registers, its native stack and its Python
+    // frames, all of one moment
+    if (values.native && !(stopper instanceof ThreadStopper)) throw new UsageError('--native needs ptrace (to read each thread\'s registers): it is not allowed on this process here');
+    const nativeObjects = values.native ? readNativeObjects(pid) : null;
+    const hold = (copier !== undefined || nativeObjects !== null) && stopper !== null;
     let snapshot;
     try {
       // (held: every thread was seen stopped; a stop that timed out is resumed all the same)
       const held = hold && stopper!.stopAll();
+      if (nativeObjects) natives = copyNativeStacks(pid, stopper as ThreadStopper);
       snapshot = takeSnapshot(source, {
         ...copyOptions,
         ...(copier ? { copier, tasks: new TaskCopier(source, source.layout, offsets!, tasks!.mode, copier) } : {}),
@@ -113,10 +193,31 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
     } finally {
       if (hold) stopper!.resume();
     }
+    if (nativeObjects) objects = nativeObjects.objects;
     names = new Map(readThreadNames(source).map((n) => [`${n.interpreterId}:${n.threadId}`, n.name]));
     const walker = await KernelWalker.load();
     const samples = snapshotSamples(snapshot);
+    if (natives) {
+      // each thread's native stack among its regions (the walk reads entry frames from it)
+      samples.samples = samples.samples.map((s) => {
+        const n = natives!.get(Number(s.nativeThreadId));
+        return n ? { ...s, regions: withStackRegion(s.regions, n.stack), registers: n.registers } : s;
+      });
+    }
     stacks = unwindSnapshot(samples, walker, undefined, values.opcodes === true);
+    if (natives) {
+      // unwound in the kernel, as a report of a capture is
+      const unwinder = await KernelNativeUnwinder.load();
+      unwinder.setObjects(objects);
+      for (const [k, t] of stacks.entries()) {
+        const s = samples.samples[k]!;
+        if (!s.registers) {
+          mixed.set(t, { status: 'native-no-stack', frames: [], unwind: null, names: [] });
+          continue;
+        }
+        mixed.set(t, TRUSTED.has(t.status) ? mixStack(source.layout, objects, (r, st) => unwinder.unwind(r, st), { registers: s.registers, regions: s.regions, threadStateAddress: s.threadStateAddress }, t.walk.frames) : { status: 'native-unmatched', frames: [], unwind: null, names: [] });
+      }
+    }
     if (tasks) taskStacks = unwindSnapshotTasks(samples, stacks, walker, tasks.found.offsets, tasks.mode, values.opcodes === true, cutTasks);
   } finally {
     stopper?.close();
@@ -139,6 +240,7 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
             failAddress: t.walk.failAddress === 0n ? undefined : `0x${t.walk.failAddress.toString(16)}`,
             copyErrors: t.copyErrors.length ? t.copyErrors : undefined,
             frames: t.frames.map(sourceFrame),
+            ...(natives ? nativeJson(mixed.get(t), t) : {}),
             ...(taskStacks ? { tasks: taskStacks.get(t) ?? [] } : {}),
             ...(cutTasks.has(t) ? { tasksCut: MAX_TASKS } : {}),
           })),
@@ -161,6 +263,12 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
     const frameLine = (f: SourceFrame, indent: string): string =>
       f.filename === '' && f.line === null ? `${indent}${f.qualname}` : `${indent}${f.qualname} (${fileName(f.filename)}:${f.line ?? '?'})${f.opcode === undefined ? '' : ` ${f.opcode}`}`;
     const own = taskStacks?.get(t);
+    const m = mixed.get(t);
+    if (m?.status === 'mixed') {
+      for (const f of m.frames) lines.push(f.kind === 'python' ? frameLine(t.frames[f.index]!, '  ') : `  ${nativeLabel(f.name)}`);
+      continue;
+    }
+    if (m) lines.push(`  (native frames: ${m.status}${m.unwind ? `, ${m.unwind.pcs.length} unwound` : ''})`);
     if (!own?.length) {
       for (const f of t.frames) lines.push(frameLine(f, '  '));
       continue;

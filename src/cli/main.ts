@@ -22,7 +22,8 @@ Commands:
 
 Statuses: complete (3.15: the chain reached the thread's base frame), complete-unverifiable
 (before 3.15), idle (no Python frame), or a rejection: incomplete, dangling, cycle, too-deep,
-corrupt, no-thread-state, torn. See docs/how-it-works.md.
+corrupt, no-thread-state, torn; with native frames (report --native on a capture recorded with
+--native) also native-incomplete, native-unmatched. See docs/how-it-works.md.
 `;
 
 /** `out` takes bytes as well as text: some formats are binary. */

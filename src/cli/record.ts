@@ -39,8 +39,12 @@ Options:
       --async-aware      also copy each thread's asyncio tasks (CPython 3.14+)
       --async-mode MODE  which tasks: running (default) or all
       --subprocesses     also record the target's Python subprocesses, each to FILE.PID.pyuw
+      --native           also copy each thread's registers and native stack, and the unwind
+                         tables and symbols of the libraries it runs: report --native then
+                         shows C frames (every thread is stopped with ptrace at each sample)
+      --native-stack KIB most native stack copied per thread and sample (default 256)
       --live             show the live view (pyunwind top) while recording; q quits
-      --native, --no-gc  with --live: <native> frames, no <GC> frames
+      --no-gc            with --live: no <GC> frames (--native: <native> markers there)
       --opcodes          with --live: instructions instead of functions
   -q, --quiet            no progress line
   -h, --help             this help
@@ -68,6 +72,7 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
       'read-only': { type: 'boolean' },
       live: { type: 'boolean' },
       native: { type: 'boolean' },
+      'native-stack': { type: 'string' },
       'no-gc': { type: 'boolean' },
       'async-aware': { type: 'boolean' },
       'async-mode': { type: 'string' },
@@ -93,6 +98,11 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
   const asyncio = asyncModeOption(values['async-aware'], values['async-mode']);
   const target = values.pid !== undefined ? { pid: parsePid(values.pid) } : { command };
   const subprocesses = values.subprocesses === true;
+  if (values['native-stack'] !== undefined && !values.native) throw new UsageError('--native-stack is for --native');
+  const stackKib = values['native-stack'] === undefined ? 256 : parsePositive('--native-stack', values['native-stack']);
+  if (!Number.isInteger(stackKib) || stackKib < 4 || stackKib > 65536) throw new UsageError(`--native-stack ${values['native-stack']}: a whole number of KiB from 4 to 65536`);
+  if (values.native && subprocesses) throw new UsageError('--native records one process: not with --subprocesses');
+  if (values.native && copy === 'optimistic') throw new UsageError('--native stops every thread at each sample: not with --copy optimistic');
   if (subprocesses && values.live) throw new UsageError('--live shows one process: record --subprocesses without it');
   // what is recorded, and how: the same with or without the live view
   const recording = {
@@ -103,8 +113,9 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
     ...(values['read-only'] ? { readOnly: true } : {}),
     ...(asyncio ? { asyncio } : {}),
     ...(durationMs !== undefined ? { durationMs } : {}),
+    ...(values.native ? { native: { stackBytes: stackKib * 1024 } } : {}),
   };
-  const views = values.native ? '--native' : values['no-gc'] ? '--no-gc' : null;
+  const views = values['no-gc'] ? '--no-gc' : null;
   if (views && !values.live) throw new UsageError(`${views} is a view of the samples, which every capture can give: pyunwind report ${views} FILE (or record --live ${views})`);
   if (values.live) {
     const { liveView } = await import('./top.js');

@@ -43,7 +43,9 @@ ${formatsHelp('                          ')}
   -t, --thread ID       only this thread (native thread id or thread_id)
   -m, --mode MODE       only samples of threads on a cpu, holding the gil, handling an exception
       --no-gc           no <GC> frames (a thread's stack while the collector runs in it)
-      --native          <native> frames where C code called back into Python
+      --native          C frames: on a capture recorded with --native, the C functions in
+                        one stack with the Python ones (named with their library); on any
+                        other, <native> where C code called back into Python
       --async-aware     asyncio task stacks (a capture recorded with --async-aware)
       --async-mode MODE running (each thread's running task) or all; default: as recorded
       --opcodes         each frame's bytecode instruction too, as dis names it

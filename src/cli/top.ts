@@ -39,7 +39,8 @@ Options:
   -r, --rate HZ          samples per second (default 1000)
   -m, --mode MODE        wall (default), cpu, gil or exception, as for record
       --copy COPY        adaptive (default), optimistic or blocking, as for record
-      --native           <native> frames where C code called back into Python
+      --native           <native> frames where C code called back into Python (top reads a
+                         live process: C frames need a capture, record --native then report)
       --no-gc            no <GC> frames
   -s, --sort KEY         self (default) or total
   -i, --interval SECS    time between two refreshes (default 1)

@@ -45,6 +45,19 @@ export interface ExportMeta {
   mode: SamplingMode;
   /** what reading the capture found (absent: the samples did not come from a capture file) */
   capture?: CaptureHealth;
+  /**
+   * the native objects of a capture with native stacks (report --native): where each was
+   * mapped and its build id, for the formats that describe binaries (pprof's mappings)
+   */
+  objects?: readonly NativeObjectMeta[];
+}
+
+/** A mapped object, as an export names it. */
+export interface NativeObjectMeta {
+  path: string;
+  buildId: string | null;
+  start: bigint;
+  end: bigint;
 }
 
 /**
@@ -99,8 +112,9 @@ export function captureHealth(r: CaptureHealth): CaptureHealth {
 }
 
 /** ExportMeta of a processed capture: its header's, and what reading it found. */
-export function metaFromReport(r: CaptureHealth & { header: Parameters<typeof metaFromHeader>[0]; mode: SamplingMode }): ExportMeta {
-  return { ...metaFromHeader(r.header, r.mode), capture: captureHealth(r) };
+export function metaFromReport(r: CaptureHealth & { header: Parameters<typeof metaFromHeader>[0]; mode: SamplingMode; objects?: readonly NativeObjectMeta[] }): ExportMeta {
+  const objects = r.objects?.map((o) => ({ path: o.path, buildId: o.buildId, start: o.start, end: o.end }));
+  return { ...metaFromHeader(r.header, r.mode), capture: captureHealth(r), ...(objects ? { objects } : {}) };
 }
 
 /** ExportMeta from a capture's header; `mode`: the samples the profile keeps (default: those the recording kept). */

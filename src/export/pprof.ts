@@ -8,7 +8,11 @@
 //   start_line = the smallest line any sample saw in it (the profile keeps only the executing
 //   line of each frame, not the code's first line; 0 when no sample had a line).
 // - A Location per distinct (function, line) (line 0 when CPython had none), with one Line; no
-//   Mapping (there is no binary to symbolize: every location already has its function).
+//   Mapping for Python code (there is no binary to symbolize: every location already has its
+//   function).
+// - Native frames (report --native on a capture with native stacks): their Function's filename
+//   is the object's path; their Location has the object's Mapping (file name, build id, where it
+//   was mapped, has_functions) so that pprof and Pyroscope show them as native code.
 // - With opcodes (report --opcodes), a frame's instruction is a function inlined into it: the
 //   Location of (function, line, instruction) has two Lines, the instruction's first (a Function
 //   per instruction name, e.g. BINARY_OP_ADD_INT, no file) — so the flame graph has it as a level
@@ -28,7 +32,7 @@
 //   (canonicalThread), ids are given in that order, and the gzip header has no time.
 
 import { gzipSync } from 'fflate';
-import { Function as PprofFunction, Label, Line, Location, Profile as PprofProfile, Sample, StringTable, ValueType } from 'pprof-format';
+import { Function as PprofFunction, Label, Line, Location, Mapping, Profile as PprofProfile, Sample, StringTable, ValueType } from 'pprof-format';
 import type { Profile } from '../profile/profile.js';
 import { canonicalThread } from '../profile/profile.js';
 import { threadLabel } from './common.js';
@@ -66,6 +70,25 @@ export function pprofProfile(profile: Profile, meta: ExportMeta): PprofProfile {
     return id;
   };
 
+  // mappings: one per native object path (the first placement of it the capture describes)
+  const mappings: Mapping[] = [];
+  const mappingOf = new Map<string, number>();
+  for (const o of meta.objects ?? []) {
+    if (mappingOf.has(o.path)) continue;
+    const id = mappings.length + 1;
+    mappingOf.set(o.path, id);
+    mappings.push(new Mapping({ id, memoryStart: o.start, memoryLimit: o.end, filename: str(o.path), buildId: str(o.buildId ?? ''), hasFunctions: true }));
+  }
+  const nativeMapping = (path: string): number => {
+    let id = mappingOf.get(path);
+    if (id === undefined) {
+      id = mappings.length + 1;
+      mappingOf.set(path, id);
+      mappings.push(new Mapping({ id, filename: str(path), hasFunctions: true }));
+    }
+    return id;
+  };
+
   // locations (function, line, instruction)
   const locIndex = new Map<string, number>();
   const locations: Location[] = [];
@@ -73,14 +96,14 @@ export function pprofProfile(profile: Profile, meta: ExportMeta): PprofProfile {
     d.frames.map((f, fi) => {
       const fn = frameFn[ti]![fi]!;
       const line = f.line ?? 0;
-      const key = f.opcode === undefined ? `${fn}:${line}` : `${fn}:${line}:${f.opcode}`;
+      const key = f.native ? `${fn}:native` : f.opcode === undefined ? `${fn}:${line}` : `${fn}:${line}:${f.opcode}`;
       let id = locIndex.get(key);
       if (id === undefined) {
         id = locations.length + 1;
         locIndex.set(key, id);
         const lines = [new Line({ functionId: fn + 1, line })];
         if (f.opcode !== undefined) lines.unshift(new Line({ functionId: opcodeFunction(f.opcode), line }));
-        locations.push(new Location({ id, line: lines }));
+        locations.push(new Location({ id, line: lines, ...(f.native ? { mappingId: nativeMapping(f.filename) } : {}) }));
       }
       return id;
     }),
@@ -120,6 +143,7 @@ export function pprofProfile(profile: Profile, meta: ExportMeta): PprofProfile {
     sample: samples,
     location: locations,
     function: functions,
+    ...(mappings.length ? { mapping: mappings } : {}),
     stringTable: strings,
     timeNanos: epochNanos(meta.startTime),
     durationNanos: span ? Math.round((span.last - span.first) * 1000) : 0,

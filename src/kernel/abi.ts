@@ -20,7 +20,14 @@ export const STATUS_CORRUPT = 7;
 export const STATUS_NO_THREAD_STATE = 8;
 /** set by the recorder, never by the walk */
 export const STATUS_TORN = 9;
-export const STATUS_COUNT = 10;
+/**
+ * set by the host's native frames (report --native, src/native/mixed-stack.ts), never by the
+ * walk: the sample's native chain did not unwind to its outermost frame; or it did, but the
+ * eval-loop runs of its Python frames could not all be placed in it
+ */
+export const STATUS_NATIVE_INCOMPLETE = 10;
+export const STATUS_NATIVE_UNMATCHED = 11;
+export const STATUS_COUNT = 12;
 
 // ---- the walk's parameter block: i32 slots (src/layout/walk-params.ts encodeParams) ----
 export const P_PTR_SIZE = 0;
@@ -181,3 +188,71 @@ export const K_FRAME = 16;
 export const PSEUDO_CODE_HI = 0xffffffff;
 export const GC_CODE_LO = 0xffffffff;
 export const NATIVE_CODE_LO = 0xfffffffe;
+
+// ---- the native (x86-64) unwinder (assembly/native-unwind.ts, src/kernel/native-unwinder.ts;
+// src/native/unwind.ts is its reference and src/native/unwind-table.ts names the rules — the
+// numbers below are those, written again because AssemblyScript cannot compile that file;
+// test/native-unwind.test.ts checks they agree) ----
+/**
+ * a request: u64 rip, u64 rsp, u64 rbp, u64 stack copy address, u32 its length, u32 its bytes,
+ * u32 object table, u32 its entries, u32 frame limit, u32 pcs out (u64 each), u32 found out
+ * (u8 each, for each pc after the first), u32 room in the outputs, u32 sps out (u64 each: rsp
+ * while each pc runs); written back: u32 status, u32 pcs
+ */
+export const NU_SIZE = 80;
+export const NU_RIP = 0;
+export const NU_RSP = 8;
+export const NU_RBP = 16;
+export const NU_STACK_ADDRESS = 24;
+export const NU_STACK_LENGTH = 32;
+export const NU_STACK_DATA = 36;
+export const NU_OBJECTS = 40;
+export const NU_OBJECT_COUNT = 44;
+export const NU_MAX_FRAMES = 48;
+export const NU_PCS = 52;
+export const NU_FOUND = 56;
+export const NU_CAPACITY = 60;
+export const NU_SPS = 64;
+export const NU_STATUS = 68;
+export const NU_COUNT = 72;
+/**
+ * an object table entry (sorted by start, disjoint): u64 first address, u64 last address
+ * (inclusive: a mapping may end at 2^64), u64 load bias, u32 rows, u32 row starts (u64 each),
+ * u32 row rules (NATIVE_ROW_FIELDS i32 each), u32 unused
+ */
+export const NO_SIZE = 40;
+export const NO_START = 0;
+export const NO_LAST = 8;
+export const NO_BIAS = 16;
+export const NO_ROWS = 24;
+export const NO_STARTS = 28;
+export const NO_RULES = 32;
+/** the most pcs one unwind gives (a larger limit is taken as this) */
+export const NATIVE_FRAMES_LIMIT = 65536;
+/** statuses (src/native/unwind.ts UNWIND_STATUS names them, in this order) */
+export const NATIVE_COMPLETE = 0;
+export const NATIVE_NO_OBJECT = 1;
+export const NATIVE_NO_RULE = 2;
+export const NATIVE_STACK_SHORT = 3;
+export const NATIVE_NOT_GROWING = 4;
+export const NATIVE_TOO_DEEP = 5;
+/** how a caller was found (src/native/unwind.ts FOUND) */
+export const NATIVE_FOUND_CFI = 0;
+export const NATIVE_FOUND_FRAME_POINTER = 1;
+export const NATIVE_FOUND_SIGNAL = 2;
+/** a row's rules (src/native/unwind-table.ts CFA, RBP, RA_UNDEFINED, ROW_FIELDS, R_*) */
+export const NATIVE_CFA_NONE = 0;
+export const NATIVE_CFA_RSP = 1;
+export const NATIVE_CFA_RBP = 2;
+export const NATIVE_CFA_PLT = 3;
+export const NATIVE_CFA_SIGNAL = 4;
+export const NATIVE_RBP_SAME = 0;
+export const NATIVE_RBP_AT = 1;
+export const NATIVE_RBP_UNDEFINED = 2;
+export const NATIVE_RA_UNDEFINED = 0x7fffffff;
+export const NATIVE_ROW_FIELDS = 5;
+export const NATIVE_R_CFA = 0;
+export const NATIVE_R_CFA_OFFSET = 1;
+export const NATIVE_R_RBP = 2;
+export const NATIVE_R_RBP_OFFSET = 3;
+export const NATIVE_R_RA_OFFSET = 4;

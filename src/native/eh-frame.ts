@@ -120,10 +120,15 @@ class RowsOut {
   starts: bigint[] = [];
   rules: number[] = [];
   push(start: bigint, s: State | null): void {
+    // (a return address found by a rule we do not follow: no row, rather than a wrong one —
+    // RA_UNDEFINED would say the chain ends here)
+    if (s !== null && s.raOffset === RA_LOST) s = null;
     const cfa = s === null ? CFA.NONE : s.cfa;
     const fields = s === null ? [CFA.NONE, 0, RBP.SAME, 0, RA_UNDEFINED] : [cfa, cfa === CFA.PLT ? s.cfaOffset | (s.pltExtra << 24) : s.cfaOffset, s.rbp, s.rbpOffset, s.raOffset];
     // a row at the same start as the last replaces it (advance_loc by 0, several rules at one pc)
     const n = this.starts.length;
+    // rows go up in address: hostile CFI that moves back (DW_CFA_set_loc) adds none
+    if (n && start < this.starts[n - 1]!) return;
     if (n && this.starts[n - 1] === start) {
       this.rules.splice((n - 1) * ROW_FIELDS, ROW_FIELDS, ...fields);
       return;
@@ -131,7 +136,15 @@ class RowsOut {
     this.starts.push(start);
     this.rules.push(...fields);
   }
+  /** Forget the rows from the `n`th on (an FDE that turned out unreadable). */
+  truncate(n: number): void {
+    this.starts.length = Math.min(this.starts.length, n);
+    this.rules.length = this.starts.length * ROW_FIELDS;
+  }
 }
+
+/** A return address rule we cannot follow (register, expression, same value): the row is dropped. */
+const RA_LOST = 0x7ffffffe;
 
 /** Decode a pointer of encoding `enc` at `at`; `sectionAddr` is the section's address (pcrel). */
 function readEncoded(r: Bytes, at: number, enc: number, sectionAddr: bigint, what: string): [bigint, number] {
@@ -241,11 +254,12 @@ function run(r: Bytes, cie: Cie, at: number, end: number, state: State, initial:
       else if (rule === 'restore') state.raOffset = initial.raOffset;
       else if (rule === 'undefined') state.raOffset = RA_UNDEFINED;
       // (any other rule for the return address: we cannot find it)
-      else state.raOffset = RA_UNDEFINED;
+      else state.raOffset = RA_LOST;
     }
   };
+  const from = loc;
   const advance = (to: bigint): void => {
-    if (out && to > loc && to <= limit) out.push(loc, cie.signal ? { ...state, cfa: CFA.SIGNAL } : state);
+    if (out && to > loc && to <= limit && loc >= from) out.push(loc, cie.signal ? { ...state, cfa: CFA.SIGNAL } : state);
     loc = to;
   };
   while (at < end) {
@@ -472,7 +486,7 @@ function parseCie(r: Bytes, at: number, end: number, flavour: FrameSection, sect
  * pointers) into an unwind table. FDEs whose CIE cannot be read are skipped and counted in
  * `skipped`; a malformed section throws CfiError naming the offset.
  */
-export function readFrameSection(bytes: Uint8Array, sectionAddr: bigint, flavour: FrameSection = '.eh_frame', name = flavour): UnwindTable & { fdes: number; skipped: number } {
+export function readFrameSection(bytes: Uint8Array, sectionAddr: bigint, flavour: FrameSection = '.eh_frame', name: string = flavour): UnwindTable & { fdes: number; skipped: number } {
   const r = new Bytes(bytes, name);
   const cies = new Map<number, Cie>();
   type Fde = { begin: bigint; end: bigint; cie: Cie; start: number; stop: number };
@@ -551,16 +565,18 @@ export function readFrameSection(bytes: Uint8Array, sectionAddr: bigint, flavour
     }
     if (lastEnd >= 0n && f.begin > lastEnd) out.push(lastEnd, null);
     const initial = initialState();
+    const mark = out.starts.length;
     try {
       run(r, f.cie, f.cie.start, f.cie.end, initial, initial, f.begin, f.begin, sectionAddr, null);
       if (f.cie.signal) initial.cfa = CFA.SIGNAL;
       const state = { ...initial };
       const loc = run(r, f.cie, f.start, f.stop, state, initial, f.begin, f.end, sectionAddr, out);
       if (f.cie.signal) state.cfa = CFA.SIGNAL;
-      if (loc < f.end) out.push(loc, state);
+      if (loc >= f.begin && loc < f.end) out.push(loc, state);
     } catch (e) {
       if (!(e instanceof CfiError)) throw e;
       skipped++;
+      out.truncate(mark);
       out.push(f.begin, null);
     }
     lastEnd = f.end;

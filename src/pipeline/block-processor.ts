@@ -23,6 +23,22 @@ import type { Walker } from '../walk/index.js';
 import { KernelWalker } from '../kernel/walker.js';
 import type { AsyncioOffsets } from '../layout/asyncio-offsets.js';
 import type { AsyncMode } from '../walk/task-graph.js';
+import { ObjectSet } from '../native/object-set.js';
+import { KernelNativeUnwinder } from '../kernel/native-unwinder.js';
+import type { Unwind } from '../native/mixed-stack.js';
+
+/** The kernel's native unwinder over the set's objects (their tables laid out again when the set changes). */
+async function nativeUnwinder(set: ObjectSet, module?: WebAssembly.Module): Promise<Unwind> {
+  const kernel = await KernelNativeUnwinder.load(module ? { module } : {});
+  let laid = -1;
+  return (regs, stack) => {
+    if (laid !== set.version) {
+      kernel.setObjects(set.objects);
+      laid = set.version;
+    }
+    return kernel.unwind(regs, stack);
+  };
+}
 
 export interface BlockProcessorOptions {
   /** keep only samples of this thread (native thread id, or thread_id) */
@@ -33,6 +49,11 @@ export interface BlockProcessorOptions {
   gcFrames?: boolean;
   /** a <native> frame between a frame and the callee it reached through C code */
   nativeFrames?: boolean;
+  /**
+   * C frames, from a capture with native stacks: every sample's native chain unwound and its
+   * Python frames put in it (sample-chain.ts nativeInput); implies the reference path
+   */
+  nativeStacks?: boolean;
   /** name each frame's instruction (report --opcodes: the capture must hold bytecode) */
   opcodes?: boolean;
   /** walk every sample with this walker, on the reference path */
@@ -92,10 +113,12 @@ export class BlockProcessor {
     private readonly chain: SampleChain,
     private readonly engine: BlockEngine | null,
     private readonly options: BlockProcessorOptions,
+    /** the native objects described so far (captures with native stacks) */
+    readonly objects: ObjectSet,
   ) {}
 
   static async load(layout: Layout, options: BlockProcessorOptions = {}): Promise<BlockProcessor> {
-    const useEngine = !options.reference && !options.onSample && !options.walker && !options.tasks && !options.onInput;
+    const useEngine = !options.reference && !options.onSample && !options.walker && !options.tasks && !options.onInput && !options.nativeStacks;
     const engine = useEngine
       ? await BlockEngine.load(layout, {
           ...(options.thread === undefined ? {} : { thread: options.thread }),
@@ -110,8 +133,10 @@ export class BlockProcessor {
     const codes = engine?.codes ?? new CodeTable(layout);
     // (a module given may be either build: the walker takes the memory it imports)
     const walker = options.walker ?? (await KernelWalker.load(options.module ? { module: options.module } : {}));
-    const chain = new SampleChain(layout, walker, codes, { pseudo: options, opcodes: options.opcodes === true, tasks: options.tasks ?? null });
-    return new BlockProcessor(codes, chain, engine, options);
+    const objects = new ObjectSet();
+    const native = options.nativeStacks ? { objects: () => objects.objects, unwind: await nativeUnwinder(objects, options.module) } : null;
+    const chain = new SampleChain(layout, walker, codes, { pseudo: options, opcodes: options.opcodes === true, tasks: options.tasks ?? null, ...(native ? { native } : {}) });
+    return new BlockProcessor(codes, chain, engine, options, objects);
   }
 
   /** Code records, in file order: each replaces any earlier one at its address. */
@@ -137,6 +162,7 @@ export class BlockProcessor {
     const result: BlockResult = { samples: 0, ticks: 0, undetermined: 0, cutTaskLists: 0, firstTime: null, lastTime: null, missed: 0, warnings, fallback: this.engine !== null, decoded: decoded !== null, names: [] };
     if (!decoded) return result;
     result.missed = decoded.missed;
+    this.objects.add(decoded.objects);
     result.names = decoded.names;
     let last = -1;
     for (const s of decoded.samples) {

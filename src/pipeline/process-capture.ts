@@ -29,6 +29,7 @@ import type { Walker } from '../walk/index.js';
 import { loadKernel } from '../kernel/load.js';
 import { parseAsyncioOffsets, type AsyncioOffsets } from '../layout/asyncio-offsets.js';
 import type { AsyncMode } from '../walk/task-graph.js';
+import type { NativeObject } from '../native/objects.js';
 
 export { sampleInput };
 
@@ -44,9 +45,13 @@ export interface ReportOptions {
   /** a <GC> frame above the stack of a thread in which the garbage collector was running (default true; the capture must tell it: 3.13+) */
   gc?: boolean;
   /**
-   * a <native> frame between a Python frame and the frame it called through C code (sorted's key,
-   * map, a C module's callback; default false). Every capture can tell it: the entry frames (3.12+)
-   * and is_entry flags (3.11) are in the copied memory.
+   * Native frames (default false). On a capture recorded with native stacks (header.native): the
+   * C frames, in one stack with the Python frames, unwound from each sample's registers and stack
+   * copy with the capture's own unwind tables and named by its symbols (src/native/); a sample
+   * that cannot be shown so is counted native-incomplete or native-unmatched. On any other
+   * capture: a <native> frame between a Python frame and the frame it called through C code
+   * (sorted's key, map, a C module's callback) — every capture can tell that: the entry frames
+   * (3.12+) and is_entry flags (3.11) are in the copied memory.
    */
   native?: boolean;
   /**
@@ -120,6 +125,8 @@ export interface CaptureReport {
   timeline?: Timeline;
   /** the samples the profile holds: every thread's (wall), or those a fact held for */
   mode: SamplingMode;
+  /** with native frames (report --native on a capture with native stacks): the objects it described, as the last samples saw them */
+  objects?: readonly NativeObject[];
 }
 
 /** The pseudo-frames a report shows: <GC> unless told not to, <native> when asked. */
@@ -273,13 +280,17 @@ export async function processCapture(open: () => CaptureReader | Promise<Capture
   try {
     const header = reader.header;
     const mode = reportMode(header, options.mode);
-    const { gcFrames, nativeFrames } = pseudoFrames(options);
+    // --native: C frames where the capture has native stacks, else <native> markers
+    const nativeStacks = options.native === true && header.native !== undefined;
+    const { gcFrames, nativeFrames: markers } = pseudoFrames(options);
+    const nativeFrames = markers && !nativeStacks;
+    if (nativeStacks && options.asyncAware) throw new RangeError('native frames and async-aware stacks are not shown together: --native or --async-aware');
     const opcodes = options.opcodes === true;
     if (opcodes) checkBytecode(header);
     const layout = layoutFromSource(header.layoutSource);
     const asyncMode = options.asyncAware === 'recorded' ? (header.asyncio?.mode ?? 'running') : options.asyncAware;
     const tasks = asyncMode ? { offsets: asyncioOffsetsOf(header, asyncMode), mode: asyncMode } : null;
-    const engineOnly = !options.reference && !options.onSample && !options.walker && !tasks;
+    const engineOnly = !options.reference && !options.onSample && !options.walker && !tasks && !nativeStacks;
     const workers = options.workers ?? Math.min(options.maxWorkers ?? Infinity, host.defaultWorkers?.(reader.size) ?? 0);
     if (!(Number.isInteger(workers) && workers >= 0)) throw new RangeError(`workers must be a whole number >= 0 (got ${workers})`);
     if (engineOnly && workers >= 1 && !host.pool) throw new RangeError(`workers: ${workers} asked for, but this runtime has no worker pool here (process in this thread: workers 0)`);
@@ -295,6 +306,7 @@ export async function processCapture(open: () => CaptureReader | Promise<Capture
         mode,
         gcFrames,
         nativeFrames,
+        ...(nativeStacks ? { nativeStacks: true } : {}),
         opcodes,
         ...(options.walker ? { walker: options.walker } : {}),
         ...(options.onSample ? { onSample: options.onSample } : {}),
@@ -395,6 +407,7 @@ export async function processCapture(open: () => CaptureReader | Promise<Capture
     return {
       header,
       profile,
+      ...(local && nativeStacks ? { objects: local.objects.objects } : {}),
       recording: recordingStats(copies),
       warnings,
       closedCleanly: reader.closedCleanly,

@@ -16,6 +16,8 @@ import type { Walker } from '../walk/index.js';
 import { TRUSTED } from '../walk/status.js';
 import type { AsyncMode } from '../walk/task-graph.js';
 import { SampleProcessor, type ProcessedSample } from './sample-processor.js';
+import { mixStack, type Unwind } from '../native/mixed-stack.js';
+import type { NativeObject } from '../native/objects.js';
 import { TaskStacks } from './task-stacks.js';
 
 /** The frames that are not code objects a profile shows (pseudo-frames.ts). */
@@ -50,8 +52,39 @@ export function sampleInput(p: ProcessedSample, pseudo: PseudoFrames = {}): Samp
   };
 }
 
+/**
+ * Native frames (report --native on a capture with native stacks): each trusted sample's C and
+ * Python frames in one stack (src/native/mixed-stack.ts), or the sample rejected as
+ * native-incomplete (no native stack, or one that did not unwind to its outermost frame) or
+ * native-unmatched (its Python frames could not be placed in it).
+ */
+export interface NativeFrames {
+  /** the objects described so far (the capture's object records, in file order) */
+  objects(): readonly NativeObject[];
+  unwind: Unwind;
+}
+
+/** A processed sample with its native frames: the profile's input (an idle sample stays idle, without frames). */
+export function nativeInput(layout: Layout, p: ProcessedSample, native: NativeFrames): SampleInput {
+  const base = sampleInput(p);
+  if (!TRUSTED.has(p.status) || p.status === 'idle' || !p.walk) return base;
+  const s = p.sample;
+  if (!s.registers) return { ...base, status: 'native-incomplete', frames: [] };
+  const objects = native.objects();
+  const m = mixStack(layout, objects, native.unwind, { registers: s.registers, regions: s.regions, threadStateAddress: s.threadStateAddress }, p.walk.frames);
+  if (m.status !== 'mixed') return { ...base, status: m.status === 'native-unmatched' ? 'native-unmatched' : 'native-incomplete', frames: [] };
+  const frames: SourceFrame[] = m.frames.map((f) =>
+    f.kind === 'python'
+      ? sourceFrame(p.frames[f.index]!)
+      : { qualname: f.name.name ?? `0x${f.name.address.toString(16)}`, filename: f.name.object ?? '', line: null, native: true },
+  );
+  return { ...base, frames };
+}
+
 export interface SampleChainOptions {
   pseudo?: PseudoFrames;
+  /** native frames (the pseudo <native> markers are then not shown) */
+  native?: NativeFrames;
   /** name each frame's instruction (SymbolizedFrame.opcode) */
   opcodes?: boolean;
   /** the samples carry asyncio tasks (record --async-aware): their task stacks, in this mode */
@@ -90,7 +123,7 @@ export class SampleChain {
   /** The samples, walked and named, each with what a profile takes of it. */
   *run(samples: readonly SampleRecord[]): Generator<ChainedSample> {
     for (const processed of this.processor.process(samples)) {
-      const input = sampleInput(processed, this.options.pseudo);
+      const input = this.options.native ? nativeInput(this.processor.layout, processed, this.options.native) : sampleInput(processed, this.options.pseudo);
       yield { processed, input, inputs: this.tasks ? this.tasks.inputs(processed, input) : [input] };
     }
   }

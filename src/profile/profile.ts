@@ -279,6 +279,7 @@ function checkFrame(f: SourceFrame): void {
   }
   if (f.line !== null && !Number.isSafeInteger(f.line)) throw new TypeError(`frame line must be an integer or null, got ${show(f.line)}`);
   if (f.opcode !== undefined && (typeof f.opcode !== 'string' || f.opcode === '')) throw new TypeError(`frame opcode must be a non-empty string when present, got ${show(f.opcode)}`);
+  if (f.native !== undefined && (f.native !== true || f.opcode !== undefined || f.line !== null)) throw new TypeError(`a native frame has native true, no opcode and no line, got ${show(f.native)}, ${show(f.opcode)}, ${show(f.line)}`);
 }
 
 /**
@@ -409,7 +410,8 @@ function threadFromJSON(json: unknown, at: string): ThreadProfile {
   for (const k of Object.keys(st)) {
     if (!Object.hasOwn(emptyCounts, k)) throw new ProfileFormatError(`${at}.statuses: unknown status ${JSON.stringify(k)}`);
   }
-  for (const s of STATUS_NAMES) t.countStatus(s as Status, count(st[s], `${at}.statuses.${s}`));
+  // (the native statuses came after profiles were first written: absent, none)
+  for (const s of STATUS_NAMES) t.countStatus(s as Status, st[s] === undefined && s.startsWith('native-') ? 0 : count(st[s], `${at}.statuses.${s}`));
   t.addIdle(weight(o.idleWeight, `${at}.idleWeight`));
 
   const frameMap = arr(o.frames, `${at}.frames`).map((fj, i) => {
@@ -423,6 +425,10 @@ function threadFromJSON(json: unknown, at: string): ThreadProfile {
     if (f.opcode !== undefined && (typeof f.opcode !== 'string' || f.opcode === '')) {
       throw new ProfileFormatError(`${fat}.opcode: expected a non-empty string when present, got ${show(f.opcode)}`);
     }
+    if (f.native !== undefined && (f.native !== true || f.opcode !== undefined || f.line !== null)) {
+      throw new ProfileFormatError(`${fat}.native: a native frame has native true, no opcode and no line`);
+    }
+    if (f.native) return t.internFrame({ qualname: f.qualname, filename: f.filename, line: null, native: true });
     return t.internFrame({ qualname: f.qualname, filename: f.filename, line: f.line as number | null, ...(f.opcode === undefined ? {} : { opcode: f.opcode as string }) });
   });
   const stackMap: number[] = [];

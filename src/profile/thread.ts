@@ -72,13 +72,14 @@ export function cmpStr(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-/** Frames by qualname, filename, line (null first), then opcode (none first). */
+/** Frames by qualname, filename, line (null first), opcode (none first), then Python before native. */
 export function compareFrames(a: SourceFrame, b: SourceFrame): number {
   return (
     cmpStr(a.qualname, b.qualname) ||
     cmpStr(a.filename, b.filename) ||
     (a.line === b.line ? 0 : a.line === null ? -1 : b.line === null ? 1 : a.line - b.line) ||
-    cmpStr(a.opcode ?? '', b.opcode ?? '')
+    cmpStr(a.opcode ?? '', b.opcode ?? '') ||
+    (a.native === b.native ? 0 : a.native ? 1 : -1)
   );
 }
 
@@ -208,18 +209,20 @@ export class ThreadProfile {
 
   /** @internal Interns the frame (qualname, filename, line, opcode) and returns its index. */
   internFrame(frame: SourceFrame): number {
-    const { qualname, filename, line, opcode } = frame;
+    const { qualname, filename, line, opcode, native } = frame;
     let byFile = this.frameIndex.get(qualname);
     if (byFile === undefined) this.frameIndex.set(qualname, (byFile = new Map()));
     let byLine = byFile.get(filename);
     if (byLine === undefined) byFile.set(filename, (byLine = new Map()));
     let byOpcode = byLine.get(line);
     if (byOpcode === undefined) byLine.set(line, (byOpcode = new Map()));
-    let i = byOpcode.get(opcode ?? '');
+    // (a native frame has no opcode: its key is one no opcode name can be)
+    const last = native ? '\0native' : (opcode ?? '');
+    let i = byOpcode.get(last);
     if (i === undefined) {
       i = this._frames.length;
-      this._frames.push(opcode === undefined ? { qualname, filename, line } : { qualname, filename, line, opcode });
-      byOpcode.set(opcode ?? '', i);
+      this._frames.push(native ? { qualname, filename, line, native: true } : opcode === undefined ? { qualname, filename, line } : { qualname, filename, line, opcode });
+      byOpcode.set(last, i);
       const fkey = functionKey(qualname, filename);
       let f = this.functionIndex.get(fkey);
       if (f === undefined) {

@@ -79,7 +79,7 @@ export class Timeline {
       lastPath.length = depth;
       for (let i = n - 1 - depth; i >= 0; i--) {
         const f = sample.frames[i]!;
-        const fk = `${f.qualname}\0${f.filename}\0${f.line ?? ''}\0${f.opcode ?? ''}`;
+        const fk = `${f.qualname}\0${f.filename}\0${f.line ?? ''}\0${f.native ? '\0native' : (f.opcode ?? '')}`;
         let fi = entry.frameIndex.get(fk);
         if (fi === undefined) {
           fi = t.frames.length;

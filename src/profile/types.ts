@@ -33,7 +33,7 @@ export type StatusCounts = Record<Status, number>;
 
 /** Do two frames name the same (qualname, filename, line, opcode)? */
 export function sameFrame(a: SourceFrame, b: SourceFrame): boolean {
-  return a === b || (a.line === b.line && a.qualname === b.qualname && a.filename === b.filename && a.opcode === b.opcode);
+  return a === b || (a.line === b.line && a.qualname === b.qualname && a.filename === b.filename && a.opcode === b.opcode && a.native === b.native);
 }
 
 export function emptyStatusCounts(): StatusCounts {

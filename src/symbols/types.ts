@@ -13,6 +13,12 @@ export interface SourceFrame {
    * where it is known. A frame is (qualname, filename, line, opcode).
    */
   opcode?: string;
+  /**
+   * A native (C) frame, from a capture with native stacks (report --native): `qualname` is its
+   * function (or its address in the object, `0x…`, where no symbol holds it), `filename` the
+   * object's path, `line` null. A frame is (qualname, filename, line, opcode, native).
+   */
+  native?: true;
 }
 
 /** A walked frame, symbolized: its SourceFrame, with the code object and instruction pointer it came from. */
@@ -25,5 +31,6 @@ export interface SymbolizedFrame extends SourceFrame {
 
 /** The SourceFrame of a symbolized frame (a plain object, as the profile keeps it). */
 export function sourceFrame(f: SourceFrame): SourceFrame {
+  if (f.native) return { qualname: f.qualname, filename: f.filename, line: f.line, native: true };
   return f.opcode === undefined ? { qualname: f.qualname, filename: f.filename, line: f.line } : { qualname: f.qualname, filename: f.filename, line: f.line, opcode: f.opcode };
 }

@@ -11,6 +11,8 @@ import {
   STATUS_DANGLING,
   STATUS_IDLE,
   STATUS_INCOMPLETE,
+  STATUS_NATIVE_INCOMPLETE,
+  STATUS_NATIVE_UNMATCHED,
   STATUS_NO_THREAD_STATE,
   STATUS_TOO_DEEP,
   STATUS_TORN,
@@ -27,6 +29,8 @@ const BY_CODE = {
   corrupt: STATUS_CORRUPT,
   'no-thread-state': STATUS_NO_THREAD_STATE,
   torn: STATUS_TORN,
+  'native-incomplete': STATUS_NATIVE_INCOMPLETE,
+  'native-unmatched': STATUS_NATIVE_UNMATCHED,
 } as const;
 
 export type Status = keyof typeof BY_CODE;

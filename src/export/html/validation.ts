@@ -5,7 +5,7 @@
 // For tests and tools: each number is the text of an element with `data-key` (and the same
 // number in `data-value`): attempted, trusted, rejected, every status name (complete,
 // complete-unverifiable, idle, incomplete, dangling, cycle, too-deep, corrupt, no-thread-state,
-// torn), scheduled, ticks, missed — e.g. `#validation [data-key=torn]`. Given what reading the
+// torn, native-incomplete, native-unmatched), scheduled, ticks, missed — e.g. `#validation [data-key=torn]`. Given what reading the
 // capture found (ExportMeta.capture), also capture-blocks, capture-skipped, capture-lost (empty
 // data-value: uncounted), capture-closed (1 or 0), capture-undetermined, capture-cut-task-lists,
 // and each warning as an `li` of `ul.warnings`.
@@ -107,5 +107,7 @@ const STATUS_HELP: Partial<Record<string, string>> = {
   'too-deep': 'more frames than the depth limit',
   corrupt: 'the copy contradicts itself (a misaligned or misplaced frame, a bad code or instruction pointer)',
   'no-thread-state': 'the thread state itself is not in the copy',
+  'native-incomplete': 'its native stack did not unwind to the outermost frame (report --native)',
+  'native-unmatched': 'its Python frames could not all be placed in its native stack (report --native)',
   torn: 'the recorder saw the stack move while it copied it',
 };

@@ -13,6 +13,10 @@ export const SHT_SYMTAB = 2;
 export const SHT_STRTAB = 3;
 export const SHT_NOBITS = 8;
 export const SHT_DYNSYM = 11;
+export const PT_NOTE = 4;
+const NT_GNU_BUILD_ID = 3;
+const STT_FUNC = 2;
+const STT_GNU_IFUNC = 10;
 const SHN_UNDEF = 0;
 const SHN_LORESERVE = 0xff00;
 const SHN_ABS = 0xfff1;
@@ -76,6 +80,24 @@ export interface ElfInfo {
    * .symtab; null if neither defines it. Undefined references (imports) are not returned.
    */
   symbol(name: string): ElfSymbol | null;
+  /**
+   * Every defined function symbol (STT_FUNC, STT_GNU_IFUNC) of .symtab and .dynsym with a
+   * non-zero address, sorted by address; where both tables (or aliases) name one address, the
+   * first name read wins — .symtab before .dynsym, which it repeats. `aliases`: every name,
+   * several per address.
+   */
+  functions(aliases?: boolean): FunctionSymbol[];
+  /** The GNU build id (hex) from a .note.gnu.build-id note (or any PT_NOTE), or null. */
+  buildId(): string | null;
+  /** The file name a .gnu_debuglink section names (the separate debug file), or null. */
+  debugLink(): string | null;
+}
+
+/** A function symbol: its address in the object, bytes (0: unknown) and name. */
+export interface FunctionSymbol {
+  value: bigint;
+  size: number;
+  name: string;
 }
 
 /** Reads little-endian fields at file offsets that the caller has already bounds-checked. */
@@ -244,7 +266,87 @@ export function parseElf(file: Uint8Array, name = 'ELF file'): ElfInfo {
     return null;
   };
 
+  const functions = (aliases = false): FunctionSymbol[] => {
+    const out: FunctionSymbol[] = [];
+    const seen = new Set<bigint>();
+    const named = new Set<string>();
+    // .symtab first: it has the static functions too, and .dynsym repeats its exported ones
+    for (const { name: tableName, header } of [...symbolTables].reverse()) {
+      if (header.type === SHT_NOBITS) continue;
+      const where = `${tableName} (section ${header.index})`;
+      if (header.entsize !== 0n && header.entsize !== BigInt(SYM_SIZE)) fail(`${where}: entry size ${header.entsize} is not ${SYM_SIZE}`);
+      const count = Number(header.size / BigInt(SYM_SIZE));
+      const base = table(where, header.offset, BigInt(count), BigInt(SYM_SIZE));
+      const strtab = sections[header.link];
+      if (!strtab || strtab.type !== SHT_STRTAB) fail(`${where}: linked string table ${header.link} is not a string table`);
+      const strStart = table(`string table of ${tableName}`, strtab!.offset, strtab!.size, 1n);
+      const strEnd = strStart + Number(strtab!.size);
+      for (let i = 0; i < count; i++) {
+        const o = base + i * SYM_SIZE;
+        const type = r.u8(o + 4) & 0xf;
+        if (type !== STT_FUNC && type !== STT_GNU_IFUNC) continue;
+        const shndx = r.u16(o + 6);
+        if (shndx === SHN_UNDEF || (shndx >= SHN_LORESERVE && shndx !== SHN_XINDEX)) continue;
+        const value = r.u64(o + 8);
+        if (value === 0n || (!aliases && seen.has(value))) continue;
+        const name = cString(file, strStart + r.u32(o), strEnd);
+        if (!name) continue;
+        if (aliases) {
+          const key = `${value}:${name}`;
+          if (named.has(key)) continue;
+          named.add(key);
+        }
+        seen.add(value);
+        const size = r.u64(o + 16);
+        out.push({ value, size: size > 0xffffffffn ? 0 : Number(size), name });
+      }
+    }
+    return out.sort((a, b) => (a.value < b.value ? -1 : a.value > b.value ? 1 : 0));
+  };
+
+  /** The GNU build id in the notes of [offset, offset + size), or null. */
+  const buildIdIn = (offset: bigint, size: bigint): string | null => {
+    if (offset + size > fileSize) return null;
+    let at = Number(offset);
+    const end = at + Number(size);
+    // a note: namesz, descsz, type, name (padded to 4), desc (padded to 4)
+    for (let k = 0; k < 64 && at + 12 <= end; k++) {
+      const namesz = r.u32(at);
+      const descsz = r.u32(at + 4);
+      const type = r.u32(at + 8);
+      const nameAt = at + 12;
+      const descAt = nameAt + ((namesz + 3) & ~3);
+      const next = descAt + ((descsz + 3) & ~3);
+      if (namesz > 256 || descsz > 1024 || next > end) return null;
+      if (type === NT_GNU_BUILD_ID && namesz === 4 && file[nameAt] === 0x47 && file[nameAt + 1] === 0x4e && file[nameAt + 2] === 0x55 && file[nameAt + 3] === 0) {
+        return Array.from(file.subarray(descAt, descAt + descsz), (b) => b.toString(16).padStart(2, '0')).join('');
+      }
+      at = next;
+    }
+    return null;
+  };
+  const buildId = (): string | null => {
+    const s = sections.find((x) => x.name === '.note.gnu.build-id' && x.type !== SHT_NOBITS);
+    if (s) return buildIdIn(s.offset, s.size);
+    for (const p of programHeaders) {
+      if (p.type !== PT_NOTE) continue;
+      const id = buildIdIn(p.offset, p.filesz);
+      if (id) return id;
+    }
+    return null;
+  };
+  const debugLink = (): string | null => {
+    const s = sections.find((x) => x.name === '.gnu_debuglink' && x.type !== SHT_NOBITS);
+    if (!s || s.offset + s.size > fileSize) return null;
+    const name = cString(file, Number(s.offset), Number(s.offset + s.size));
+    // a file name in the same or a debug directory: never a path
+    return name && !name.includes('/') && name !== '.' && name !== '..' ? name : null;
+  };
+
   return {
+    functions,
+    buildId,
+    debugLink,
     type: eType === ET_EXEC ? 'exec' : 'dyn',
     pie: eType === ET_DYN,
     programHeaders,

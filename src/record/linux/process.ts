@@ -237,7 +237,7 @@ function readMappedFile(pid: number, file: string, mappings: MapEntry[]): ElfFac
  * (its path, through /proc/PID/root, or map_files; the mapped inode checked) — or why not.
  * With `cache`: by file identity (see elfFacts), read only the first time.
  */
-function useMappedFile<T>(pid: number, file: string, mappings: MapEntry[], use: (bytes: Uint8Array, path: string) => T | string, cache?: Map<string, T | string>): T | string {
+export function useMappedFile<T>(pid: number, file: string, mappings: MapEntry[], use: (bytes: Uint8Array, path: string) => T | string, cache?: Map<string, T | string>): T | string {
   const inode = mappings[0]!.inode;
   const tried: string[] = [];
   const first = mappings[0]!;
@@ -276,7 +276,7 @@ function useMappedFile<T>(pid: number, file: string, mappings: MapEntry[], use: 
   return `cannot open the mapped file${mappings[0]!.deleted ? ' (deleted)' : ''} (${tried.join(', ')})`;
 }
 
-function readWholeFile(file: string): Uint8Array | string {
+export function readWholeFile(file: string): Uint8Array | string {
   let fd: number;
   try {
     fd = fs.openSync(file, 'r');

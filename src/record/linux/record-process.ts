@@ -16,7 +16,9 @@ import type { CopyMode } from '../copy/modes.js';
 import { CpuStates } from './cpu-states.js';
 import type { SampleFact, SamplingMode } from '../../capture/types.js';
 import { SamplerGroup, TargetSampler, type SamplerStats } from '../sampling/sampler.js';
-import { openStopper, stopperLike, type AnyStopper } from './stopper.js';
+import { openStopper, stopperLike, ThreadStopper, type AnyStopper } from './stopper.js';
+import { NativeRecorder } from './native-recorder.js';
+import { DEFAULT_STACK_BYTES } from './native-stack.js';
 import { commandLine, DescendantWatcher, LOOK_AGAIN } from './subprocesses.js';
 import { RECORDER } from '../../version.js';
 
@@ -67,6 +69,13 @@ export interface RecordProcessOptions {
   asyncio?: AsyncMode;
   /** a started command's standard streams (default: inherited) */
   stdio?: 'inherit' | 'ignore';
+  /**
+   * also copy each thread's registers and native stack (up to `stackBytes`, default
+   * DEFAULT_STACK_BYTES) at every tick, with every thread held stopped, and the mapped objects'
+   * unwind tables and symbols (native-recorder.ts): for C frames offline. Needs ptrace and a
+   * copy mode that stops (not optimistic); not with `subprocesses`.
+   */
+  native?: { stackBytes?: number };
   /**
    * also record every descendant of the target that runs a CPython this recorder can read
    * (`true`: with the defaults of SubprocessOptions), each into a capture of its own, with the
@@ -250,6 +259,10 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
     throw new RangeError('recordProcess: subprocesses need an output function when the output is not a file name');
   }
   const copy = options.copy ?? 'adaptive';
+  if (options.native && copy === 'optimistic') throw new RangeError('native stacks need the threads stopped: not with copy optimistic');
+  if (options.native && follow) throw new RangeError('native stacks are not recorded with subprocesses');
+  const stackBytes = options.native ? (options.native.stackBytes ?? DEFAULT_STACK_BYTES) : 0;
+  if (options.native && !(Number.isInteger(stackBytes) && stackBytes >= 4096 && stackBytes <= 64 << 20)) throw new RangeError(`native stack bytes ${stackBytes} is not an integer in [4096, 64 MiB]`);
   const sampling = options.sampling ?? 'wall';
   const how = { copy, sampling, readOnly: options.readOnly === true, bytecode: options.bytecode !== false };
   const command = options.command ? [...options.command] : null;
@@ -279,15 +292,22 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
         pid,
         rateHz,
         ...(asyncio ? { asyncio: asyncioField(asyncio, options.asyncio!) } : {}),
+        ...(options.native ? { native: { stackBytes } } : {}),
       },
       how,
     );
+    if (options.native && !(main.stopper instanceof ThreadStopper)) {
+      closeRecorder(main, source);
+      throw new TargetError('unsupported', `${source.description}: native stacks need ptrace (for each thread's registers), which is not allowed on this process here`);
+    }
   } catch (e) {
     source.close();
     if (child && alive()) child.kill('SIGTERM');
     throw e;
   }
   const { writer, stopper, cpuStates } = main;
+  const native = options.native ? new NativeRecorder(pid, stopper as ThreadStopper, (o) => writer.addObject(o), stackBytes) : null;
+  native?.refreshObjects(true);
   const tap = options.onRecord;
   const sink = tap
     ? {
@@ -316,6 +336,7 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
       ...(asyncio ? { asyncio: { offsets: asyncio.offsets, mode: options.asyncio! } } : {}),
       ...(options.bytecode === false ? { bytecode: false } : {}),
       ...(stopper ? { stopper } : {}),
+      ...(native ? { native } : {}),
       ...(options.durationMs !== undefined ? { durationMs: options.durationMs } : {}),
       // a target that exits makes the next read fail, and the sampler then asks isAlive
       shouldStop: () => options.signal?.aborted === true || childEnded(),
@@ -506,6 +527,7 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
   } finally {
     // a command started here does not outlive a recording that failed
     if (failure && child && alive()) child.kill('SIGTERM');
+    native?.close();
     try {
       closeRecorder(main, source);
     } catch (e) {

@@ -16,7 +16,8 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import { loadNative, type NativeCalls } from './native.js';
+import { loadNative, USER_REGS, type NativeCalls } from './native.js';
+import type { NativeRegisters } from '../../native/unwind.js';
 import { OffCpuWatch } from './off-cpu.js';
 
 /** Stops and resumes the whole target (every thread), for copies that must not move. */
@@ -182,6 +183,21 @@ export class ThreadStopper implements Stopper {
       return false;
     }
     return this.stop(tids);
+  }
+
+  /**
+   * The registers an unwind starts from, of a thread this stopper holds stopped (native
+   * frames); null if it is not held or they cannot be read.
+   */
+  registers(tid: number): NativeRegisters | null {
+    if (!this.held.includes(tid)) return null;
+    const r = this.native.registers(tid);
+    return r ? { rip: r[USER_REGS.rip]!, rsp: r[USER_REGS.rsp]!, rbp: r[USER_REGS.rbp]! } : null;
+  }
+
+  /** The threads held stopped now. */
+  get heldThreads(): readonly number[] {
+    return this.held;
   }
 
   resume(): void {

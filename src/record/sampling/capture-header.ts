@@ -6,7 +6,7 @@ import { formatVersion } from '../../layout/index.js';
 import type { MemorySource } from '../copy/source.js';
 
 /** What only the recorder knows: how and when it records. */
-export type RecordingFields = Pick<CaptureHeader, 'rateHz' | 'startTime' | 'recorder' | 'copy' | 'sampling' | 'facts' | 'command' | 'pid' | 'parentPid' | 'rootPid' | 'asyncio' | 'bytecode'>;
+export type RecordingFields = Pick<CaptureHeader, 'rateHz' | 'startTime' | 'recorder' | 'copy' | 'sampling' | 'facts' | 'command' | 'pid' | 'parentPid' | 'rootPid' | 'asyncio' | 'bytecode' | 'native'>;
 
 export function captureHeader(source: MemorySource, recording: RecordingFields): CaptureHeader {
   const layout = source.layout;
@@ -32,5 +32,6 @@ export function captureHeader(source: MemorySource, recording: RecordingFields):
   if (recording.sampling !== undefined) header.sampling = recording.sampling;
   if (recording.facts !== undefined) header.facts = recording.facts;
   if (recording.asyncio !== undefined) header.asyncio = recording.asyncio;
+  if (recording.native !== undefined) header.native = recording.native;
   return header;
 }

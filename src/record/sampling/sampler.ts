@@ -10,7 +10,9 @@
 // call-heavy Python code — so that code would collect extra samples (measured in
 // docs/validation.md: 4 points on a real program).
 
-import type { SampleRecord, SamplingMode } from '../../capture/types.js';
+import type { Region, SampleRecord, SamplingMode } from '../../capture/types.js';
+import type { NativeRegisters } from '../../native/unwind.js';
+import { withStackRegion } from '../../native/stack-region.js';
 import { FACT_FLAG, FACT_UNKNOWN_FLAG, SAMPLE_FLAG } from '../../capture/types.js';
 import type { Consistency } from '../copy/consistency.js';
 import type { MemoryCopier } from '../copy/copier.js';
@@ -68,6 +70,11 @@ export interface SamplerOptions {
   threadNames?: boolean;
   /** also copy each thread's asyncio tasks for async-aware stacks (CPython 3.14+; see task-copy.ts) */
   asyncio?: { offsets: AsyncioOffsets; mode: AsyncMode };
+  /**
+   * also copy each thread's registers and native stack (record --native): every tick then holds
+   * every thread stopped, as the copy of their native stacks needs (see native-recorder.ts)
+   */
+  native?: { copyHeld(): Map<bigint, { registers: NativeRegisters; stack: Region }> };
 }
 
 export type SamplerEnd = 'duration' | 'stopped' | 'target-exited';
@@ -283,11 +290,15 @@ export class TargetSampler {
     // resumed, or one that finished, in between would give a waiting task's stack that never
     // was (a coroutine running, an awaited one gone: see task-graph.ts, which rejects those it
     // can tell as torn). With copies that stop nothing (optimistic) they are read live.
-    const holdAll = tasks !== null && options.stopper !== undefined && tickMode.copy !== 'optimistic';
+    // With native stacks: every thread stopped, for its registers and its stack of one moment
+    // with its Python frames.
+    const holdAll = (tasks !== null || options.native !== undefined) && options.stopper !== undefined && tickMode.copy !== 'optimistic';
     // (held: every thread was seen stopped; a stop that timed out is resumed all the same)
     let held = false;
+    let natives: Map<bigint, { registers: NativeRegisters; stack: Region }> | null = null;
     try {
       if (holdAll) held = options.stopper!.stopAll();
+      if (holdAll && options.native) natives = options.native.copyHeld();
       threads = held ? this.copier.copyAll({ stopped: true }) : copyThreads(this.copier, tickMode);
       // (a copy nothing proved is not walked: its tasks would not be looked at)
       if (tasks) for (const t of threads) if (!t.unproven) tasks.copy(t);
@@ -323,7 +334,10 @@ export class TargetSampler {
         t.onCpu = on === true;
         t.cpuUnknown = on === null;
       }
-      const s = sampleRecord(t, tickTime);
+      let s = sampleRecord(t, tickTime);
+      const n = natives?.get(t.nativeThreadId);
+      // (its native stack among its regions: the entry frames its Python copy holds are in it)
+      if (n) s = { ...s, registers: n.registers, regions: withStackRegion(s.regions, n.stack) };
       // (the code objects go to the file whatever the mode keeps: the copier sends each once)
       if (t.codes.length > 0 || t.codeReplaced) emitCodes(sink, t);
       stats.codeObjects += t.codes.length;

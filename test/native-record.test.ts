@@ -1,0 +1,82 @@
+// record --native, then report --native, on every native interpreter: a C extension built here
+// with -fomit-frame-pointer (workloads/cext/cwork.c: crunch → mix_outer → mix_inner, whose code
+// uses rbp as a register of its own, so that only its unwind tables can find its callers) is
+// called from Python (workloads/cext/share.py), which measures its own share of time in it.
+// - its functions appear under the Python function that called them, in the order they call
+//   each other, with only C below them;
+// - the share of the main thread's samples in them is the program's own, within 5 points;
+// - almost every sample shows native frames (the rest are counted, never shown).
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { nativeInterpreters } from '../harness/interpreters.js';
+import { cannotRun, recordCoverage, skipTest } from './helpers/coverage.js';
+
+const BIN = path.resolve('bin/pyunwind.js');
+const SOURCE = path.resolve('workloads/cext/cwork.c');
+const PROGRAM = path.resolve('workloads/cext/share.py');
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pyunwind-native-record-'));
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = {}): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(cmd, args, { encoding: 'utf8', timeout: 180_000, maxBuffer: 256 << 20, env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1', ...env } });
+  return { status: r.status, stdout: r.stdout ?? '', stderr: r.stderr ?? String(r.error ?? '') };
+}
+
+describe.each(nativeInterpreters())('record --native, $label', (py) => {
+  if (py.missing) {
+    cannotRun('native-record', py.label, py.missing!);
+    return;
+  }
+  it('a C extension without frame pointers, under its Python caller, with the share the program measures', (ctx) => {
+    if (run('gcc', ['--version']).status !== 0) skipTest(ctx, 'native-record', py.label, 'gcc is not installed (apt install gcc)');
+    const out = path.join(dir, py.label);
+    fs.mkdirSync(out, { recursive: true });
+    const where = run(py.command, ['-c', "import sysconfig; print(sysconfig.get_paths()['include']); print(sysconfig.get_config_var('EXT_SUFFIX'))"]);
+    expect(where.status, where.stderr).toBe(0);
+    const [include, suffix] = where.stdout.trim().split('\n') as [string, string];
+    // (Debian keeps pyconfig.h under the multiarch directory beside python3.N)
+    const cc = run('gcc', ['-shared', '-fPIC', '-O2', '-fomit-frame-pointer', `-I${include}`, `-I${path.dirname(include)}`, '-o', path.join(out, `cwork${suffix}`), SOURCE]);
+    expect(cc.status, cc.stderr).toBe(0);
+
+    const file = path.join(out, 'share.pyuw');
+    const rec = run(process.execPath, [BIN, 'record', '-q', '--native', '-r', '1000', '-o', file, '--', py.command, PROGRAM, '6'], { PYTHONPATH: out });
+    expect(rec.status, rec.stderr).toBe(0);
+    const own = JSON.parse(rec.stdout.trim().split('\n').pop()!) as { c_share: number };
+
+    // the extension is gone: the capture alone unwinds and names its frames
+    fs.rmSync(path.join(out, `cwork${suffix}`));
+    const rep = run(process.execPath, [BIN, 'report', '--native', '--format', 'collapsed', file]);
+    expect(rep.status, rep.stderr).toBe(0);
+    let total = 0;
+    let inC = 0;
+    for (const line of rep.stdout.trim().split('\n')) {
+      const at = line.lastIndexOf(' ');
+      const frames = line.slice(0, at).split(';');
+      const n = Number(line.slice(at + 1));
+      if (!frames[0]!.includes('MainThread')) continue;
+      total += n;
+      const names = frames.slice(1).map((f) => f.replace(/ \(.*\)$/, ''));
+      const ours = names.map((f, i) => (/^(cwork_crunch|mix_outer|mix_inner)/.test(f) && frames[i + 1]!.includes(`cwork${suffix}`) ? f.replace(/\..*$/, '') : null));
+      const first = ours.findIndex((o) => o !== null);
+      if (first < 0) continue;
+      inC += n;
+      // in_c → (the interpreter's call) → cwork_crunch → mix_outer → mix_inner, the leaf
+      const chain = ours.filter((o) => o !== null);
+      expect(['cwork_crunch', 'mix_outer', 'mix_inner'].slice(0, chain.length), line).toEqual(chain);
+      expect(names.lastIndexOf('in_c'), line).toBeGreaterThanOrEqual(0);
+      expect(names.lastIndexOf('in_c'), line).toBeLessThan(first);
+      // past the extension's first frame, only C (its own, or what it calls: the GIL taken back)
+      expect(frames.slice(first + 2).every((f) => !f.includes('.py:')), line).toBe(true);
+    }
+    const summary = run(process.execPath, [BIN, 'report', '--native', '--format', 'json', file]);
+    const stats = (JSON.parse(summary.stdout) as { summary: { attempted: number; trusted: number; statuses: Record<string, number> } }).summary;
+    console.log(`[native-record] ${py.label}: ${total} main-thread samples, ${inC} in cwork (${((100 * inC) / total).toFixed(1)} %), program ${(100 * own.c_share).toFixed(1)} %; statuses ${JSON.stringify(stats.statuses)}`);
+    expect(total).toBeGreaterThan(100);
+    expect(Math.abs(inC / total - own.c_share)).toBeLessThanOrEqual(0.05);
+    expect(stats.trusted / stats.attempted).toBeGreaterThan(0.95);
+    recordCoverage('native-record', py.label, true);
+  }, 300_000);
+});

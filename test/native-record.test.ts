@@ -5,13 +5,17 @@
 // - its functions appear under the Python function that called them, in the order they call
 //   each other, with only C below them;
 // - the share of the main thread's samples in them is the program's own, within 5 points;
-// - almost every sample shows native frames (the rest are counted, never shown).
+// - almost every sample shows native frames (the rest are counted, never shown);
+// - in pprof, its functions' locations are in its mapping, which has its build id.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { gunzipSync } from 'node:zlib';
+import { Profile as PprofProfile } from 'pprof-format';
 import { nativeInterpreters } from '../harness/interpreters.js';
+import { parseElf } from '../src/record/linux/elf.js';
 import { cannotRun, recordCoverage, skipTest } from './helpers/coverage.js';
 
 const BIN = path.resolve('bin/pyunwind.js');
@@ -47,7 +51,9 @@ describe.each(nativeInterpreters())('record --native, $label', (py) => {
     const own = JSON.parse(rec.stdout.trim().split('\n').pop()!) as { c_share: number };
 
     // the extension is gone: the capture alone unwinds and names its frames
-    fs.rmSync(path.join(out, `cwork${suffix}`));
+    const so = path.join(out, `cwork${suffix}`);
+    const buildId = parseElf(fs.readFileSync(so), so).buildId();
+    fs.rmSync(so);
     const rep = run(process.execPath, [BIN, 'report', '--native', '--format', 'collapsed', file]);
     expect(rep.status, rep.stderr).toBe(0);
     let total = 0;
@@ -71,6 +77,16 @@ describe.each(nativeInterpreters())('record --native, $label', (py) => {
       // past the extension's first frame, only C (its own, or what it calls: the GIL taken back)
       expect(frames.slice(first + 2).every((f) => !f.includes('.py:')), line).toBe(true);
     }
+    // pprof: the extension's functions at locations of its mapping, with its build id
+    const pp = spawnSync(process.execPath, [BIN, 'report', '--native', '--format', 'pprof', file], { maxBuffer: 256 << 20 });
+    const prof = PprofProfile.decode(gunzipSync(pp.stdout));
+    const str = (i: number | bigint): string => prof.stringTable.strings[Number(i)]!;
+    const mapping = prof.mapping.find((m) => str(m.filename).endsWith(`cwork${suffix}`));
+    expect(mapping).toBeDefined();
+    if (buildId) expect(str(mapping!.buildId)).toBe(buildId);
+    const inner = prof.function.find((f) => str(f.name).startsWith('mix_inner'))!;
+    const loc = prof.location.find((l) => l.line.some((x) => Number(x.functionId) === Number(inner.id)))!;
+    expect(Number(loc.mappingId)).toBe(Number(mapping!.id));
     const summary = run(process.execPath, [BIN, 'report', '--native', '--format', 'json', file]);
     const stats = (JSON.parse(summary.stdout) as { summary: { attempted: number; trusted: number; statuses: Record<string, number> } }).summary;
     console.log(`[native-record] ${py.label}: ${total} main-thread samples, ${inC} in cwork (${((100 * inC) / total).toFixed(1)} %), program ${(100 * own.c_share).toFixed(1)} %; statuses ${JSON.stringify(stats.statuses)}`);

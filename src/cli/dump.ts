@@ -23,17 +23,14 @@ import type { AnyStopper } from '../record/linux/stopper.js';
 import { asyncioTstateCheck, asyncioTstateEnd, TaskCopier } from '../record/copy/task-copy.js';
 import type { AsyncMode } from '../walk/task-graph.js';
 import { TRUSTED } from '../walk/status.js';
-import fs from 'node:fs';
 import path from 'node:path';
 import { ThreadStopper } from '../record/linux/stopper.js';
 import { readNativeObjects } from '../record/linux/native-objects.js';
-import { readProcMaps } from '../record/linux/proc-maps.js';
-import { copyStack } from '../record/linux/native-stack.js';
+import { NativeRecorder, type NativeCopy } from '../record/linux/native-recorder.js';
 import { withStackRegion } from '../native/stack-region.js';
 import { mixStack, type MixedStack } from '../native/mixed-stack.js';
 import type { NativeFrameName } from '../native/symbolize.js';
 import type { NativeObject } from '../native/objects.js';
-import type { NativeRegisters } from '../native/unwind.js';
 import { KernelNativeUnwinder } from '../kernel/native-unwinder.js';
 
 export const DUMP_HELP = `Usage: pyunwind dump --pid PID [OPTIONS]
@@ -58,38 +55,6 @@ Options:
       --full-filenames whole file paths in text (default: short, as py-spy shows them)
   -h, --help           this help
 `;
-
-interface NativeCopy {
-  registers: NativeRegisters;
-  stack: { address: bigint; bytes: Uint8Array };
-}
-
-/** The registers and native stack of every thread the stopper holds (read while they are held). */
-function copyNativeStacks(pid: number, stopper: ThreadStopper): Map<number, NativeCopy> {
-  const maps = readProcMaps(pid);
-  const fd = fs.openSync(`/proc/${pid}/mem`, 'r');
-  const out = new Map<number, NativeCopy>();
-  try {
-    for (const tid of stopper.heldThreads) {
-      const registers = stopper.registers(tid);
-      if (!registers) continue;
-      const stack = copyStack(maps, registers, (address, length) => {
-        const b = new Uint8Array(length);
-        try {
-          // (a stack mapping may run on into pages that cannot be read: what could, is the copy)
-          const n = fs.readSync(fd, b, 0, length, address);
-          return n > 0 ? b.subarray(0, n) : null;
-        } catch {
-          return null;
-        }
-      });
-      if (stack) out.set(tid, { registers, stack });
-    }
-  } finally {
-    fs.closeSync(fd);
-  }
-  return out;
-}
 
 /** A native frame as text: its function (or address) and its object's file name. */
 function nativeLabel(n: NativeFrameName): string {
@@ -157,7 +122,7 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
   // the names threading gives the threads (read after the copies; unknown: null)
   let names = new Map<string, string>();
   // --native: each thread's registers and stack, the objects, and its mixed stack
-  let natives: Map<number, NativeCopy> | null = null;
+  let natives: Map<bigint, NativeCopy> | null = null;
   let objects: NativeObject[] = [];
   const mixed = new Map<ThreadStack, MixedStack>();
   try {
@@ -184,7 +149,15 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
     try {
       // (held: every thread was seen stopped; a stop that timed out is resumed all the same)
       const held = hold && stopper!.stopAll();
-      if (nativeObjects) natives = copyNativeStacks(pid, stopper as ThreadStopper);
+      if (nativeObjects) {
+        // (the objects were read before the stop)
+        const copier = new NativeRecorder(pid, stopper as ThreadStopper, null);
+        try {
+          natives = copier.copyHeld();
+        } finally {
+          copier.close();
+        }
+      }
       snapshot = takeSnapshot(source, {
         ...copyOptions,
         ...(copier ? { copier, tasks: new TaskCopier(source, source.layout, offsets!, tasks!.mode, copier) } : {}),
@@ -200,7 +173,7 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
     if (natives) {
       // each thread's native stack among its regions (the walk reads entry frames from it)
       samples.samples = samples.samples.map((s) => {
-        const n = natives!.get(Number(s.nativeThreadId));
+        const n = natives!.get(s.nativeThreadId);
         return n ? { ...s, regions: withStackRegion(s.regions, n.stack), registers: n.registers } : s;
       });
     }

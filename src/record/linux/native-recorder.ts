@@ -44,7 +44,8 @@ export class NativeRecorder {
   constructor(
     readonly pid: number,
     private readonly stopper: ThreadStopper,
-    private readonly addObject: (o: NativeObject) => void,
+    /** where the objects go (null: none are read — dump reads them before it stops anything) */
+    private readonly addObject: ((o: NativeObject) => void) | null,
     readonly limit = DEFAULT_STACK_BYTES,
   ) {
     this.fd = fs.openSync(`/proc/${pid}/mem`, 'r');
@@ -63,6 +64,7 @@ export class NativeRecorder {
       return; // the target is ending: its last maps stand
     }
     this.maps = maps;
+    if (!this.addObject) return;
     const fresh = maps.filter((m) => m.perms[2] === 'x' && m.path.startsWith('/') && !this.sent.has(key(m)));
     if (fresh.length === 0) return;
     const { objects, unread } = readNativeObjects(this.pid, maps);

@@ -3,7 +3,7 @@
 // or `limit` bytes.
 
 import type { MapEntry } from './proc-maps.js';
-import type { NativeRegisters, StackCopy } from '../../native/unwind.js';
+import type { NativeRegisters } from '../../native/unwind.js';
 
 /** Bytes of native stack copied per thread and sample unless told otherwise. */
 export const DEFAULT_STACK_BYTES = 256 * 1024;
@@ -22,12 +22,4 @@ export function stackRange(maps: readonly MapEntry[], regs: NativeRegisters, lim
   const start = regs.rsp - RED_ZONE >= m.start ? regs.rsp - RED_ZONE : m.start;
   const length = m.end - start;
   return { address: start, length: Number(length > BigInt(limit) ? BigInt(limit) : length) };
-}
-
-/** The copy, or null where the range could not be read (`read` gives what it could read from the start of the range, or null). */
-export function copyStack(maps: readonly MapEntry[], regs: NativeRegisters, read: (address: bigint, length: number) => Uint8Array | null, limit = DEFAULT_STACK_BYTES): StackCopy | null {
-  const r = stackRange(maps, regs, limit);
-  if (!r) return null;
-  const bytes = read(r.address, r.length);
-  return bytes ? { address: r.address, bytes } : null;
 }

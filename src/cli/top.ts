@@ -76,6 +76,8 @@ export interface LiveViewOptions {
   opcodes?: boolean;
   /** asyncio task stacks (record --async-aware's tasks, shown as report --async-aware shows them) */
   asyncio?: AsyncMode;
+  /** record native stacks too (record --live --native: the capture has them; the view shows <native> markers) */
+  native?: { stackBytes: number };
   /** whole file paths (default: short, as py-spy shows them) */
   fullFilenames?: boolean;
   /** full-screen and keys: stdout and stdin are terminals and no iteration count is asked for */
@@ -232,6 +234,7 @@ export async function liveView(o: LiveViewOptions): Promise<number> {
       ...(o.readOnly ? { readOnly: true } : {}),
       ...(o.durationMs !== undefined ? { durationMs: o.durationMs } : {}),
       ...(o.asyncio ? { asyncio: o.asyncio } : {}),
+      ...(o.native ? { native: o.native } : {}),
       signal: abort.signal,
       stdio: 'ignore',
       onStart: (layout, description, tasks) => {

@@ -6,7 +6,8 @@
 //   each other, with only C below them;
 // - the share of the main thread's samples in them is the program's own, within 5 points;
 // - almost every sample shows native frames (the rest are counted, never shown);
-// - in pprof, its functions' locations are in its mapping, which has its build id.
+// - in pprof, its functions' locations are in its mapping, which has its build id;
+// - top --native shows them live.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -49,6 +50,11 @@ describe.each(nativeInterpreters())('record --native, $label', (py) => {
     const rec = run(process.execPath, [BIN, 'record', '-q', '--native', '-r', '1000', '-o', file, '--', py.command, PROGRAM, '6'], { PYTHONPATH: out });
     expect(rec.status, rec.stderr).toBe(0);
     const own = JSON.parse(rec.stdout.trim().split('\n').pop()!) as { c_share: number };
+
+    // top --native: the same C functions, live
+    const top = run(process.execPath, [BIN, 'top', '--native', '--iterations', '1', '--interval', '2', '--', py.command, PROGRAM, '4'], { PYTHONPATH: out });
+    expect(top.status, top.stderr).toBe(0);
+    expect(top.stdout, top.stdout).toMatch(/mix_inner\S* \(\S*cwork/);
 
     // the extension is gone: the capture alone unwinds and names its frames
     const so = path.join(out, `cwork${suffix}`);

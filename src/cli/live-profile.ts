@@ -4,6 +4,9 @@
 // the profile's threads after each batch (src/profile/thread-names.ts).
 
 import type { CodeRecord, SampleRecord, ThreadNameRecord } from '../capture/types.js';
+import type { NativeObject } from '../native/objects.js';
+import { ObjectSet } from '../native/object-set.js';
+import type { KernelNativeUnwinder } from '../kernel/native-unwinder.js';
 import type { Layout } from '../layout/index.js';
 import { SampleChain, type PseudoFrames } from '../pipeline/sample-chain.js';
 import { Profile } from '../profile/profile.js';
@@ -21,7 +24,9 @@ export class LiveProfile {
   rejected = 0;
   /** (with tasks recorded, --async-aware: each sample's task stacks instead of its thread stack) */
   private chain: SampleChain | null = null;
-  private queued: (CodeRecord | SampleRecord)[] = [];
+  private queued: (CodeRecord | SampleRecord | NativeObject)[] = [];
+  /** the native objects recorded so far (record --native) */
+  private readonly objects = new ObjectSet();
   private readonly names = new ThreadNameTable();
 
   constructor(
@@ -29,16 +34,34 @@ export class LiveProfile {
     private readonly pseudo: PseudoFrames = { gcFrames: true },
     /** frames named with their instruction (top --opcodes) */
     private readonly opcodes = false,
+    /** C frames, from the native stacks recorded (top --native), unwound by this kernel unwinder */
+    private readonly native: KernelNativeUnwinder | null = null,
   ) {}
 
   /** The target's layout, once attached, and the asyncio offsets its tasks are recorded with (recordProcess's onStart). */
   start(layout: Layout, tasks: { offsets: AsyncioOffsets; mode: AsyncMode } | null = null): void {
-    this.chain = new SampleChain(layout, this.walker, new CodeTable(layout), { pseudo: this.pseudo, opcodes: this.opcodes, tasks });
+    const unwinder = this.native;
+    const objects = this.objects;
+    let laid = -1;
+    const native = unwinder
+      ? {
+          objects: () => objects.objects,
+          unwind: (regs: Parameters<KernelNativeUnwinder['unwind']>[0], stack: Parameters<KernelNativeUnwinder['unwind']>[1]) => {
+            if (laid !== objects.version) {
+              unwinder.setObjects(objects.objects);
+              laid = objects.version;
+            }
+            return unwinder.unwind(regs, stack);
+          },
+        }
+      : null;
+    this.chain = new SampleChain(layout, this.walker, new CodeTable(layout), { pseudo: this.pseudo, opcodes: this.opcodes, tasks, ...(native ? { native } : {}) });
   }
 
   /** A record as it is written (recordProcess's onRecord). */
-  add(record: CodeRecord | SampleRecord | ThreadNameRecord): void {
-    if ('name' in record) this.names.add(record);
+  add(record: CodeRecord | SampleRecord | ThreadNameRecord | NativeObject): void {
+    if ('table' in record) this.queued.push(record);
+    else if ('name' in record) this.names.add(record);
     else this.queued.push(record);
   }
 
@@ -57,7 +80,11 @@ export class LiveProfile {
     };
     for (const r of this.queued) {
       if ('threadStateAddress' in r) samples.push(r);
-      else {
+      else if ('table' in r) {
+        // (an object applies to the samples after it)
+        walk();
+        this.objects.add([r]);
+      } else {
         walk();
         chain.addCodes([r]);
       }

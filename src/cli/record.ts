@@ -2,6 +2,7 @@
 
 import { parseArgs } from 'node:util';
 import type { CodeRecord, SampleRecord, ThreadNameRecord } from '../capture/types.js';
+import type { NativeObject } from '../native/objects.js';
 import type { Layout } from '../layout/index.js';
 import { MAX_RATE_HZ, recordProcess, type RecordProcessResult } from '../record/linux/record-process.js';
 import type { SamplerStats } from '../record/sampling/sampler.js';
@@ -44,7 +45,7 @@ Options:
                          shows C frames (every thread is stopped with ptrace at each sample)
       --native-stack KIB most native stack copied per thread and sample (default 256)
       --live             show the live view (pyunwind top) while recording; q quits
-      --no-gc            with --live: no <GC> frames (--native: <native> markers there)
+      --no-gc            with --live: no <GC> frames (with --native the live view shows C frames)
       --opcodes          with --live: instructions instead of functions
   -q, --quiet            no progress line
   -h, --help             this help
@@ -122,7 +123,8 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
     return liveView({
       target,
       ...recording,
-      pseudo: pseudoFrames({ ...(values['no-gc'] ? { gc: false } : {}), ...(values.native ? { native: true } : {}) }),
+      // (with native stacks recorded, the view shows C frames: no <native> markers)
+      pseudo: pseudoFrames({ ...(values['no-gc'] ? { gc: false } : {}) }),
       sort: 'self',
       intervalMs: 1000,
       iterations: 0,
@@ -152,6 +154,7 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
       ...(live
         ? {
             onRecord: (r: CodeRecord | SampleRecord | ThreadNameRecord) => live.add(r),
+      onObject: (o: NativeObject) => live.add(o),
             onStart: (layout: Layout, _: string, tasks) => live.start(layout, tasks),
             onProgress: (s: SamplerStats, others: readonly SamplerStats[]) => {
               live.drain();

@@ -8,6 +8,9 @@
 // frame every --interval, N frames then stop. The recording ends as record's does, so the
 // target is left as it was found (its profiler anchor cleared).
 
+import type { NativeObject } from '../native/objects.js';
+import { KernelNativeUnwinder } from '../kernel/native-unwinder.js';
+import { DEFAULT_STACK_BYTES } from '../record/linux/native-stack.js';
 import { shortFilename } from '../export/filenames.js';
 import { targetCwd } from './target-cwd.js';
 import { parseArgs } from 'node:util';
@@ -39,8 +42,8 @@ Options:
   -r, --rate HZ          samples per second (default 1000)
   -m, --mode MODE        wall (default), cpu, gil or exception, as for record
       --copy COPY        adaptive (default), optimistic or blocking, as for record
-      --native           <native> frames where C code called back into Python (top reads a
-                         live process: C frames need a capture, record --native then report)
+      --native           C frames too, in one stack with the Python ones (every thread is
+                         stopped with ptrace at each sample, for its registers and stack)
       --no-gc            no <GC> frames
   -s, --sort KEY         self (default) or total
   -i, --interval SECS    time between two refreshes (default 1)
@@ -76,7 +79,7 @@ export interface LiveViewOptions {
   opcodes?: boolean;
   /** asyncio task stacks (record --async-aware's tasks, shown as report --async-aware shows them) */
   asyncio?: AsyncMode;
-  /** record native stacks too (record --live --native: the capture has them; the view shows <native> markers) */
+  /** record native stacks too, and show C frames (top --native, record --live --native) */
   native?: { stackBytes: number };
   /** whole file paths (default: short, as py-spy shows them) */
   fullFilenames?: boolean;
@@ -141,7 +144,8 @@ export async function top(argv: string[], out: (s: string | Uint8Array) => void,
     rateHz,
     copy: copyOption(values.copy, false),
     sampling: samplingModeOption(values.mode) ?? 'wall',
-    pseudo: pseudoFrames({ ...(values['no-gc'] ? { gc: false } : {}), ...(values.native ? { native: true } : {}) }),
+    pseudo: pseudoFrames({ ...(values['no-gc'] ? { gc: false } : {}) }),
+    ...(values.native ? { native: { stackBytes: DEFAULT_STACK_BYTES } } : {}),
     sort: values.sort,
     intervalMs,
     ...(limit !== undefined ? { limit } : {}),
@@ -159,7 +163,7 @@ const ESC = '\x1b[';
 
 /** Record with the live view until it is quit, the iterations are shown, or the target exits. */
 export async function liveView(o: LiveViewOptions): Promise<number> {
-  const live = new LiveProfile(await KernelWalker.load(), o.pseudo, o.opcodes === true);
+  const live = new LiveProfile(await KernelWalker.load(), o.pseudo, o.opcodes === true, o.native ? await KernelNativeUnwinder.load() : null);
   const abort = new AbortController();
   const stop = (): void => abort.abort();
   const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
@@ -242,6 +246,7 @@ export async function liveView(o: LiveViewOptions): Promise<number> {
         live.start(layout, tasks);
       },
       onRecord: (r: CodeRecord | SampleRecord | ThreadNameRecord) => live.add(r),
+      onObject: (o: NativeObject) => live.add(o),
       onProgress: (s: SamplerStats) => {
         last = s;
       },

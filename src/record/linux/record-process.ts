@@ -18,6 +18,7 @@ import type { SampleFact, SamplingMode } from '../../capture/types.js';
 import { SamplerGroup, TargetSampler, type SamplerStats } from '../sampling/sampler.js';
 import { openStopper, stopperLike, ThreadStopper, type AnyStopper } from './stopper.js';
 import { NativeRecorder } from './native-recorder.js';
+import type { NativeObject } from '../../native/objects.js';
 import { DEFAULT_STACK_BYTES } from './native-stack.js';
 import { commandLine, DescendantWatcher, LOOK_AGAIN } from './subprocesses.js';
 import { RECORDER } from '../../version.js';
@@ -48,6 +49,8 @@ export interface RecordProcessOptions {
   signal?: AbortSignal;
   /** every record as it is written (code records come before the samples that need them; thread names when read) */
   onRecord?: (record: CodeRecord | SampleRecord | ThreadNameRecord) => void;
+  /** with `native`: each native object record as it is written, in order with onRecord's */
+  onObject?: (object: NativeObject) => void;
   /**
    * the target's layout and description (e.g. "pid 1234 (python3.15, 3.15.2)"), once it is
    * attached and before the first record; with `asyncio`, the asyncio offsets its tasks are
@@ -306,7 +309,12 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
     throw e;
   }
   const { writer, stopper, cpuStates } = main;
-  const native = options.native ? new NativeRecorder(pid, stopper as ThreadStopper, (o) => writer.addObject(o), stackBytes) : null;
+  const native = options.native
+    ? new NativeRecorder(pid, stopper as ThreadStopper, (o) => {
+        writer.addObject(o);
+        options.onObject?.(o);
+      }, stackBytes)
+    : null;
   native?.refreshObjects(true);
   const tap = options.onRecord;
   const sink = tap

@@ -29,7 +29,7 @@ import { readNativeObjects } from '../record/linux/native-objects.js';
 import { NativeRecorder, type NativeCopy } from '../record/linux/native-recorder.js';
 import { withStackRegion } from '../native/stack-region.js';
 import { mixStack, type MixedStack } from '../native/mixed-stack.js';
-import type { NativeFrameName } from '../native/symbolize.js';
+import { nativeLabel, type NativeFrameName } from '../native/symbolize.js';
 import type { NativeObject } from '../native/objects.js';
 import { KernelNativeUnwinder } from '../kernel/native-unwinder.js';
 
@@ -57,9 +57,14 @@ Options:
 `;
 
 /** A native frame as text: its function (or address) and its object's file name. */
-function nativeLabel(n: NativeFrameName): string {
-  const what = n.name ?? `0x${n.address.toString(16)}`;
+function nativeText(n: NativeFrameName): string {
+  const what = nativeLabel(n);
   return n.object === null ? what : `${what} (${path.basename(n.object)})`;
+}
+
+/** A native frame in json: its name (null: no symbol), object, address in it, and an unnamed function's start. */
+function nativeFrameJson(n: NativeFrameName): Record<string, unknown> {
+  return { name: n.name, object: n.object, address: `0x${n.address.toString(16)}`, ...(n.start !== null ? { start: `0x${n.start.toString(16)}` } : {}) };
 }
 
 function nativeJson(m: MixedStack | undefined, t: ThreadStack): Record<string, unknown> {
@@ -68,12 +73,12 @@ function nativeJson(m: MixedStack | undefined, t: ThreadStack): Record<string, u
     nativeStatus: m.status,
     // the native chain as unwound, every frame (the eval loop's too), innermost first
     ...(m.unwind
-      ? { nativeFrames: m.unwind.pcs.map((pc, i) => ({ pc: `0x${pc.toString(16)}`, name: m.names[i]?.name ?? null, object: m.names[i]?.object ?? null, address: `0x${(m.names[i]?.address ?? pc).toString(16)}` })) }
+      ? { nativeFrames: m.unwind.pcs.map((pc, i) => ({ pc: `0x${pc.toString(16)}`, ...nativeFrameJson(m.names[i] ?? { name: null, object: null, address: pc, start: null }) })) }
       : {}),
     ...(m.status === 'mixed'
       ? {
           stack: m.frames.map((f) =>
-            f.kind === 'python' ? sourceFrame(t.frames[f.index]!) : { native: true, name: f.name.name, object: f.name.object, address: `0x${f.name.address.toString(16)}` },
+            f.kind === 'python' ? sourceFrame(t.frames[f.index]!) : { native: true, ...nativeFrameJson(f.name) },
           ),
         }
       : {}),
@@ -238,7 +243,7 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
     const own = taskStacks?.get(t);
     const m = mixed.get(t);
     if (m?.status === 'mixed') {
-      for (const f of m.frames) lines.push(f.kind === 'python' ? frameLine(t.frames[f.index]!, '  ') : `  ${nativeLabel(f.name)}`);
+      for (const f of m.frames) lines.push(f.kind === 'python' ? frameLine(t.frames[f.index]!, '  ') : `  ${nativeText(f.name)}`);
       continue;
     }
     if (m) lines.push(`  (native frames: ${m.status}${m.unwind ? `, ${m.unwind.pcs.length} unwound` : ''})`);

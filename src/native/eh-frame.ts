@@ -482,11 +482,20 @@ function parseCie(r: Bytes, at: number, end: number, flavour: FrameSection, sect
 }
 
 /**
+ * The code an FDE covers, [begin, end) in object addresses: one function (or one part of a
+ * function a compiler split off, as GCC's .cold parts) — what names a function no symbol names.
+ */
+export interface FunctionRange {
+  begin: bigint;
+  end: bigint;
+}
+
+/**
  * Read a .eh_frame or .debug_frame section (its bytes, and its address for pc-relative
  * pointers) into an unwind table. FDEs whose CIE cannot be read are skipped and counted in
  * `skipped`; a malformed section throws CfiError naming the offset.
  */
-export function readFrameSection(bytes: Uint8Array, sectionAddr: bigint, flavour: FrameSection = '.eh_frame', name: string = flavour): UnwindTable & { fdes: number; skipped: number } {
+export function readFrameSection(bytes: Uint8Array, sectionAddr: bigint, flavour: FrameSection = '.eh_frame', name: string = flavour): UnwindTable & { fdes: number; skipped: number; functions: FunctionRange[] } {
   const r = new Bytes(bytes, name);
   const cies = new Map<number, Cie>();
   type Fde = { begin: bigint; end: bigint; cie: Cie; start: number; stop: number };
@@ -557,12 +566,14 @@ export function readFrameSection(bytes: Uint8Array, sectionAddr: bigint, flavour
   // one function after another, in address order; a gap between two gets a NONE row
   fdes.sort((a, b) => (a.begin < b.begin ? -1 : a.begin > b.begin ? 1 : 0));
   const out = new RowsOut();
+  const functions: FunctionRange[] = [];
   let lastEnd = -1n;
   for (const f of fdes) {
     if (f.begin < lastEnd) {
       skipped++; // overlapping FDEs: keep the first
       continue;
     }
+    functions.push({ begin: f.begin, end: f.end });
     if (lastEnd >= 0n && f.begin > lastEnd) out.push(lastEnd, null);
     const initial = initialState();
     const mark = out.starts.length;
@@ -582,5 +593,5 @@ export function readFrameSection(bytes: Uint8Array, sectionAddr: bigint, flavour
     lastEnd = f.end;
   }
   if (lastEnd >= 0n) out.push(lastEnd, null);
-  return { starts: BigUint64Array.from(out.starts), rules: Int32Array.from(out.rules), fdes: fdes.length, skipped };
+  return { starts: BigUint64Array.from(out.starts), rules: Int32Array.from(out.rules), fdes: fdes.length, skipped, functions };
 }

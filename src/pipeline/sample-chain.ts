@@ -17,6 +17,7 @@ import { TRUSTED } from '../walk/status.js';
 import type { AsyncMode } from '../walk/task-graph.js';
 import { SampleProcessor, type ProcessedSample } from './sample-processor.js';
 import { mixStack, type Unwind } from '../native/mixed-stack.js';
+import { nativeLabel } from '../native/symbolize.js';
 import type { NativeObject } from '../native/objects.js';
 import { TaskStacks } from './task-stacks.js';
 
@@ -76,7 +77,7 @@ export function nativeInput(layout: Layout, p: ProcessedSample, native: NativeFr
   const frames: SourceFrame[] = m.frames.map((f) =>
     f.kind === 'python'
       ? sourceFrame(p.frames[f.index]!)
-      : { qualname: f.name.name ?? `0x${f.name.address.toString(16)}`, filename: f.name.object ?? '', line: null, native: true },
+      : { qualname: nativeLabel(f.name), filename: f.name.object ?? '', line: null, native: true },
   );
   return { ...base, frames };
 }

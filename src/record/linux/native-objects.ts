@@ -8,7 +8,8 @@ import path from 'node:path';
 import { parseElf, ElfError, SHT_NOBITS, type ElfInfo, type FunctionSymbol } from './elf.js';
 import { readProcMaps, type MapEntry } from './proc-maps.js';
 import { readWholeFile, useMappedFile } from './process.js';
-import { readFrameSection, CfiError } from '../../native/eh-frame.js';
+import { readFrameSection, CfiError, type FunctionRange } from '../../native/eh-frame.js';
+import { lastAtOrBelow } from '../../walk/region-index.js';
 import type { NativeObject, NativeSymbols } from '../../native/objects.js';
 import type { UnwindTable } from '../../native/unwind-table.js';
 
@@ -37,6 +38,25 @@ function symbolsOf(list: FunctionSymbol[]): NativeSymbols {
     names.push(s.name);
   });
   return { starts, sizes, names };
+}
+
+/**
+ * The symbols, and a nameless one (name "") for each function the unwind table knows that no
+ * symbol holds — the static functions of a stripped file — so that its frames are one function
+ * (src/native/symbolize.ts), not one per return address. Sorted by start.
+ */
+function withUnnamed(symbols: FunctionSymbol[], functions: readonly FunctionRange[]): FunctionSymbol[] {
+  if (functions.length === 0) return symbols;
+  const starts = BigUint64Array.from(symbols.map((f) => f.value));
+  const out = [...symbols];
+  for (const f of functions) {
+    const i = lastAtOrBelow(starts, f.begin);
+    // (held: by a symbol reaching over its start — a symbol of size 0 reaches to the next)
+    if (i >= 0 && (f.begin < starts[i]! + BigInt(symbols[i]!.size) || (symbols[i]!.size === 0 && (i + 1 >= starts.length || f.begin < starts[i + 1]!)))) continue;
+    const size = f.end - f.begin;
+    out.push({ name: '', value: f.begin, size: size > 0xffffffffn ? 0xffffffff : Number(size) });
+  }
+  return out.sort((a, b) => (a.value < b.value ? -1 : a.value > b.value ? 1 : 0));
 }
 
 /**
@@ -69,7 +89,7 @@ export function debugFileOf(root: string, file: string, elf: ElfInfo): { elf: El
   return null;
 }
 
-function frameTable(elf: ElfInfo, bytes: Uint8Array, name: string, problems: string[]): UnwindTable | null {
+function frameTable(elf: ElfInfo, bytes: Uint8Array, name: string, problems: string[]): (UnwindTable & { functions: FunctionRange[] }) | null {
   for (const section of ['.eh_frame', '.debug_frame'] as const) {
     const s = elf.section(section);
     if (!s || s.type === SHT_NOBITS || s.size === 0n) continue;
@@ -79,7 +99,7 @@ function frameTable(elf: ElfInfo, bytes: Uint8Array, name: string, problems: str
     }
     try {
       const t = readFrameSection(bytes.subarray(Number(s.offset), Number(s.offset + s.size)), s.addr, section, `${name} ${section}`);
-      if (t.starts.length > 0) return { starts: t.starts, rules: t.rules };
+      if (t.starts.length > 0) return { starts: t.starts, rules: t.rules, functions: t.functions };
     } catch (e) {
       if (!(e instanceof CfiError)) throw e;
       problems.push(e.message);
@@ -122,8 +142,8 @@ function factsOf(root: string, mappedPath: string) {
     }
     return {
       buildId: elf.buildId(),
-      table: table ?? EMPTY_TABLE,
-      symbols: symbolsOf(functions),
+      table: table ? { starts: table.starts, rules: table.rules } : EMPTY_TABLE,
+      symbols: symbolsOf(withUnnamed(functions, table?.functions ?? [])),
       loads: elf.loads.map((l) => ({ offset: l.offset, vaddr: l.vaddr, filesz: l.filesz })),
       problems,
     };

@@ -21,6 +21,8 @@ import { nativeInterpreters } from '../harness/interpreters.js';
 import { readProcMaps } from '../src/record/linux/proc-maps.js';
 import { parseElf, type FunctionSymbol } from '../src/record/linux/elf.js';
 import { debugFileOf } from '../src/record/linux/native-objects.js';
+import { readCaptureBytes } from '../src/capture/index.js';
+import { SAMPLE_FLAG } from '../src/capture/types.js';
 import { cannotRun, recordCoverage, skipTest } from './helpers/coverage.js';
 import { waitUntil } from './helpers/wait.js';
 
@@ -143,7 +145,43 @@ describe.each(nativeInterpreters())('dump --native, $label', (py) => {
       gdb = JSON.parse(line!.slice('GDB-JSON '.length)) as typeof gdb;
     } finally {
       process.kill(pid, 'SIGCONT');
+    }
+
+    // Recorded with --native while the parked threads wait: a thread blocked in the kernel whose
+    // stack unwinds from the pointers its syscall file gives (no rbp) is copied without a stop
+    // (native-recorder.ts, holdNeeded). The threads parked in threading's waits (a futex) are
+    // on every version here; each parked thread's every sample, stopped or not, is its dump.
+    const capture = path.join(dir, `${py.label}.pyuw`);
+    let recorded: ReturnType<typeof spawnSync>;
+    try {
+      recorded = spawnSync(process.execPath, [BIN, 'record', '-q', '--native', '-r', '200', '-d', '1', '--pid', String(pid), '-o', capture], { encoding: 'utf8', timeout: 120_000 });
+    } finally {
       child.stdin!.end();
+    }
+    expect(recorded.status, String(recorded.stderr)).toBe(0);
+    const quiet = new Map<number, { stopped: number; quiet: number }>();
+    for (const b of readCaptureBytes(fs.readFileSync(capture)).blocks()) {
+      for (const smp of b.samples) {
+        const n = quiet.get(Number(smp.nativeThreadId)) ?? { stopped: 0, quiet: 0 };
+        if (smp.flags & SAMPLE_FLAG.STOPPED) n.stopped++;
+        else n.quiet++;
+        quiet.set(Number(smp.nativeThreadId), n);
+      }
+    }
+    for (const s of said.filter((x) => x.kind === 'parked')) {
+      const n = quiet.get(s.native_id);
+      expect(n, s.thread).toBeDefined();
+      if (s.thread === 'sorter' || s.thread === 'qsorter') expect(n, s.thread).toEqual({ stopped: 0, quiet: n!.quiet });
+      expect(n!.quiet + n!.stopped, s.thread).toBeGreaterThan(0);
+      const t = dumped.threads.find((x) => x.nativeThreadId === s.native_id)!;
+      const rep = spawnSync(process.execPath, [BIN, 'report', '--native', '--format', 'collapsed', '--thread', String(s.native_id), capture], { encoding: 'utf8', timeout: 120_000, maxBuffer: 64 << 20 });
+      expect(rep.status, rep.stderr).toBe(0);
+      const lines = rep.stdout.trim().split('\n');
+      // one stack in every sample: the dump's, frame by frame (C by name or address, Python by name)
+      expect(lines.length, rep.stdout).toBe(1);
+      const frames = lines[0]!.slice(0, lines[0]!.lastIndexOf(' ')).split(';').slice(1).map((f) => f.replace(/ \(.*\)$/, ''));
+      const fromDump = [...t.stack!].reverse().map((f) => (f.native ? (f.name ?? null) : f.qualname!));
+      expect(frames.map((f, i) => (fromDump[i] === null ? null : f)), s.thread).toEqual(fromDump);
     }
 
     for (const s of said) {

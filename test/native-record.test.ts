@@ -47,7 +47,8 @@ describe.each(nativeInterpreters())('record --native, $label', (py) => {
     expect(cc.status, cc.stderr).toBe(0);
 
     const file = path.join(out, 'share.pyuw');
-    const rec = run(process.execPath, [BIN, 'record', '-q', '--native', '-r', '1000', '-o', file, '--', py.command, PROGRAM, '6'], { PYTHONPATH: out });
+    // (10 s: on a loaded machine the recorder gets ~150 ticks/s, and the share rests on the samples it got)
+    const rec = run(process.execPath, [BIN, 'record', '-q', '--native', '-r', '1000', '-o', file, '--', py.command, PROGRAM, '10'], { PYTHONPATH: out });
     expect(rec.status, rec.stderr).toBe(0);
     const own = JSON.parse(rec.stdout.trim().split('\n').pop()!) as { c_share: number };
 

@@ -5,7 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { OffCpuWatch } from '../src/record/linux/off-cpu.js';
+import { OffCpuWatch, parseSpPc } from '../src/record/linux/off-cpu.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import { waitUntil } from './helpers/wait.js';
 import { cannotRun } from './helpers/coverage.js';
@@ -78,3 +78,11 @@ if (!py) {
     });
   });
 }
+
+describe('a syscall file’s stack and instruction pointers (native copies without a stop)', () => {
+  it('reads the last two fields of a blocked thread’s line, and nothing else', () => {
+    expect(parseSpPc('202 0x7f01 0x80 0x0 0x0 0x0 0x0 0x7ffc5a3e8f10 0x7f3d2c91e3a6\n')).toEqual({ sp: 0x7ffc5a3e8f10n, pc: 0x7f3d2c91e3a6n });
+    expect(parseSpPc('-1 0x7ffc5a3e8f10 0x401000\n')).toEqual({ sp: 0x7ffc5a3e8f10n, pc: 0x401000n });
+    for (const bad of ['running\n', '', '202 0x1 0x2', '-1 0x7ffc zz', '-1 0x12345678901234567 0x1', '0 0x1 0x2 0x3 0x4 0x5 0x6 0x7 0x8 0x9']) expect(parseSpPc(bad), bad).toBeNull();
+  });
+});

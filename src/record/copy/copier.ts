@@ -70,6 +70,19 @@ export interface CopierOptions {
   keepAgreeing?: boolean;
 }
 
+/**
+ * A copy of every thread where only some are held stopped (copyAll's `some`): the others, blocked
+ * in the kernel, stand if they stayed off their CPUs (record --native: NativeRecorder.holdNeeded).
+ */
+export interface HeldSome {
+  /**
+   * How the copy of thread `tid` (its kernel id), just made, stands: 'stopped' (it is held),
+   * 'quiet' (proven off its CPU throughout), 'again' (it ran, and is held now: copy it again),
+   * 'unproven' (it ran, and could not be stopped).
+   */
+  after(tid: bigint): 'stopped' | 'quiet' | 'again' | 'unproven';
+}
+
 export class MemoryCopier {
   private readonly P: 4 | 8;
   /** a Linux target's process id as a thread id (its first thread's), where the interpreter does not name its main thread */
@@ -205,8 +218,9 @@ export class MemoryCopier {
    * is stopped, whatever the stopper — a copy nothing proved stays unproven (a recorder warming up
    * beside other targets, which a stop that waits for a busy machine would hold up).
    */
-  copyAll(options: { stopped?: boolean; paused?: boolean; blocking?: boolean; look?: boolean } = {}): ThreadSnapshot[] {
+  copyAll(options: { stopped?: boolean; paused?: boolean; blocking?: boolean; look?: boolean; some?: HeldSome } = {}): ThreadSnapshot[] {
     this.allStopped = (options.stopped ?? false) || (options.paused ?? false);
+    this.heldSome = (options.stopped ?? false) ? (options.some ?? null) : null;
     this.pausedOnly = !(options.stopped ?? false) && (options.paused ?? false);
     this.look = options.look ?? false;
     this.blocking = (options.blocking ?? false) && this.canStop;
@@ -217,8 +231,12 @@ export class MemoryCopier {
       this.pausedOnly = false;
       this.blocking = false;
       this.look = false;
+      this.heldSome = null;
     }
   }
+
+  /** copyAll's `some`, while it runs */
+  private heldSome: HeldSome | null = null;
 
   /** A copy nothing proves is kept when its readings agree (CopierOptions.keepAgreeing, and no anchor). */
   private get trustAgreement(): boolean {
@@ -469,7 +487,20 @@ export class MemoryCopier {
     let attempt = (this.allStopped ? null : this.steadyCopy(interp, interpreterId, tstate)) ?? this.copyThread(interp, interpreterId, tstate, this.allStopped, prefetched);
     if (attempt.entry !== 'thread') return attempt;
     let attempts = 1;
-    if (this.allStopped) this.settle(attempt.snap);
+    if (this.allStopped) {
+      const how = this.heldSome?.after(attempt.snap.nativeThreadId) ?? 'stopped';
+      if (how === 'again') {
+        attempt = this.copyThread(interp, interpreterId, tstate, true);
+        if (attempt.entry !== 'thread') return attempt;
+        attempts++;
+      }
+      if (how === 'quiet') {
+        attempt.snap.unproven = false;
+        attempt.snap.offCpuProof = true;
+        this.offCpuProofs++;
+      } else if (how === 'unproven') attempt.snap.unproven = true;
+      else this.settle(attempt.snap);
+    }
     // (what the policy learns: whether the copy of the sample's own moment was proven — one
     // made again is of a later moment, and biased: see stopsFirst)
     const firstUnproven = attempt.snap.unproven;

@@ -63,6 +63,23 @@ export class OffCpuWatch {
     return this.buf.toString('latin1', 0, Math.min(n, 7)) === 'running' ? null : count;
   }
 
+  /**
+   * Thread `tid` now, as `mark` sees it, with the stack and instruction pointers the kernel
+   * gives for a blocked thread (the last two fields of its syscall file: the registers it
+   * entered the kernel with) — the start of an unwind of its native stack without a stop
+   * (native-recorder.ts). Null: running, or unknown.
+   */
+  blockedAt(tid: number): { mark: bigint; sp: bigint; pc: bigint } | null {
+    const f = this.open(tid);
+    if (!f) return null;
+    const count = this.count(tid, f.sched);
+    if (count === null) return null;
+    const n = this.readAt(tid, f.syscall);
+    if (n <= 0) return null;
+    const at = parseSpPc(this.buf.toString('latin1', 0, n));
+    return at && { mark: count, ...at };
+  }
+
   /** The thread has not been put on a CPU since `mark`. */
   stillOff(tid: number, mark: bigint): boolean {
     const f = this.files.get(tid);
@@ -122,4 +139,17 @@ export class OffCpuWatch {
 function parseCount(text: string): bigint | null {
   const m = /^\s*\d+\s+\d+\s+(\d+)/.exec(text);
   return m ? BigInt(m[1]!) : null;
+}
+
+/**
+ * The stack and instruction pointers of a syscall file's line ("NR a1 … a6 SP PC", or "-1 SP
+ * PC": blocked, not in a system call), or null ("running", or not that shape).
+ */
+export function parseSpPc(text: string): { sp: bigint; pc: bigint } | null {
+  const f = text.trim().split(' ');
+  if (!(f.length === 3 ? f[0] === '-1' : f.length === 9 && /^\d+$/.test(f[0]!))) return null;
+  const sp = f[f.length - 2]!;
+  const pc = f[f.length - 1]!;
+  if (!/^0x[0-9a-f]{1,16}$/.test(sp) || !/^0x[0-9a-f]{1,16}$/.test(pc)) return null;
+  return { sp: BigInt(sp), pc: BigInt(pc) };
 }

@@ -172,6 +172,11 @@ export class ThreadStopper implements Stopper {
     return this.stop([tid]);
   }
 
+  /** Stop these threads (none: nothing to do); true when each was seen stopped or is gone. */
+  stopThreads(tids: readonly number[]): boolean {
+    return tids.length === 0 || this.stop(tids);
+  }
+
   /** Stop every thread of the process. */
   stopAll(): boolean {
     let tids: number[];
@@ -214,7 +219,7 @@ export class ThreadStopper implements Stopper {
     this.native.releaseLingering(1000);
   }
 
-  private stop(tids: number[]): boolean {
+  private stop(tids: readonly number[]): boolean {
     if (this.held.length === 0) this.stoppedAt = performance.now();
     this.stats.stops++;
     const todo = tids.filter((t) => !this.held.includes(t));

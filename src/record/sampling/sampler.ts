@@ -11,7 +11,8 @@
 // docs/validation.md: 4 points on a real program).
 
 import type { Region, SampleRecord, SamplingMode } from '../../capture/types.js';
-import type { NativeRegisters } from '../../native/unwind.js';
+import type { NativeCopy, NativeHold } from '../linux/native-recorder.js';
+import type { OffCpuWatch } from '../linux/off-cpu.js';
 import { withStackRegion } from '../../native/stack-region.js';
 import { FACT_FLAG, FACT_UNKNOWN_FLAG, SAMPLE_FLAG } from '../../capture/types.js';
 import type { Consistency } from '../copy/consistency.js';
@@ -72,9 +73,13 @@ export interface SamplerOptions {
   asyncio?: { offsets: AsyncioOffsets; mode: AsyncMode };
   /**
    * also copy each thread's registers and native stack (record --native): every tick then holds
-   * every thread stopped, as the copy of their native stacks needs (see native-recorder.ts)
+   * stopped every thread that the kernel does not show blocked where its stack unwinds without a
+   * stop (holdNeeded), as the copy of their native stacks needs (see native-recorder.ts)
    */
-  native?: { copyHeld(): Map<bigint, { registers: NativeRegisters; stack: Region }> };
+  native?: {
+    copyHeld(): Map<bigint, NativeCopy>;
+    holdNeeded?(watch: OffCpuWatch | null): NativeHold | null;
+  };
 }
 
 export type SamplerEnd = 'duration' | 'stopped' | 'target-exited';
@@ -292,14 +297,23 @@ export class TargetSampler {
     // can tell as torn). With copies that stop nothing (optimistic) they are read live.
     // With native stacks: every thread stopped, for its registers and its stack of one moment
     // with its Python frames.
-    const holdAll = (tasks !== null || options.native !== undefined) && options.stopper !== undefined && tickMode.copy !== 'optimistic';
-    // (held: every thread was seen stopped; a stop that timed out is resumed all the same)
+    const hold = (tasks !== null || options.native !== undefined) && options.stopper !== undefined && tickMode.copy !== 'optimistic';
+    // (held: every thread to stop was seen stopped; a stop that timed out is resumed all the same)
     let held = false;
-    let natives: Map<bigint, { registers: NativeRegisters; stack: Region }> | null = null;
+    let natives: Map<bigint, NativeCopy> | null = null;
+    // (native stacks without tasks: the blocked threads whose stacks the kernel's word is enough
+    // for are copied without a stop, proven by staying off their CPUs until their Python frames
+    // are copied too — NativeRecorder.holdNeeded)
     try {
-      if (holdAll) held = options.stopper!.stopAll();
-      if (holdAll && options.native) natives = options.native.copyHeld();
-      threads = held ? this.copier.copyAll({ stopped: true }) : copyThreads(this.copier, tickMode);
+      const some = hold && tasks === null ? (options.native?.holdNeeded?.(options.stopper!.offCpu) ?? null) : null;
+      if (some) {
+        held = some.held;
+        natives = some.copies;
+      } else if (hold) {
+        held = options.stopper!.stopAll();
+        if (options.native) natives = options.native.copyHeld();
+      }
+      threads = held ? this.copier.copyAll({ stopped: true, ...(some ? { some } : {}) }) : copyThreads(this.copier, tickMode);
       // (a copy nothing proved is not walked: its tasks would not be looked at)
       if (tasks) for (const t of threads) if (!t.unproven) tasks.copy(t);
     } catch (e) {
@@ -314,7 +328,7 @@ export class TargetSampler {
       sink.addMissed(1);
       return true;
     } finally {
-      if (holdAll) options.stopper!.resume();
+      if (hold) options.stopper!.resume();
       // the target's clock stood still while it was stopped: so does the schedule
       const stoppedNow = options.stopper?.stoppedMicros ?? 0;
       schedule.stood((stoppedNow - this.stoppedMicros) / 1000);

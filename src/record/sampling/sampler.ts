@@ -295,8 +295,9 @@ export class TargetSampler {
     // resumed, or one that finished, in between would give a waiting task's stack that never
     // was (a coroutine running, an awaited one gone: see task-graph.ts, which rejects those it
     // can tell as torn). With copies that stop nothing (optimistic) they are read live.
-    // With native stacks: every thread stopped, for its registers and its stack of one moment
-    // with its Python frames.
+    // With native stacks: every thread that runs stopped, for its registers and its stack of
+    // one moment with its Python frames (a blocked one, where the kernel's word is enough, not:
+    // below).
     const hold = (tasks !== null || options.native !== undefined) && options.stopper !== undefined && tickMode.copy !== 'optimistic';
     // (held: every thread to stop was seen stopped; a stop that timed out is resumed all the same)
     let held = false;

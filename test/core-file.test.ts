@@ -18,7 +18,7 @@ import { CoreError, parseCore } from '../src/record/core/core-file.js';
 import { parseSpPc } from '../src/record/linux/off-cpu.js';
 import { readProcMaps } from '../src/record/linux/proc-maps.js';
 import { cannotRun, recordCoverage, skipTest } from './helpers/coverage.js';
-import { waitUntil } from './helpers/wait.js';
+import { threadState, waitUntil } from './helpers/wait.js';
 import { rng } from './helpers/rng.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pyunwind-core-'));
@@ -38,15 +38,6 @@ sys.stdin.read()
 release.set()
 `;
 
-function state(pid: number, tid: number): string {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-  } catch {
-    return '?';
-  }
-}
-
 describe.each(nativeInterpreters())('core files, $label', (py) => {
   if (py.missing) {
     cannotRun('core-file', py.label, py.missing!);
@@ -62,10 +53,10 @@ describe.each(nativeInterpreters())('core files, $label', (py) => {
     await waitUntil(() => out.includes('ready'), 'the program to start its threads', 60_000);
     const pid = child.pid!;
     const tids = (): number[] => fs.readdirSync(`/proc/${pid}/task`).map(Number).sort((a, b) => a - b);
-    await waitUntil(() => tids().every((t) => state(pid, t) === 'S'), 'every thread to wait');
+    await waitUntil(() => tids().every((t) => threadState(pid, t) === 'S'), 'every thread to wait');
     process.kill(pid, 'SIGSTOP');
     try {
-      await waitUntil(() => tids().every((t) => state(pid, t) === 'T'), 'the program to stop');
+      await waitUntil(() => tids().every((t) => threadState(pid, t) === 'T'), 'the program to stop');
       // what the kernel says of each blocked thread, its stack's bytes, and the maps
       const threads = tids();
       const said = new Map(threads.map((t) => [t, parseSpPc(fs.readFileSync(`/proc/${pid}/task/${t}/syscall`, 'latin1'))]));

@@ -24,7 +24,7 @@ import { debugFileOf } from '../src/record/linux/native-objects.js';
 import { readCaptureBytes } from '../src/capture/index.js';
 import { SAMPLE_FLAG } from '../src/capture/types.js';
 import { cannotRun, recordCoverage, skipTest } from './helpers/coverage.js';
-import { waitUntil } from './helpers/wait.js';
+import { threadState, waitUntil } from './helpers/wait.js';
 
 const BIN = path.resolve('bin/pyunwind.js');
 const WORKLOAD = path.resolve('workloads/parked_native.py');
@@ -92,16 +92,6 @@ function aliases(object: string, address: bigint): Set<string> {
   return new Set(list.filter((f) => f.value <= address && address < f.value + BigInt(Math.max(f.size, 1))).map((f) => plain(f.name)!));
 }
 
-/** The thread's kernel state letter (R running, S sleeping, t/T stopped…). */
-function state(pid: number, tid: number): string {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-  } catch {
-    return '?';
-  }
-}
-
 describe.each(nativeInterpreters())('dump --native, $label', (py) => {
   if (py.missing) {
     cannotRun('native-dump', py.label, py.missing!);
@@ -124,13 +114,13 @@ describe.each(nativeInterpreters())('dump --native, $label', (py) => {
     const pid = child.pid!;
     // every thread has said its stack, and every parked one waits in the kernel
     await waitUntil(() => said.length === 6, 'every thread of the program to print its stack', 60_000);
-    await waitUntil(() => said.every((s) => s.kind === 'running' || state(pid, s.native_id) === 'S'), 'the parked threads to wait', 60_000);
+    await waitUntil(() => said.every((s) => s.kind === 'running' || threadState(pid, s.native_id) === 'S'), 'the parked threads to wait', 60_000);
 
     process.kill(pid, 'SIGSTOP');
     let dumped: { threads: DumpThread[] };
     let gdb: { tid: number; frames: { pc: string; name: string | null }[] }[];
     try {
-      await waitUntil(() => said.every((s) => state(pid, s.native_id) === 'T'), 'the program to stop');
+      await waitUntil(() => said.every((s) => threadState(pid, s.native_id) === 'T'), 'the program to stop');
       const r = spawnSync(process.execPath, [BIN, 'dump', '--pid', String(pid), '--native', '--format', 'json'], { encoding: 'utf8', timeout: 120_000, maxBuffer: 64 << 20 });
       expect(r.status, r.stderr).toBe(0);
       dumped = JSON.parse(r.stdout) as typeof dumped;

@@ -42,3 +42,13 @@ export function untilRunning(pid: number, name: string, timeoutMs = 30_000): Pro
     timeoutMs,
   );
 }
+
+/** Thread `tid` of process `pid`: its kernel state letter (R running, S sleeping, t/T stopped…), or ? when it is gone. */
+export function threadState(pid: number, tid: number): string {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+  } catch {
+    return '?';
+  }
+}

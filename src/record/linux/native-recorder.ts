@@ -63,7 +63,7 @@ export class NativeRecorder {
   /** objects recorded, and those that could not be read (with why) */
   objects = 0;
   readonly unread = new Map<string, string>();
-  /** stack bytes copied, and copies that could not be made */
+  /** stack bytes read (a blocked thread's copy that needed rbp is read again stopped), and copies that could not be made */
   stackBytes = 0;
   failed = 0;
 

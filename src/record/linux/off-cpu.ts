@@ -53,14 +53,9 @@ export class OffCpuWatch {
 
   /** Thread `tid` now: its run count if it is off its CPU (blocked), else null (running, or unknown). */
   mark(tid: number): bigint | null {
-    const f = this.open(tid);
-    if (!f) return null;
-    const count = this.count(tid, f.sched);
-    if (count === null) return null;
-    const n = this.readAt(tid, f.syscall);
-    if (n <= 0) return null;
+    const seen = this.look(tid);
     // "running\n", or a system call number (-1: blocked, not in one) and its arguments
-    return this.buf.toString('latin1', 0, Math.min(n, 7)) === 'running' ? null : count;
+    return seen && this.buf.toString('latin1', 0, Math.min(seen.n, 7)) !== 'running' ? seen.count : null;
   }
 
   /**
@@ -70,14 +65,19 @@ export class OffCpuWatch {
    * (native-recorder.ts). Null: running, or unknown.
    */
   blockedAt(tid: number): { mark: bigint; sp: bigint; pc: bigint } | null {
+    const seen = this.look(tid);
+    const at = seen && parseSpPc(this.buf.toString('latin1', 0, seen.n));
+    return at && { mark: seen!.count, ...at };
+  }
+
+  /** The thread's run count, then its syscall file read into `buf` (n bytes); null where either cannot be read. */
+  private look(tid: number): { count: bigint; n: number } | null {
     const f = this.open(tid);
     if (!f) return null;
     const count = this.count(tid, f.sched);
     if (count === null) return null;
     const n = this.readAt(tid, f.syscall);
-    if (n <= 0) return null;
-    const at = parseSpPc(this.buf.toString('latin1', 0, n));
-    return at && { mark: count, ...at };
+    return n > 0 ? { count, n } : null;
   }
 
   /** The thread has not been put on a CPU since `mark`. */

@@ -2,6 +2,8 @@
 // each stack's status. Copies follow record's rules: a thread whose copy moved while it was
 // made is copied again with the target stopped for a moment (or, with --copy optimistic,
 // shown as torn) — never printed as a stack of one moment.
+// pyunwind dump --core CORE: the same of a core file (src/record/core/core-source.ts): the
+// same walk, statuses and formats, the native frames from the core's thread registers.
 
 import { shortFilename } from '../export/filenames.js';
 import { targetCwd } from './target-cwd.js';
@@ -32,15 +34,33 @@ import { mixStack, type MixedStack } from '../native/mixed-stack.js';
 import { nativeLabel, type NativeFrameName } from '../native/symbolize.js';
 import type { NativeObject } from '../native/objects.js';
 import { KernelNativeUnwinder } from '../kernel/native-unwinder.js';
+import { openCore, type CoreFileCheck } from '../record/core/core-source.js';
+import { RED_ZONE } from '../record/linux/native-stack.js';
+import { ObjectReader } from '../objects/object-reader.js';
+import { frameLocals, type LocalVariable } from '../objects/frame-locals.js';
+import type { MemorySource } from '../record/copy/source.js';
+import type { SnapshotSamples } from '../pipeline/snapshot-stacks.js';
+import type { Layout } from '../layout/layout.js';
 
 export const DUMP_HELP = `Usage: pyunwind dump --pid PID [OPTIONS]
+       pyunwind dump --core CORE [--executable PATH] [--lib-path DIR]... [OPTIONS]
 
-Print the Python stack of every thread of process PID, once, each with its status (complete,
-complete-unverifiable, idle, or why it was rejected). Copies follow record's rules: a copy
-nothing proves of one moment is made again as --copy says (docs/reporting.md).
+Print the Python stack of every thread of process PID, or of the process a core file was made
+of, once, each with its status (complete, complete-unverifiable, idle, or why it was
+rejected). Copies follow record's rules: a copy nothing proves of one moment is made again as
+--copy says (docs/reporting.md). A core is read as it is (docs/post-mortem.md).
 
 Options:
   -p, --pid PID        the Python process (same user as you, or CAP_SYS_PTRACE)
+      --core CORE      a core file of a Python process (gcore, a crash with ulimit -c, or
+                       coredumpctl dump); gzip-compressed (.gz) is read as it is
+      --executable PATH
+                       the interpreter the core was made of, where the path the core names
+                       does not hold it (or holds another build)
+      --lib-path DIR   where to look, by name, for files the core maps that are missing or
+                       differ at their paths (repeatable)
+      --locals         each Python frame's arguments and local variables, with the values of
+                       int, float, bool, None, str, bytes and short tuples, lists and dicts
   -f, --format FORMAT  text (default) or json
       --copy COPY      adaptive (default), optimistic (never stops: such a copy is shown torn)
                        or blocking, as for record
@@ -51,7 +71,8 @@ Options:
       --async-mode MODE
                        all (default here: every task, the running one first) or running
       --native         the C frames too, in one stack with the Python frames (every thread
-                       is stopped with ptrace for its registers and native stack)
+                       is stopped with ptrace for its registers and native stack; from a
+                       core: its threads' registers, and the files it maps)
       --full-filenames whole file paths in text (default: short, as py-spy shows them)
   -h, --help           this help
 `;
@@ -85,11 +106,37 @@ function nativeJson(m: MixedStack | undefined, t: ThreadStack): Record<string, u
   };
 }
 
+/** What a dump found, live or from a core, ready to print. */
+interface Dumped {
+  description: string;
+  stacks: ThreadStack[];
+  taskStacks: Map<ThreadStack, TaskStack[]> | null;
+  /** threads with more tasks than are followed (MAX_TASKS): said, not silently cut */
+  cutTasks: Set<ThreadStack>;
+  /** the names threading gives the threads (unknown: absent) */
+  names: Map<string, string>;
+  /** --native: each thread's mixed stack */
+  native: boolean;
+  mixed: Map<ThreadStack, MixedStack>;
+  /** --locals: each thread's frames' locals (innermost first, as its frames), or why not */
+  locals: Map<ThreadStack, (LocalVariable[] | string)[]> | null;
+  /** lines said before the threads: files of a core missing or different, stacks it lacks */
+  notes: string[];
+  /** a core's files, each as found */
+  files: CoreFileCheck[] | null;
+  /** the target's working directory (short file names), where known */
+  cwd: string | undefined;
+}
+
 export async function dump(argv: string[], out: (s: string) => void): Promise<number> {
   const { values } = parseArgs({
     args: argv,
     options: {
       pid: { type: 'string', short: 'p' },
+      core: { type: 'string' },
+      executable: { type: 'string' },
+      'lib-path': { type: 'string', multiple: true },
+      locals: { type: 'boolean' },
       format: { type: 'string', short: 'f', default: 'text' },
       copy: { type: 'string' },
       // before 0.2 the copy mode: refused with the new spelling
@@ -110,25 +157,51 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
     out(DUMP_HELP);
     return 0;
   }
-  if (values.pid === undefined) throw new UsageError('dump needs --pid PID');
-  const pid = parsePid(values.pid);
   if (values.format !== 'text' && values.format !== 'json') throw new UsageError(`unknown format "${values.format}" (text or json)`);
   if (values.mode !== undefined && copyOption(undefined, false, values.mode)) throw new UsageError('dump has no --mode: it shows every thread (--copy says how copies are made)');
+  let dumped: Dumped;
+  if (values.core !== undefined) {
+    if (values.pid !== undefined) throw new UsageError('dump takes --pid or --core, not both');
+    for (const o of ['copy', 'blocking', 'read-only', 'async-aware', 'async-mode'] as const) {
+      if (values[o] !== undefined) throw new UsageError(`--${o} is for a live process: a core is read as it is`);
+    }
+    dumped = await dumpCore(values.core, { executable: values.executable, libPaths: values['lib-path'] ?? [], native: values.native === true, locals: values.locals === true, opcodes: values.opcodes === true });
+  } else {
+    if (values.pid === undefined) throw new UsageError('dump needs --pid PID or --core CORE');
+    if (values.executable !== undefined || values['lib-path'] !== undefined) throw new UsageError('--executable and --lib-path are for --core');
+    dumped = await dumpLive(parsePid(values.pid), values);
+  }
+  out(values.format === 'json' ? renderJson(dumped) : renderText(dumped, values['full-filenames'] === true));
+  return 0;
+}
+
+interface LiveValues {
+  copy?: string;
+  blocking?: boolean;
+  'read-only'?: boolean;
+  opcodes?: boolean;
+  'async-aware'?: boolean;
+  'async-mode'?: string;
+  native?: boolean;
+  locals?: boolean;
+}
+
+async function dumpLive(pid: number, values: LiveValues): Promise<Dumped> {
   const copy = copyOption(values.copy, values.blocking);
   // a dump wants every task: `all` unless asked otherwise (as CPython's profiler's dump)
   const asyncMode = asyncModeOption(values['async-aware'], values['async-mode'] ?? (values['async-aware'] ? 'all' : undefined));
-
+  const walker = await KernelWalker.load();
   const source = openLinuxProcess(pid);
   let stopper: AnyStopper | null = null;
   let stacks: ThreadStack[];
   let taskStacks: Map<ThreadStack, TaskStack[]> | null = null;
-  // threads with more tasks than are followed (MAX_TASKS): said, not silently cut
   const cutTasks = new Set<ThreadStack>();
-  // the names threading gives the threads (read after the copies; unknown: null)
   let names = new Map<string, string>();
   // --native: each thread's registers and stack, the objects, and its mixed stack
   let natives: Map<bigint, NativeCopy> | null = null;
   let objects: NativeObject[] = [];
+  let samples: SnapshotSamples;
+  let locals: Dumped['locals'] = null;
   const mixed = new Map<ThreadStack, MixedStack>();
   try {
     let tasks: { found: AsyncioFound; mode: AsyncMode } | null = null;
@@ -146,14 +219,16 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
     // with tasks, the program stopped for the whole copy where it can be: the tasks are other
     // objects than the threads' frames, read after them (see the sampler's tick)
     // --native: every thread held stopped for its registers, its native stack and its Python
-    // frames, all of one moment
+    // frames, all of one moment; --locals: held while the values are read, which are objects
+    // the frames point to, not copied with them
     if (values.native && !(stopper instanceof ThreadStopper)) throw new UsageError('--native needs ptrace (to read each thread\'s registers): it is not allowed on this process here');
+    if (values.locals && copy === 'optimistic') throw new UsageError('--locals reads the values while the program is stopped: not with --copy optimistic');
     const nativeObjects = values.native ? readNativeObjects(pid) : null;
-    const hold = (copier !== undefined || nativeObjects !== null) && stopper !== null;
-    let snapshot;
+    const hold = (copier !== undefined || nativeObjects !== null || values.locals === true) && stopper !== null;
     try {
       // (held: every thread was seen stopped; a stop that timed out is resumed all the same)
       const held = hold && stopper!.stopAll();
+      if (values.locals && !held) throw new TargetError('read', `${source.description}: the program could not be stopped to read its locals`);
       if (nativeObjects) {
         // (the objects were read before the stop)
         const copier = new NativeRecorder(pid, stopper as ThreadStopper, null);
@@ -163,52 +238,129 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
           copier.close();
         }
       }
-      snapshot = takeSnapshot(source, {
+      const snapshot = takeSnapshot(source, {
         ...copyOptions,
         ...(copier ? { copier, tasks: new TaskCopier(source, source.layout, offsets!, tasks!.mode, copier) } : {}),
         ...(held ? { stopped: true } : {}),
       });
+      samples = withNativeStacks(snapshotSamples(snapshot), natives);
+      stacks = unwindSnapshot(samples, walker, undefined, values.opcodes === true);
+      if (values.locals) locals = readLocals(source, source.layout, stacks);
     } finally {
       if (hold) stopper!.resume();
     }
     if (nativeObjects) objects = nativeObjects.objects;
     names = new Map(readThreadNames(source).map((n) => [`${n.interpreterId}:${n.threadId}`, n.name]));
-    const walker = await KernelWalker.load();
-    const samples = snapshotSamples(snapshot);
-    if (natives) {
-      // each thread's native stack among its regions (the walk reads entry frames from it)
-      samples.samples = samples.samples.map((s) => {
-        const n = natives!.get(s.nativeThreadId);
-        return n ? { ...s, regions: withStackRegion(s.regions, n.stack), registers: n.registers } : s;
-      });
-    }
-    stacks = unwindSnapshot(samples, walker, undefined, values.opcodes === true);
-    if (natives) {
-      // unwound in the kernel, as a report of a capture is
-      const unwinder = await KernelNativeUnwinder.load();
-      unwinder.setObjects(objects);
-      for (const [k, t] of stacks.entries()) {
-        const s = samples.samples[k]!;
-        if (!s.registers) {
-          mixed.set(t, { status: 'native-no-stack', frames: [], unwind: null, names: [] });
-          continue;
-        }
-        mixed.set(t, TRUSTED.has(t.status) ? mixStack(source.layout, objects, (r, st) => unwinder.unwind(r, st), { registers: s.registers, regions: s.regions, threadStateAddress: s.threadStateAddress }, t.walk.frames) : { status: 'native-unmatched', frames: [], unwind: null, names: [] });
-      }
-    }
+    if (natives) await mixStacks(source.layout, objects, samples, stacks, mixed);
     if (tasks) taskStacks = unwindSnapshotTasks(samples, stacks, walker, tasks.found.offsets, tasks.mode, values.opcodes === true, cutTasks);
   } finally {
     stopper?.close();
     source.close();
   }
-  // where threading does not know it (not imported, or not read), the main thread is named still
-  const nameOf = (t: ThreadStack): string | null => names.get(`${t.interpreterId}:${t.threadId}`) ?? (t.mainThread ? 'MainThread' : null);
-  if (values.format === 'json') {
-    out(
-      JSON.stringify(
-        {
-          target: source.description,
-          threads: stacks.map((t) => ({
+  return { description: source.description, stacks, taskStacks, cutTasks, names, native: natives !== null, mixed, locals, notes: [], files: null, cwd: targetCwd(pid) };
+}
+
+/** Each thread's native stack among its regions (the walk reads entry frames from it), and its registers. */
+function withNativeStacks(samples: SnapshotSamples, natives: Map<bigint, NativeCopy> | null): SnapshotSamples {
+  if (!natives) return samples;
+  return {
+    ...samples,
+    samples: samples.samples.map((s) => {
+      const n = natives.get(s.nativeThreadId);
+      return n ? { ...s, regions: withStackRegion(s.regions, n.stack), registers: n.registers } : s;
+    }),
+  };
+}
+
+/** Each thread's stack of C and Python frames, unwound in the kernel as a report of a capture is. */
+async function mixStacks(layout: Layout, objects: NativeObject[], samples: SnapshotSamples, stacks: ThreadStack[], mixed: Map<ThreadStack, MixedStack>): Promise<void> {
+  const unwinder = await KernelNativeUnwinder.load();
+  unwinder.setObjects(objects);
+  for (const [k, t] of stacks.entries()) {
+    const s = samples.samples[k]!;
+    if (!s.registers) {
+      mixed.set(t, { status: 'native-no-stack', frames: [], unwind: null, names: [] });
+      continue;
+    }
+    mixed.set(t, TRUSTED.has(t.status) ? mixStack(layout, objects, (r, st) => unwinder.unwind(r, st), { registers: s.registers, regions: s.regions, threadStateAddress: s.threadStateAddress }, t.walk.frames) : { status: 'native-unmatched', frames: [], unwind: null, names: [] });
+  }
+}
+
+/** The locals of every frame of every thread walked to the end (read from `source` as it is now). */
+function readLocals(source: MemorySource, layout: Layout, stacks: ThreadStack[]): Map<ThreadStack, (LocalVariable[] | string)[]> {
+  const reader = new ObjectReader(source, layout);
+  const out = new Map<ThreadStack, (LocalVariable[] | string)[]>();
+  for (const t of stacks) out.set(t, t.walk.frames.map((f) => frameLocals(source, layout, reader, f)));
+  return out;
+}
+
+/** Bytes of a thread's stack taken from a core for its native unwind (post-mortem: deeper than a sample's copy). */
+const CORE_STACK_BYTES = 1 << 20;
+
+async function dumpCore(file: string, o: { executable: string | undefined; libPaths: string[]; native: boolean; locals: boolean; opcodes: boolean }): Promise<Dumped> {
+  const walker = await KernelWalker.load();
+  const opened = openCore(file, { ...(o.executable !== undefined ? { executable: o.executable } : {}), libPaths: o.libPaths });
+  const source = opened.source;
+  try {
+    const snapshot = takeSnapshot(source, { paused: true });
+    let natives: Map<bigint, NativeCopy> | null = null;
+    if (o.native) {
+      natives = new Map();
+      for (const t of source.threads) {
+        const sp = t.registers.rsp;
+        const seg = source.core.segments.find((s) => s.vaddr <= sp && sp < s.vaddr + s.memsz);
+        if (!seg) continue;
+        const start = sp - RED_ZONE >= seg.vaddr ? sp - RED_ZONE : seg.vaddr;
+        const length = Number(seg.vaddr + seg.memsz - start > BigInt(CORE_STACK_BYTES) ? BigInt(CORE_STACK_BYTES) : seg.vaddr + seg.memsz - start);
+        const bytes = source.tryRead(start, length);
+        if (bytes) natives.set(BigInt(t.tid), { registers: t.registers, stack: { address: start, bytes } });
+      }
+    }
+    const samples = withNativeStacks(snapshotSamples(snapshot), natives);
+    const stacks = unwindSnapshot(samples, walker, undefined, o.opcodes);
+    const names = new Map(readThreadNames(source).map((n) => [`${n.interpreterId}:${n.threadId}`, n.name]));
+    const mixed = new Map<ThreadStack, MixedStack>();
+    if (natives) await mixStacks(source.layout, opened.nativeObjects().objects, samples, stacks, mixed);
+    const locals = o.locals ? readLocals(source, source.layout, stacks) : null;
+    const notes: string[] = [];
+    for (const f of opened.files) {
+      if (f.status === 'missing') notes.push(`${f.path}: missing (${f.why}); give it with --lib-path DIR`);
+      else if (f.status === 'different') notes.push(`${f.path}: not the file the core mapped (${f.why}); give that one with --lib-path DIR`);
+    }
+    const unchecked = opened.files.filter((f) => f.status === 'unchecked');
+    if (unchecked.length) notes.push(`${unchecked.length} file${unchecked.length === 1 ? '' : 's'} used unchecked: the core keeps no build id for ${unchecked.length === 1 ? 'it' : 'them'} (${unchecked.map((f) => path.basename(f.path)).join(', ')})`);
+    for (const z of opened.zeroStacks) {
+      notes.push(`thread ${z.tid}: the core holds only zeros for its stack (0x${z.start.toString(16)}-0x${z.end.toString(16)}): its writer could not read it (gcore stops at a guard page); what lies there is not shown`);
+    }
+    return { description: source.description, stacks, taskStacks: null, cutTasks: new Set(), names, native: natives !== null, mixed, locals, notes, files: opened.files, cwd: undefined };
+  } finally {
+    source.close();
+  }
+}
+
+function localsJson(l: LocalVariable[] | string | undefined): Record<string, unknown> {
+  if (l === undefined) return {};
+  if (typeof l === 'string') return { localsError: l };
+  return {
+    locals: l.map((v) => ({
+      name: v.name,
+      argument: v.argument,
+      ...(v.value ? { type: v.value.type, ...(v.value.address !== 0n ? { address: `0x${v.value.address.toString(16)}` } : {}), repr: v.value.repr, ...(v.value.cut ? { cut: true } : {}) } : { type: null, repr: null }),
+    })),
+  };
+}
+
+function renderJson(d: Dumped): string {
+  const nameOf = threadName(d);
+  return (
+    JSON.stringify(
+      {
+        target: d.description,
+        ...(d.notes.length ? { notes: d.notes } : {}),
+        ...(d.files ? { files: d.files.map((f) => ({ path: f.path, status: f.status, used: f.used, ...(f.why ? { why: f.why } : {}) })) } : {}),
+        threads: d.stacks.map((t) => {
+          const locals = d.locals?.get(t);
+          return {
             interpreterId: Number(t.interpreterId),
             threadId: t.threadId.toString(),
             nativeThreadId: Number(t.nativeThreadId),
@@ -217,38 +369,57 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
             status: t.status,
             failAddress: t.walk.failAddress === 0n ? undefined : `0x${t.walk.failAddress.toString(16)}`,
             copyErrors: t.copyErrors.length ? t.copyErrors : undefined,
-            frames: t.frames.map(sourceFrame),
-            ...(natives ? nativeJson(mixed.get(t), t) : {}),
-            ...(taskStacks ? { tasks: taskStacks.get(t) ?? [] } : {}),
-            ...(cutTasks.has(t) ? { tasksCut: MAX_TASKS } : {}),
-          })),
-        },
-        null,
-        2,
-      ) + '\n',
-    );
-    return 0;
-  }
+            frames: t.frames.map((f, i) => ({ ...sourceFrame(f), ...localsJson(locals?.[i]) })),
+            ...(d.native ? nativeJson(d.mixed.get(t), t) : {}),
+            ...(d.taskStacks ? { tasks: d.taskStacks.get(t) ?? [] } : {}),
+            ...(d.cutTasks.has(t) ? { tasksCut: MAX_TASKS } : {}),
+          };
+        }),
+      },
+      null,
+      2,
+    ) + '\n'
+  );
+}
+
+/** The name threading gives a thread; where it does not know it (not imported, or not read), the main thread is named still. */
+function threadName(d: Dumped): (t: ThreadStack) => string | null {
+  return (t) => d.names.get(`${t.interpreterId}:${t.threadId}`) ?? (t.mainThread ? 'MainThread' : null);
+}
+
+function renderText(d: Dumped, fullFilenames: boolean): string {
+  const nameOf = threadName(d);
   // (file names short, as py-spy shows them: the program's own relative to its directory)
-  const cwd = targetCwd(pid);
-  const fileName = values['full-filenames'] ? (f: string): string => f : (f: string): string => shortFilename(f, cwd);
-  const lines = [`${source.description}: ${stacks.length} thread${stacks.length === 1 ? '' : 's'}`];
-  for (const t of stacks) {
+  const fileName = fullFilenames ? (f: string): string => f : (f: string): string => shortFilename(f, d.cwd);
+  const lines = [`${d.description}: ${d.stacks.length} thread${d.stacks.length === 1 ? '' : 's'}`];
+  for (const n of d.notes) lines.push(`! ${n}`);
+  for (const t of d.stacks) {
     const why = t.walk.failAddress !== 0n ? ` (at 0x${t.walk.failAddress.toString(16)})` : '';
     const name = nameOf(t);
     lines.push('', `Thread ${t.nativeThreadId}${name === null ? '' : ` ${/^[^\s"\\\p{C}]+$/u.test(name) ? name : JSON.stringify(name)}`} (interpreter ${t.interpreterId}, thread_id 0x${t.threadId.toString(16)}): ${t.status}${why}`);
     for (const e of t.copyErrors) lines.push(`  ! ${e}`);
+    const locals = d.locals?.get(t);
     const frameLine = (f: SourceFrame, indent: string): string =>
       f.filename === '' && f.line === null ? `${indent}${f.qualname}` : `${indent}${f.qualname} (${fileName(f.filename)}:${f.line ?? '?'})${f.opcode === undefined ? '' : ` ${f.opcode}`}`;
-    const own = taskStacks?.get(t);
-    const m = mixed.get(t);
+    const pythonFrame = (index: number, indent: string): void => {
+      lines.push(frameLine(t.frames[index]!, indent));
+      const l = locals?.[index];
+      if (l === undefined) return;
+      if (typeof l === 'string') lines.push(`${indent}    (locals: ${l})`);
+      else for (const v of l) lines.push(`${indent}    ${v.argument ? 'arg' : 'local'} ${v.name} = ${valueText(v)}`);
+    };
+    const own = d.taskStacks?.get(t);
+    const m = d.mixed.get(t);
     if (m?.status === 'mixed') {
-      for (const f of m.frames) lines.push(f.kind === 'python' ? frameLine(t.frames[f.index]!, '  ') : `  ${nativeText(f.name)}`);
+      for (const f of m.frames) {
+        if (f.kind === 'python') pythonFrame(f.index, '  ');
+        else lines.push(`  ${nativeText(f.name)}`);
+      }
       continue;
     }
     if (m) lines.push(`  (native frames: ${m.status}${m.unwind ? `, ${m.unwind.pcs.length} unwound` : ''})`);
     if (!own?.length) {
-      for (const f of t.frames) lines.push(frameLine(f, '  '));
+      for (let i = 0; i < t.frames.length; i++) pythonFrame(i, '  ');
       continue;
     }
     // the thread's tasks: each task's stack, innermost first (the root task last)
@@ -257,8 +428,14 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
       else lines.push(TRUSTED.has(k.status) ? '  no task running: the thread\'s own stack' : `  its tasks: ${k.status} (not shown)`);
       for (const f of k.frames) lines.push(frameLine(f, '    '));
     }
-    if (cutTasks.has(t)) lines.push(`  … more than ${MAX_TASKS} tasks on its list: those past ${MAX_TASKS} are not shown`);
+    if (d.cutTasks.has(t)) lines.push(`  … more than ${MAX_TASKS} tasks on its list: those past ${MAX_TASKS} are not shown`);
   }
-  out(lines.join('\n') + '\n');
-  return 0;
+  return lines.join('\n') + '\n';
+}
+
+/** A local's value as text: its repr, or its type and address. */
+function valueText(v: LocalVariable): string {
+  if (!v.value) return '<unreadable>';
+  if (v.value.repr !== null) return v.value.repr;
+  return `<${v.value.type} object at 0x${v.value.address.toString(16)}>`;
 }

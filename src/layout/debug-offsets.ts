@@ -501,7 +501,31 @@ function buildLayout(t: Table, version: PythonVersion): Layout {
       nlocalsplus: codeInt('co_nlocalsplus', firstlineno + 4),
       codeAdaptive: r.field('code_object', 'co_code_adaptive', 1),
       opcodes: `${version.major}.${minor}`,
+      // not in the table: co_flags is the int after the three object pointers that follow the
+      // header, and co_kwonlyargcount two ints after co_argcount (co_posonlyargcount between), in
+      // every version (checked on the real interpreters by test/core-dump.test.ts's arguments)
+      ...(ptr === 8
+        ? {
+            locals: {
+              // PyObject_VAR_HEAD, co_consts, co_names, co_exceptiontable, then int co_flags
+              flags: objectSize + ptr + 3 * ptr,
+              argcount: r.field('code_object', 'argcount', 4),
+              kwonlyargcount: r.field('code_object', 'argcount', 4) + 8,
+              localsplusnames: r.pointer('code_object', 'localsplusnames'),
+              localspluskinds: r.pointer('code_object', 'localspluskinds'),
+            },
+          }
+        : {}),
     },
+    ...(ptr === 8
+      ? {
+          values: {
+            tupleItems: r.pointer('tuple_object', 'ob_item'),
+            listItems: r.pointer('list_object', 'ob_item'),
+            floatValue: r.field('float_object', 'ob_fval', 8),
+          },
+        }
+      : {}),
     unicode: {
       length: r.pointer('unicode_object', 'length'),
       state: r.field('unicode_object', 'state', 4),

@@ -147,7 +147,19 @@ export interface Layout {
     codeAdaptive: number;
     /** how this Python numbers its opcodes: the id of its table in src/symbols/opcodes.ts ("3.14") */
     opcodes: string;
+    /**
+     * What reading a frame's local variables needs (dump --locals): int co_flags, co_argcount
+     * and co_kwonlyargcount, and the co_localsplusnames tuple and co_localspluskinds bytes.
+     * Absent where locals are not read (wasm32).
+     */
+    locals?: { flags: number; argcount: number; kwonlyargcount: number; localsplusnames: number; localspluskinds: number };
   };
+  /**
+   * Where the values of the containers and floats dump --locals shows are: a tuple's items
+   * (inline; 3.14+ keep a hash before them), a list's ob_item pointer, a float's double.
+   * Absent where locals are not read (wasm32).
+   */
+  values?: { tupleItems: number; listItems: number; floatValue: number };
   unicode: {
     length: number;
     state: number;

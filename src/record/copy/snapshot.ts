@@ -42,6 +42,8 @@ export interface SnapshotOptions extends CopierOptions {
   tasks?: TaskCopier;
   /** the caller has stopped the whole target for this snapshot (every copy is of one moment) */
   stopped?: boolean;
+  /** the target cannot change while it is copied, without being stopped (a core file) */
+  paused?: boolean;
 }
 
 export function takeSnapshot(source: MemorySource, options: SnapshotOptions = {}): Snapshot {
@@ -50,7 +52,7 @@ export function takeSnapshot(source: MemorySource, options: SnapshotOptions = {}
   // (without a stopper, as optimistic mode copies: see modes.ts)
   const copier = options.copier ?? (options.stopper || options.copy ? copierFor(source, copyOptions) : new MemoryCopier(source, { keepAgreeing: true, ...options }));
   const time = Date.now();
-  const threads = options.stopped ? copier.copyAll({ stopped: true }) : copyThreads(copier, copyOptions);
+  const threads = options.stopped ? copier.copyAll({ stopped: true }) : options.paused ? copier.copyAll({ paused: true }) : copyThreads(copier, copyOptions);
   // (a copy nothing proved is not walked: its tasks would not be looked at)
   if (options.tasks) for (const t of threads) if (!t.unproven) options.tasks.copy(t);
   const codeObjects = [...copier.used].map((a) => copier.codeObject(a)).filter((c): c is CodeRecord => c !== null);

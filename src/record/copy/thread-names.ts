@@ -24,6 +24,7 @@ import { pyStringHeaderSize, readPyString } from '../../symbols/strings.js';
 import { readMany, type MemorySource } from './source.js';
 import type { ThreadNameRecord } from '../../capture/types.js';
 import { MAX_INTERPRETERS } from './thread-list.js';
+import { dictItems, keysShape, type Item, type KeysShape } from '../../objects/dict-items.js';
 
 /** One thread's name, as its interpreter's `threading` module had it. */
 export interface ThreadName {
@@ -33,8 +34,6 @@ export interface ThreadName {
   name: string;
 }
 
-/** Dicts with more slots than 2^this are not read (sys.modules of a huge program: 2^17 slots hold 87k modules). */
-const MAX_LOG2_SLOTS = 17;
 /** A name longer than this (characters) is not read. */
 const MAX_NAME_CHARS = 1024;
 /** Bytes read at a str beyond its header: short names come with the header in one read. */
@@ -44,10 +43,6 @@ const MAX_THREADS = 4096;
 /** Ranges per gathered read (process_vm_readv takes at most IOV_MAX = 1024). */
 const GATHER = 512;
 
-interface Item {
-  key: bigint;
-  value: bigint;
-}
 
 /**
  * The names of the threads of every interpreter of the target, where `threading` knows them
@@ -238,64 +233,12 @@ class NameReader {
     return out;
   }
 
-  /** A keys object's header, checked: its kind, entries in use and the entry layout; null when it is not one. */
-  private keysShape(h: Uint8Array): { kind: number; n: number; log2Index: number; size: number; keyAt: number; valueAt: number } | null {
-    const N = this.N;
-    const log2 = h[N.keysLog2Size]!;
-    const log2Index = h[N.keysLog2IndexBytes]!;
-    const kind = h[N.keysKind]!;
-    const used = BigInt.asIntN(64, ptr(h, N.keysNentries));
-    // DICT_KEYS_GENERAL 0, UNICODE 1, SPLIT 2; index bytes 1, 2, 4 or 8 per slot
-    if (log2 < 3 || log2 > MAX_LOG2_SLOTS || log2Index < log2 || log2Index > log2 + 3 || kind > 2) return null;
-    if (used < 0n || used > BigInt(((2 << log2) / 3) | 0) + 1n) return null;
-    const general = kind === 0;
-    return {
-      kind,
-      n: Number(used),
-      log2Index,
-      size: general ? N.entrySize : N.unicodeEntrySize,
-      keyAt: general ? N.entryKey : N.unicodeEntryKey,
-      valueAt: general ? N.entryValue : N.unicodeEntryValue,
-    };
+  private keysShape(h: Uint8Array): KeysShape | null {
+    return keysShape(h, this.N);
   }
 
-  /** The (key, value) pairs of the dict at `address`; null when it does not look like a dict. */
   private dictItems(address: bigint): Item[] | null {
-    if (!aligned(address)) return null;
-    const N = this.N;
-    const P = this.P;
-    const d = this.source.tryRead(address, Math.max(N.dictKeys, N.dictValues) + P);
-    if (!d) return null;
-    const keys = ptr(d, N.dictKeys);
-    const values = ptr(d, N.dictValues);
-    if (!aligned(keys) || (values !== 0n && !aligned(values))) return null;
-    const h = this.source.tryRead(keys, N.keysIndices);
-    if (!h) return null;
-    const shape = this.keysShape(h);
-    // a split dict (its values apart from its keys) has split keys, and only it
-    if (!shape || (values !== 0n) !== (shape.kind === 2)) return null;
-    let n = shape.n;
-    let vals: Uint8Array | null = null;
-    if (values !== 0n) {
-      if (N.valuesCapacity !== null) {
-        // 3.13+: the values say how many they hold
-        const pre = this.source.tryRead(values, N.valuesValues);
-        if (!pre) return null;
-        n = Math.min(n, pre[N.valuesCapacity]!);
-      }
-      vals = n === 0 ? new Uint8Array(0) : this.source.tryRead(values + BigInt(N.valuesValues), n * P);
-      if (!vals) return null;
-    }
-    if (n === 0) return [];
-    const entries = this.source.tryRead(keys + BigInt(N.keysIndices + (1 << shape.log2Index)), n * shape.size);
-    if (!entries) return null;
-    const items: Item[] = [];
-    for (let i = 0; i < n; i++) {
-      const key = ptr(entries, i * shape.size + shape.keyAt);
-      const value = vals ? ptr(vals, i * P) : ptr(entries, i * shape.size + shape.valueAt);
-      if (aligned(key) && aligned(value)) items.push({ key, value });
-    }
-    return items;
+    return dictItems(this.source, this.N, address);
   }
 
   /**

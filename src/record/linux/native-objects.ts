@@ -14,7 +14,7 @@ import type { NativeObject, NativeSymbols } from '../../native/objects.js';
 import type { UnwindTable } from '../../native/unwind-table.js';
 
 /** What an object's file gives, whatever the process maps it at. */
-interface FileFacts {
+export interface FileFacts {
   buildId: string | null;
   table: UnwindTable;
   symbols: NativeSymbols;
@@ -108,7 +108,8 @@ function frameTable(elf: ElfInfo, bytes: Uint8Array, name: string, problems: str
   return null;
 }
 
-function factsOf(root: string, mappedPath: string) {
+/** The FileFacts of an object's bytes; `root` is where its debug file is looked for ("": this machine). */
+export function nativeFactsOf(root: string, mappedPath: string) {
   return (bytes: Uint8Array, file: string): FileFacts | string => {
     let elf: ElfInfo;
     try {
@@ -163,14 +164,25 @@ export interface UnreadObject {
  * ones that could not be read. `maps` may be given (already read).
  */
 export function readNativeObjects(pid: number, maps: MapEntry[] = readProcMaps(pid)): { objects: NativeObject[]; unread: UnreadObject[] } {
-  const objects: NativeObject[] = [];
-  const unread: UnreadObject[] = [];
   const byPath = new Map<string, MapEntry[]>();
   for (const m of maps) if (m.path.startsWith('/')) byPath.set(m.path, [...(byPath.get(m.path) ?? []), m]);
+  return nativeObjectsFrom(maps, (m) => {
+    const all = byPath.get(m.path)!;
+    return useMappedFile(pid, m.path, [m, ...all.filter((x) => x !== m)], nativeFactsOf(`/proc/${pid}/root`, m.path), cache);
+  });
+}
+
+/**
+ * The executable file mappings of `maps` as NativeObjects, sorted by start, and the ones that
+ * could not be read — each file's facts from `factsFor` (a live process's files, or those a
+ * core names).
+ */
+export function nativeObjectsFrom(maps: readonly MapEntry[], factsFor: (m: MapEntry) => FileFacts | string): { objects: NativeObject[]; unread: UnreadObject[] } {
+  const objects: NativeObject[] = [];
+  const unread: UnreadObject[] = [];
   for (const m of maps) {
     if (m.perms[2] !== 'x' || !m.path.startsWith('/')) continue;
-    const all = byPath.get(m.path)!;
-    const facts = useMappedFile(pid, m.path, [m, ...all.filter((x) => x !== m)], factsOf(`/proc/${pid}/root`, m.path), cache);
+    const facts = factsFor(m);
     if (typeof facts === 'string') {
       unread.push({ path: m.path, start: m.start, end: m.end, why: facts });
       continue;

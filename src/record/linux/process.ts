@@ -54,7 +54,7 @@ export interface RuntimeLocation {
 
 const PAGE_SIZE = 0x1000n;
 // python3.11, python3.15 (also behind an ld.so launcher), libpython3.12.so.1.0, python3.13d …
-const CANDIDATE_NAME = /^(?:lib)?python3\.\d+/;
+export const CANDIDATE_NAME = /^(?:lib)?python3\.\d+/;
 // Files we are willing to read whole; libpython with full debug info is ~100 MB.
 const MAX_ELF_FILE_SIZE = 1 << 30;
 const MAX_CANDIDATES = 32;
@@ -138,7 +138,7 @@ export function locateRuntime(pid: number): RuntimeLocation {
 }
 
 /** What locating _PyRuntime needs of an interpreter file: the same for every process that maps it. */
-interface ElfFacts {
+export interface ElfFacts {
   /** link-time address of _PyRuntime (null: the file has none) */
   runtimeVaddr: bigint | null;
   /** link-time address of Py_Version (null: none) */
@@ -158,7 +158,8 @@ interface ElfFacts {
 const elfFacts = new Map<string, ElfFacts | string>();
 const MAX_CACHED_FILES = 16;
 
-function factsOf(bytes: Uint8Array, path: string): ElfFacts | string {
+/** What locating _PyRuntime needs of an interpreter file's bytes, or why they do not give it. */
+export function runtimeFactsOf(bytes: Uint8Array, path: string): ElfFacts | string {
   let elf: ElfInfo;
   try {
     elf = parseElf(bytes, path);
@@ -196,6 +197,11 @@ function factsOf(bytes: Uint8Array, path: string): ElfFacts | string {
 function locateInFile(pid: number, file: string, mappings: MapEntry[]): RuntimeLocation | string {
   const facts = readMappedFile(pid, file, mappings);
   if (typeof facts === 'string') return facts;
+  return placeRuntime(file, facts, mappings);
+}
+
+/** Where _PyRuntime lands, the file's facts placed by its mappings (a process's or a core's), else why not. */
+export function placeRuntime(file: string, facts: ElfFacts, mappings: readonly { start: bigint; end: bigint; offset: bigint }[]): RuntimeLocation | string {
   const { runtimeVaddr, pyVersion, firstOffset, linkBase } = facts;
   if (runtimeVaddr === null) return 'no .PyRuntime section or _PyRuntime symbol';
   if (firstOffset === null) return 'no PT_LOAD segment';
@@ -229,7 +235,7 @@ function locateInFile(pid: number, file: string, mappings: MapEntry[]): RuntimeL
  * CAP_CHECKPOINT_RESTORE.
  */
 function readMappedFile(pid: number, file: string, mappings: MapEntry[]): ElfFacts | string {
-  return useMappedFile(pid, file, mappings, factsOf, elfFacts);
+  return useMappedFile(pid, file, mappings, runtimeFactsOf, elfFacts);
 }
 
 /**

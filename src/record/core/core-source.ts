@@ -19,8 +19,8 @@ import { nativeFactsOf, nativeObjectsFrom, type UnreadObject } from '../linux/na
 import type { NativeObject } from '../../native/objects.js';
 import { CoreError, parseCore, type CoreFile, type CoreMappedFile, type CoreSegment, type CoreThread } from './core-file.js';
 
-/** A core larger than this is refused (Node's buffers, and any sane profile of a Python process). */
-const MAX_CORE_BYTES = 16 * 2 ** 30;
+/** A core larger than this is refused: the core is read whole, and Node reads at most 2 GiB into one buffer. */
+const MAX_CORE_BYTES = 2 ** 31 - 1;
 /** a read from the core or its files at most this long (far above any structure pyunwind reads) */
 const MAX_READ = 1 << 28;
 /** the first page of a mapped ELF file, which a core keeps (coredump_filter bit 4) */

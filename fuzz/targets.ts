@@ -35,6 +35,10 @@ import { CfiError, readFrameSection } from '../src/native/eh-frame.js';
 import { unwindNative } from '../src/native/unwind.js';
 import { KernelNativeUnwinder } from '../src/kernel/native-unwinder.js';
 import { frameSectionBytes, nativeInput, realFrameSections } from './native-arbitraries.js';
+import { objectHeap } from './object-arbitraries.js';
+import { builtinLayout } from '../src/layout/builtin.js';
+import { ObjectReader } from '../src/objects/object-reader.js';
+import { frameLocals } from '../src/objects/frame-locals.js';
 
 export interface Target {
   name: string;
@@ -210,6 +214,8 @@ export async function targets(onCase: () => void = () => {}): Promise<Target[]> 
   // the pseudo-frames a report adds (<GC>, <native>): the engine adds them as nodes, the reference path to each sample
   const pseudoFrames = fc.record({ gcFrames: fc.boolean(), nativeFrames: fc.boolean() });
   const offsetsIndex = fc.integer({ min: 0, max: corpus.debugOffsets.length - 1 });
+  // the 64-bit layouts locals are read with: 3.11 and 3.12 built in, 3.13+ from real debug offsets
+  const objectLayouts = [builtinLayout(0x030b07f0, 'x86_64'), builtinLayout(0x030c01f0, 'x86_64'), ...corpus.debugOffsets.filter((d) => d.name.startsWith('native-')).map((d) => layoutFromDebugOffsets(d.bytes))];
 
   return [
     {
@@ -319,6 +325,25 @@ export async function targets(onCase: () => void = () => {}): Promise<Target[]> 
         for (let i = 1; i < table.starts.length; i++) {
           if (!(table.starts[i]! > table.starts[i - 1]!)) throw new FuzzFailure(`row ${i} starts at 0x${table.starts[i]!.toString(16)}, not after row ${i - 1} (0x${table.starts[i - 1]!.toString(16)})`);
         }
+      }),
+    },
+    {
+      name: 'objects: hostile heaps through the locals decoder',
+      weight: 5,
+      property: fc.property(fc.integer({ min: 0, max: objectLayouts.length - 1 }).chain((i) => fc.tuple(fc.constant(i), objectHeap(objectLayouts[i]!))), ([i, heap]) => {
+        onCase();
+        const layout = objectLayouts[i]!;
+        const started = performance.now();
+        const reader = new ObjectReader(heap.source, layout);
+        for (const address of heap.objects) {
+          const v = reader.value(address);
+          // bounded: what one value shows (MAX_ITEMS items of MAX_DEPTH levels, strings cut)
+          if (v?.repr && v.repr.length > 100_000) throw new FuzzFailure(`a value shown in ${v.repr.length} characters`);
+        }
+        const locals = frameLocals(heap.source, layout, reader, { frame: heap.frame, code: heap.code, instrPtr: 0n, callsThroughC: false });
+        if (typeof locals !== 'string' && locals.length > 256) throw new FuzzFailure(`${locals.length} locals`);
+        const ms = performance.now() - started;
+        if (ms > 2000) throw new FuzzFailure(`a heap of ${heap.objects.length} objects took ${ms.toFixed(0)} ms`);
       }),
     },
     {

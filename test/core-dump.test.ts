@@ -17,7 +17,8 @@
 // workloads/cext/crash.py dies of SIGSEGV in a C extension (crash.c, crash_deref dereferences
 // NULL): `dump --core --native` shows the crashing thread's stack down to crash_deref, under the
 // program's Python frames; with the extension removed, or rebuilt different, one line says so and
-// the Python stack is still shown; --lib-path finds the right one again.
+// the Python stack is still shown; --lib-path finds the right one again. The library call
+// (openCore, takeSnapshot, unwindSnapshot) gives the same Python stack.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -27,6 +28,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import { readProcMaps } from '../src/record/linux/proc-maps.js';
 import { cannotRun, skipTest } from './helpers/coverage.js';
+import { openCore, snapshotSamples, takeSnapshot } from '../src/record/index.js';
+import { unwindSnapshot } from '../src/pipeline/snapshot-stacks.js';
+import { KernelWalker } from '../src/kernel/walker.js';
 import { threadState, waitUntil } from './helpers/wait.js';
 
 const BIN = path.resolve('bin/pyunwind.js');
@@ -243,6 +247,14 @@ describe.each(nativeInterpreters())('dump --core, $label', (py) => {
     expect(t.stack![0], JSON.stringify(t.stack)).toMatchObject({ native: true, name: 'crash_deref' });
     expect(t.stack![0]!.object).toBe(so);
     expect((whole.notes ?? []).filter((n) => n.includes('pyunwind_crash'))).toEqual([]);
+    // the library call: the same Python stack
+    const opened = openCore(core);
+    try {
+      const stacks = unwindSnapshot(snapshotSamples(takeSnapshot(opened.source, { paused: true })), await KernelWalker.load());
+      expect(stacks.map((x) => [...x.frames].reverse().map((f) => `${f.qualname.split('.').pop()}:${f.line}`))).toEqual([own]);
+    } finally {
+      opened.source.close();
+    }
     const text = pyunwind(['dump', '--core', core, '--native']);
     expect(text.status, text.stderr).toBe(0);
     expect(text.stdout).toMatch(/Thread \d+ MainThread .*: complete\S*\n {2}crash_deref \(pyunwind_crash/);

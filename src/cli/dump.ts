@@ -327,7 +327,8 @@ async function dumpCore(file: string, o: { executable: string | undefined; libPa
       if (f.status === 'missing') notes.push(`${f.path}: missing (${f.why}); give it with --lib-path DIR`);
       else if (f.status === 'different') notes.push(`${f.path}: not the file the core mapped (${f.why}); give that one with --lib-path DIR`);
     }
-    const unchecked = opened.files.filter((f) => f.status === 'unchecked');
+    // (files that are not ELF — locale archives, caches — have no build id to check: not said)
+    const unchecked = opened.files.filter((f) => f.status === 'unchecked' && f.why !== 'not an ELF file');
     if (unchecked.length) notes.push(`${unchecked.length} file${unchecked.length === 1 ? '' : 's'} used unchecked: the core keeps no build id for ${unchecked.length === 1 ? 'it' : 'them'} (${unchecked.map((f) => path.basename(f.path)).join(', ')})`);
     for (const z of opened.zeroStacks) {
       notes.push(`thread ${z.tid}: the core holds only zeros for its stack (0x${z.start.toString(16)}-0x${z.end.toString(16)}): its writer could not read it (gcore stops at a guard page); what lies there is not shown`);

@@ -20,3 +20,7 @@ export { SAMPLING_MODES, SAMPLE_FACTS, type SamplingMode, type SampleFact } from
 export type { SamplerStats, SamplerEnd } from './sampling/sampler.js';
 export type { MemorySource } from './copy/source.js';
 export { readThreadNames, ThreadNamer, type ThreadName } from './copy/thread-names.js';
+export { openCore, readCoreBytes, CoreSource, type CoreOptions, type CoreFileCheck, type OpenedCore, type ZeroStack } from './core/core-source.js';
+export { parseCore, CoreError, type CoreFile, type CoreThread, type CoreSegment, type CoreMappedFile } from './core/core-file.js';
+export { ObjectReader, type ObjectValue } from '../objects/object-reader.js';
+export { frameLocals, type LocalVariable } from '../objects/frame-locals.js';

@@ -71,7 +71,6 @@ export class CoreSource implements MemorySource {
   constructor(
     readonly name: string,
     readonly core: CoreFile,
-    private readonly bytes: Uint8Array,
     readonly location: RuntimeLocation,
     layout: Layout,
     /** the NT_FILE mappings, sorted by start, each with the file read in its place (null: none) */
@@ -165,11 +164,6 @@ export class CoreSource implements MemorySource {
     return this.core.threads;
   }
 
-  /** The bytes of the core held (the whole file) — for a caller that wants the raw core. */
-  get size(): number {
-    return this.bytes.length;
-  }
-
   close(): void {
     for (const fd of this.fds.values()) fs.closeSync(fd);
     this.fds.clear();
@@ -259,7 +253,7 @@ export function openCore(file: string, options: CoreOptions = {}): OpenedCore {
   if (!location) {
     throw new TargetError('not-python', `${file}: no CPython found in the core (${tried.length ? tried.join('; ') : 'no python3.N or libpython3.N among the files it maps'})${tried.some((t) => / (missing|different) /.test(t)) ? '; give the interpreter with --executable PATH' : ''}`);
   }
-  const provisional = new CoreSource(file, core, bytes, location, PLACEHOLDER_LAYOUT, mapped, zeros);
+  const provisional = new CoreSource(file, core, location, PLACEHOLDER_LAYOUT, mapped, zeros);
   const context = `${file} (${path.posix.basename(location.file)})`;
   const runtimeBytes = provisional.tryRead(location.runtimeAddress, DEBUG_OFFSETS_READ_SIZE);
   if (!runtimeBytes) throw new TargetError('read', `${context}: _PyRuntime at 0x${location.runtimeAddress.toString(16)} is not in the core`);
@@ -270,7 +264,7 @@ export function openCore(file: string, options: CoreOptions = {}): OpenedCore {
     pyVersion = new DataView(word.buffer, word.byteOffset, 4).getUint32(0, true);
   }
   const layout = chooseLayout(context, runtimeBytes, pyVersion);
-  const source = new CoreSource(file, core, bytes, location, layout, mapped, zeros);
+  const source = new CoreSource(file, core, location, layout, mapped, zeros);
   return {
     source,
     files,
@@ -314,14 +308,14 @@ function resolveFiles(core: CoreFile, options: CoreOptions): CoreFileCheck[] {
         continue;
       }
       if (want === null) {
-        found = { path: m.path, status: 'unchecked', used: c, why: '' };
+        found = { path: m.path, status: 'unchecked', used: c, why: id === NOT_ELF ? 'not an ELF file' : 'the core keeps no build id for it' };
         break;
       }
       if (id === want) {
         found = { path: m.path, status: 'ok', used: c, why: '' };
         break;
       }
-      tried.push(`${c}: build id ${id ?? 'none'}, the core's is ${want}`);
+      tried.push(`${c}: build id ${id === NOT_ELF ? 'none (not an ELF file)' : (id ?? 'none')}, the core's is ${want}`);
     }
     if (!found) {
       const different = tried.some((t) => t.includes('build id'));
@@ -332,7 +326,10 @@ function resolveFiles(core: CoreFile, options: CoreOptions): CoreFileCheck[] {
   return out;
 }
 
-/** The build id of the file at `file` (null: it has none; undefined: no such readable ELF file). */
+/** fileBuildId of a file that is not ELF (a locale archive, a cache the program maps) */
+const NOT_ELF = '';
+
+/** The build id of the file at `file` (null: it has none; NOT_ELF: not an ELF file; undefined: no such readable file). */
 function fileBuildId(file: string): string | null | undefined {
   let st: fs.Stats;
   try {
@@ -341,6 +338,19 @@ function fileBuildId(file: string): string | null | undefined {
     return undefined;
   }
   if (!st.isFile()) return undefined;
+  // (the magic first: a large data file the program maps is not read whole)
+  const magic = new Uint8Array(4);
+  try {
+    const fd = fs.openSync(file, 'r');
+    try {
+      if (fs.readSync(fd, magic, 0, 4, 0) < 4) return NOT_ELF;
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch {
+    return undefined;
+  }
+  if (magic[0] !== 0x7f || magic[1] !== 0x45 || magic[2] !== 0x4c || magic[3] !== 0x46) return NOT_ELF;
   const read = readWholeFile(file);
   if (typeof read === 'string') return undefined;
   try {

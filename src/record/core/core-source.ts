@@ -298,7 +298,9 @@ function resolveFiles(core: CoreFile, options: CoreOptions): CoreFileCheck[] {
     seen.add(m.path);
     if (!m.path.startsWith('/')) continue;
     const want = coreBuildId(core, m.path);
-    const candidates = m.path === exeFor ? [exe!] : [m.path, ...(options.libPaths ?? []).map((d) => path.join(d, path.posix.basename(m.path)))];
+    // (a file replaced or removed after it was mapped: the kernel names it "PATH (deleted)")
+    const named = m.path.replace(/ \(deleted\)$/, '');
+    const candidates = m.path === exeFor ? [exe!] : [named, ...(options.libPaths ?? []).map((d) => path.join(d, path.posix.basename(named)))];
     const tried: string[] = [];
     let found: CoreFileCheck | null = null;
     for (const c of candidates) {

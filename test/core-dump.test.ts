@@ -44,6 +44,22 @@ afterAll(() => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
+// three tasks waiting in leaf ← middle, and main waiting for them: the event loop parked
+const ASYNC_PROGRAM = `
+import asyncio
+async def leaf(ev, n):
+    await ev.wait()
+async def middle(ev, n):
+    await leaf(ev, n)
+async def main():
+    ev = asyncio.Event()
+    ts = [asyncio.create_task(middle(ev, i), name=f"worker-{i}") for i in range(3)]
+    await asyncio.sleep(0)
+    print("ready", flush=True)
+    await ev.wait()
+asyncio.run(main())
+`;
+
 interface Said {
   thread: string;
   native_id: number;
@@ -212,6 +228,32 @@ describe.each(nativeInterpreters())('dump --core, $label', (py) => {
       expect(localsOf(fromKernel, s.native_id), s.thread).toEqual(localsOf(live, s.native_id));
     }
     fs.rmSync(path.join(cwd, file!));
+  });
+
+  // asyncio publishes its tasks to profilers from 3.14 on
+  const minor = Number(/3\.(\d+)/.exec(py.label)?.[1]);
+  it.runIf(minor >= 14)('--async-aware from a gcore core: the tasks a live dump shows', async () => {
+    const child = spawn(py.command, ['-c', ASYNC_PROGRAM], { stdio: ['ignore', 'pipe', 'inherit'] });
+    children.push(child);
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    await waitUntil(() => out.includes('ready'), 'the tasks to start', 60_000);
+    const pid = child.pid!;
+    await waitUntil(() => threadState(pid, pid) === 'S', 'the event loop to wait');
+    const live = dumpJson(['--pid', String(pid), '--async-aware']);
+    const g = spawnSync('gcore', ['-o', path.join(dir, `async-${py.label}`), String(pid)], { encoding: 'utf8', timeout: 180_000 });
+    expect(g.status, g.stderr).toBe(0);
+    child.kill('SIGKILL');
+    const gfile = path.join(dir, `async-${py.label}.${pid}`);
+    const fromCore = dumpJson(['--core', gfile, '--async-aware']);
+    fs.rmSync(gfile);
+    type WithTasks = Thread & { tasks: { task: string | null; status: string; frames: Frame[] }[] };
+    const main = (d: Dump): WithTasks => d.threads.find((t) => t.name === 'MainThread') as WithTasks;
+    // the three workers waiting in leaf ← middle, and main: as the live dump shows them
+    expect(main(live).tasks.filter((k) => k.task?.startsWith('worker-')).map((k) => [k.status, k.frames.map((f) => f.qualname)])).toEqual(
+      ['worker-0', 'worker-1', 'worker-2'].map(() => [expect.stringMatching(/^complete/), expect.arrayContaining(['leaf', 'middle'])]),
+    );
+    expect(main(fromCore).tasks).toEqual(main(live).tasks);
   });
 
   it('a crash in C: the crashing thread down to the faulting function; a missing or different library said in one line', async (ctx) => {

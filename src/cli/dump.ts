@@ -21,6 +21,7 @@ import { sourceFrame } from '../symbols/types.js';
 import type { SourceFrame } from '../profile/types.js';
 import { asyncioOffsetsNow, TargetError, type AsyncioFound } from '../record/linux/process.js';
 import { copierFor } from '../record/copy/modes.js';
+import { MemoryCopier } from '../record/copy/copier.js';
 import type { AnyStopper } from '../record/linux/stopper.js';
 import { asyncioTstateCheck, asyncioTstateEnd, TaskCopier } from '../record/copy/task-copy.js';
 import type { AsyncMode } from '../walk/task-graph.js';
@@ -162,10 +163,11 @@ export async function dump(argv: string[], out: (s: string) => void): Promise<nu
   let dumped: Dumped;
   if (values.core !== undefined) {
     if (values.pid !== undefined) throw new UsageError('dump takes --pid or --core, not both');
-    for (const o of ['copy', 'blocking', 'read-only', 'async-aware', 'async-mode'] as const) {
+    for (const o of ['copy', 'blocking', 'read-only'] as const) {
       if (values[o] !== undefined) throw new UsageError(`--${o} is for a live process: a core is read as it is`);
     }
-    dumped = await dumpCore(values.core, { executable: values.executable, libPaths: values['lib-path'] ?? [], native: values.native === true, locals: values.locals === true, opcodes: values.opcodes === true });
+    const asyncMode = asyncModeOption(values['async-aware'], values['async-mode'] ?? (values['async-aware'] ? 'all' : undefined));
+    dumped = await dumpCore(values.core, { executable: values.executable, libPaths: values['lib-path'] ?? [], native: values.native === true, locals: values.locals === true, opcodes: values.opcodes === true, asyncMode });
   } else {
     if (values.pid === undefined) throw new UsageError('dump needs --pid PID or --core CORE');
     if (values.executable !== undefined || values['lib-path'] !== undefined) throw new UsageError('--executable and --lib-path are for --core');
@@ -297,12 +299,19 @@ function readLocals(source: MemorySource, layout: Layout, stacks: ThreadStack[])
 /** Bytes of a thread's stack taken from a core for its native unwind (post-mortem: deeper than a sample's copy). */
 const CORE_STACK_BYTES = 1 << 20;
 
-async function dumpCore(file: string, o: { executable: string | undefined; libPaths: string[]; native: boolean; locals: boolean; opcodes: boolean }): Promise<Dumped> {
+async function dumpCore(file: string, o: { executable: string | undefined; libPaths: string[]; native: boolean; locals: boolean; opcodes: boolean; asyncMode: AsyncMode | null | undefined }): Promise<Dumped> {
   const walker = await KernelWalker.load();
   const opened = openCore(file, { ...(o.executable !== undefined ? { executable: o.executable } : {}), libPaths: o.libPaths });
   const source = opened.source;
   try {
-    const snapshot = takeSnapshot(source, { paused: true });
+    let tasks: { found: AsyncioFound; mode: AsyncMode; copier: MemoryCopier } | null = null;
+    if (o.asyncMode) {
+      const found = opened.asyncio();
+      if (typeof found === 'string') throw new TargetError('unsupported', `--async-aware: ${source.description}: ${found}`);
+      const offsets = found.offsets;
+      tasks = { found, mode: o.asyncMode, copier: new MemoryCopier(source, { keepAgreeing: true, tstateMin: asyncioTstateEnd(offsets, source.layout.pointerSize), tstateCheck: asyncioTstateCheck(offsets) }) };
+    }
+    const snapshot = takeSnapshot(source, { paused: true, ...(tasks ? { copier: tasks.copier, tasks: new TaskCopier(source, source.layout, tasks.found.offsets, tasks.mode, tasks.copier) } : {}) });
     let natives: Map<bigint, NativeCopy> | null = null;
     if (o.native) {
       natives = new Map();
@@ -322,6 +331,8 @@ async function dumpCore(file: string, o: { executable: string | undefined; libPa
     const mixed = new Map<ThreadStack, MixedStack>();
     if (natives) await mixStacks(source.layout, opened.nativeObjects().objects, samples, stacks, mixed);
     const locals = o.locals ? readLocals(source, source.layout, stacks) : null;
+    const cutTasks = new Set<ThreadStack>();
+    const taskStacks = tasks ? unwindSnapshotTasks(samples, stacks, walker, tasks.found.offsets, tasks.mode, o.opcodes, cutTasks) : null;
     const notes: string[] = [];
     for (const f of opened.files) {
       if (f.status === 'missing') notes.push(`${f.path}: missing (${f.why}); give it with --lib-path DIR`);
@@ -333,7 +344,7 @@ async function dumpCore(file: string, o: { executable: string | undefined; libPa
     for (const z of opened.zeroStacks) {
       notes.push(`thread ${z.tid}: the core holds only zeros for its stack (0x${z.start.toString(16)}-0x${z.end.toString(16)}): its writer could not read it (gcore stops at a guard page); what lies there is not shown`);
     }
-    return { description: source.description, stacks, taskStacks: null, cutTasks: new Set(), names, native: natives !== null, mixed, locals, notes, files: opened.files, cwd: undefined };
+    return { description: source.description, stacks, taskStacks, cutTasks, names, native: natives !== null, mixed, locals, notes, files: opened.files, cwd: undefined };
   } finally {
     source.close();
   }

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { DEBUG_OFFSETS_READ_SIZE, formatVersion, hasDebugOffsetsCookie, type Layout } from '../../layout/index.js';
 import { ReadError, type MemorySource } from '../copy/source.js';
-import { CANDIDATE_NAME, chooseLayout, placeRuntime, readWholeFile, runtimeFactsOf, TargetError, type RuntimeLocation } from '../linux/process.js';
+import { asyncioOffsetsAt, CANDIDATE_NAME, chooseLayout, locateAsyncioDebugIn, placeRuntime, readWholeFile, runtimeFactsOf, TargetError, type AsyncioFound, type RuntimeLocation } from '../linux/process.js';
 import { parseElf, ElfError } from '../linux/elf.js';
 import type { MapEntry } from '../linux/proc-maps.js';
 import { nativeFactsOf, nativeObjectsFrom, type UnreadObject } from '../linux/native-objects.js';
@@ -178,6 +178,8 @@ export interface OpenedCore {
   zeroStacks: ZeroStack[];
   /** the executable mappings as NativeObjects (read from the files found), and those not read */
   nativeObjects(): { objects: NativeObject[]; unread: UnreadObject[] };
+  /** the asyncio module's debug offsets (3.14+), from the file that holds them, or why not */
+  asyncio(): AsyncioFound | string;
 }
 
 /** The core's bytes: the file as it is, or unpacked where it is gzip (.gz). Throws CoreError. */
@@ -269,6 +271,15 @@ export function openCore(file: string, options: CoreOptions = {}): OpenedCore {
     source,
     files,
     zeroStacks: zeros,
+    asyncio: () =>
+      asyncioOffsetsAt(source, () =>
+        locateAsyncioDebugIn(mapsOf(core, () => null), (file) => {
+          const used = usable(file);
+          if (used === null) return `${byPath.get(file)?.status ?? 'not named'}: ${byPath.get(file)?.why ?? ''}`;
+          const bytes = readWholeFile(used);
+          return typeof bytes === 'string' ? bytes : { bytes, path: used };
+        }),
+      ),
     nativeObjects: () =>
       nativeObjectsFrom(mapsOf(core, usable), (m) => {
         const f = byPath.get(m.path);

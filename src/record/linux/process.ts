@@ -588,6 +588,14 @@ export function locateAsyncioDebug(pid: number): { address: bigint; file: string
   } catch (e) {
     return e instanceof Error ? e.message : String(e);
   }
+  return locateAsyncioDebugIn(maps, (file, mappings) => useMappedFile(pid, file, mappings, (bytes, path) => ({ bytes, path })));
+}
+
+/**
+ * Where the `AsyncioDebug` section is among `maps` (a process's, or a core's), each candidate
+ * file's bytes from `open`; a string says why not.
+ */
+export function locateAsyncioDebugIn(maps: readonly MapEntry[], open: (file: string, mappings: MapEntry[]) => { bytes: Uint8Array; path: string } | string): { address: bigint; file: string } | string {
   const byFile = new Map<string, MapEntry[]>();
   for (const m of maps) {
     if (!m.path.startsWith('/') || !ASYNCIO_CANDIDATE.test(path.posix.basename(m.path))) continue;
@@ -597,7 +605,7 @@ export function locateAsyncioDebug(pid: number): { address: bigint; file: string
   }
   const checked: string[] = [];
   for (const [file, mappings] of byFile) {
-    const opened = useMappedFile(pid, file, mappings, (bytes, path) => ({ bytes, path }));
+    const opened = open(file, mappings);
     if (typeof opened === 'string') {
       checked.push(`${file}: ${opened}`);
       continue;
@@ -638,10 +646,15 @@ export interface AsyncioFound {
  * not yet (a string); TargetError before 3.14.
  */
 export function asyncioOffsetsNow(source: LinuxProcessSource): AsyncioFound | string {
+  return asyncioOffsetsAt(source, () => locateAsyncioDebug(source.pid));
+}
+
+/** The asyncio debug offsets of `source`, where `locate` finds them (TargetError before 3.14). */
+export function asyncioOffsetsAt(source: MemorySource, locate: () => { address: bigint } | string): AsyncioFound | string {
   if (!source.layout.objects) {
     throw new TargetError('unsupported', `--async-aware: CPython publishes asyncio tasks to profilers from 3.14 on (${source.description})`);
   }
-  const found = locateAsyncioDebug(source.pid);
+  const found = locate();
   if (typeof found === 'string') return found;
   const bytes = source.read(found.address, ASYNCIO_OFFSETS_SIZE);
   return { offsets: parseAsyncioOffsets(bytes), debugOffsets: bytes };

@@ -503,7 +503,7 @@ function buildLayout(t: Table, version: PythonVersion): Layout {
       opcodes: `${version.major}.${minor}`,
       // not in the table: co_flags is the int after the three object pointers that follow the
       // header, and co_kwonlyargcount two ints after co_argcount (co_posonlyargcount between), in
-      // every version (checked on the real interpreters by test/core-dump.test.ts's arguments)
+      // every version (checked against offsetof by test/fixtures/offsets.c)
       ...(ptr === 8
         ? {
             locals: {

@@ -90,6 +90,7 @@ interface Frame {
 interface Thread {
   nativeThreadId: number;
   name: string | null;
+  signal?: string;
   status: string;
   frames: Frame[];
   nativeStatus?: string;
@@ -222,6 +223,9 @@ describe.each(nativeInterpreters())('dump --core, $label', (py) => {
     const file = fs.readdirSync(cwd).find((f) => f === 'core' || f === `core.${pid}`);
     if (!file) skipTest(ctx, 'core-dump', py.label, `no core written (/proc/sys/kernel/core_pattern is ${fs.readFileSync('/proc/sys/kernel/core_pattern', 'utf8').trim()})`);
     const fromKernel = dumpJson(['--core', path.join(cwd, file!), '--locals']);
+    // the thread that took the signal, and only it, says so (gcore's core: none)
+    expect(fromKernel.threads.filter((t) => t.signal !== undefined).map((t) => t.signal)).toEqual(['SIGABRT']);
+    expect(fromGcore.threads.filter((t) => t.signal !== undefined)).toEqual([]);
     expect(fromKernel.notes ?? [], 'no file missing, different or unread').toEqual(expect.not.arrayContaining([expect.stringMatching(/missing|not the file|only zeros/)]));
     for (const s of said) {
       checkThread(fromKernel.threads.find((x) => x.nativeThreadId === s.native_id), s, 'kernel core');
@@ -286,6 +290,7 @@ describe.each(nativeInterpreters())('dump --core, $label', (py) => {
     expect(whole.threads.length).toBe(1);
     const t = whole.threads[0]!;
     expect(t.status).toMatch(/^complete/);
+    expect(t.signal).toBe('SIGSEGV');
     expect(python(t)).toEqual(own);
     expect(t.nativeStatus, JSON.stringify(t.stack)).toBe('mixed');
     expect(t.stack![0], JSON.stringify(t.stack)).toMatchObject({ native: true, name: 'crash_deref' });
@@ -301,7 +306,7 @@ describe.each(nativeInterpreters())('dump --core, $label', (py) => {
     }
     const text = pyunwind(['dump', '--core', core, '--native']);
     expect(text.status, text.stderr).toBe(0);
-    expect(text.stdout).toMatch(/Thread \d+ MainThread .*: complete\S*\n {2}crash_deref \(pyunwind_crash/);
+    expect(text.stdout).toMatch(/Thread \d+ MainThread .*: complete\S*, got SIGSEGV\n {2}crash_deref \(pyunwind_crash/);
 
     // the library gone: one line for it, the Python stack still shown
     const kept = path.join(cwd, 'kept');

@@ -26,6 +26,7 @@ import type { AnyStopper } from '../record/linux/stopper.js';
 import { asyncioTstateCheck, asyncioTstateEnd, TaskCopier } from '../record/copy/task-copy.js';
 import type { AsyncMode } from '../walk/task-graph.js';
 import { TRUSTED } from '../walk/status.js';
+import os from 'node:os';
 import path from 'node:path';
 import { ThreadStopper } from '../record/linux/stopper.js';
 import { readNativeObjects } from '../record/linux/native-objects.js';
@@ -127,6 +128,13 @@ interface Dumped {
   files: CoreFileCheck[] | null;
   /** the target's working directory (short file names), where known */
   cwd: string | undefined;
+  /** a core's threads that were handling a signal when it was written (the one that killed it): tid → signal */
+  signals: Map<number, number>;
+}
+
+/** A signal's name (SIGSEGV), or its number. */
+function signalName(n: number): string {
+  return Object.entries(os.constants.signals).find(([, v]) => v === n)?.[0] ?? `signal ${n}`;
 }
 
 export async function dump(argv: string[], out: (s: string) => void): Promise<number> {
@@ -259,7 +267,7 @@ async function dumpLive(pid: number, values: LiveValues): Promise<Dumped> {
     stopper?.close();
     source.close();
   }
-  return { description: source.description, stacks, taskStacks, cutTasks, names, native: natives !== null, mixed, locals, notes: [], files: null, cwd: targetCwd(pid) };
+  return { description: source.description, stacks, taskStacks, cutTasks, names, native: natives !== null, mixed, locals, notes: [], files: null, cwd: targetCwd(pid), signals: new Map() };
 }
 
 /** Each thread's native stack among its regions (the walk reads entry frames from it), and its registers. */
@@ -341,10 +349,16 @@ async function dumpCore(file: string, o: { executable: string | undefined; libPa
     // (files that are not ELF — locale archives, caches — have no build id to check: not said)
     const unchecked = opened.files.filter((f) => f.status === 'unchecked' && f.why !== 'not an ELF file');
     if (unchecked.length) notes.push(`${unchecked.length} file${unchecked.length === 1 ? '' : 's'} used unchecked: the core keeps no build id for ${unchecked.length === 1 ? 'it' : 'them'} (${unchecked.map((f) => path.basename(f.path)).join(', ')})`);
+    // threads the interpreter does not know (C threads): named, so that a crash in one is not missed
+    const python = new Set(stacks.map((t) => Number(t.nativeThreadId)));
+    for (const t of source.threads) {
+      if (!python.has(t.tid)) notes.push(`thread ${t.tid}${t.signal > 0 ? ` (it got ${signalName(t.signal)})` : ''}: not a Python thread (no thread state names it)`);
+    }
     for (const z of opened.zeroStacks) {
       notes.push(`thread ${z.tid}: the core holds only zeros for its stack (0x${z.start.toString(16)}-0x${z.end.toString(16)}): its writer could not read it (gcore stops at a guard page); what lies there is not shown`);
     }
-    return { description: source.description, stacks, taskStacks, cutTasks, names, native: natives !== null, mixed, locals, notes, files: opened.files, cwd: undefined };
+    const signals = new Map(source.threads.filter((t) => t.signal > 0).map((t) => [t.tid, t.signal]));
+    return { description: source.description, stacks, taskStacks, cutTasks, names, native: natives !== null, mixed, locals, notes, files: opened.files, cwd: undefined, signals };
   } finally {
     source.close();
   }
@@ -378,6 +392,8 @@ function renderJson(d: Dumped): string {
             nativeThreadId: Number(t.nativeThreadId),
             // the name threading gives it, where known
             name: nameOf(t),
+            // (a core: the signal this thread was handling when the core was written)
+            ...(d.signals.has(Number(t.nativeThreadId)) ? { signal: signalName(d.signals.get(Number(t.nativeThreadId))!) } : {}),
             status: t.status,
             failAddress: t.walk.failAddress === 0n ? undefined : `0x${t.walk.failAddress.toString(16)}`,
             copyErrors: t.copyErrors.length ? t.copyErrors : undefined,
@@ -408,7 +424,8 @@ function renderText(d: Dumped, fullFilenames: boolean): string {
   for (const t of d.stacks) {
     const why = t.walk.failAddress !== 0n ? ` (at 0x${t.walk.failAddress.toString(16)})` : '';
     const name = nameOf(t);
-    lines.push('', `Thread ${t.nativeThreadId}${name === null ? '' : ` ${/^[^\s"\\\p{C}]+$/u.test(name) ? name : JSON.stringify(name)}`} (interpreter ${t.interpreterId}, thread_id 0x${t.threadId.toString(16)}): ${t.status}${why}`);
+    const signal = d.signals.get(Number(t.nativeThreadId));
+    lines.push('', `Thread ${t.nativeThreadId}${name === null ? '' : ` ${/^[^\s"\\\p{C}]+$/u.test(name) ? name : JSON.stringify(name)}`} (interpreter ${t.interpreterId}, thread_id 0x${t.threadId.toString(16)}): ${t.status}${why}${signal ? `, got ${signalName(signal)}` : ''}`);
     for (const e of t.copyErrors) lines.push(`  ! ${e}`);
     const locals = d.locals?.get(t);
     const frameLine = (f: SourceFrame, indent: string): string =>

@@ -19,7 +19,8 @@ const PT_NOTE = 4;
 const NT_PRSTATUS = 1;
 const NT_PRPSINFO = 3;
 const NT_FILE = 0x46494c45;
-/** struct elf_prstatus (x86-64): pr_pid at 32, pr_reg (27 × 8 bytes, user_regs_struct) at 112 */
+/** struct elf_prstatus (x86-64): pr_cursig (short) at 12, pr_pid at 32, pr_reg (27 × 8 bytes, user_regs_struct) at 112 */
+const PRSTATUS_CURSIG = 12;
 const PRSTATUS_PID = 32;
 const PRSTATUS_REGS = 112;
 const PRSTATUS_SIZE = PRSTATUS_REGS + 27 * 8;
@@ -49,6 +50,9 @@ export interface CoreSegment {
 
 export interface CoreThread {
   tid: number;
+  /** the signal the thread was handling when the core was written (pr_cursig: the one that
+   * killed the process, on the thread that took it; 0 for the others, and in gcore's cores) */
+  signal: number;
   /** all 27 general registers, as user_regs_struct orders them */
   regs: BigUint64Array;
   registers: NativeRegisters;
@@ -177,7 +181,7 @@ function prstatus(desc: Uint8Array, at: number, fail: (what: string) => never): 
   const d = new DataView(desc.buffer, desc.byteOffset, desc.byteLength);
   const regs = new BigUint64Array(27);
   for (let k = 0; k < 27; k++) regs[k] = d.getBigUint64(PRSTATUS_REGS + 8 * k, true);
-  return { tid: d.getInt32(PRSTATUS_PID, true), regs, registers: { rip: regs[REG_RIP]!, rsp: regs[REG_RSP]!, rbp: regs[REG_RBP]! } };
+  return { tid: d.getInt32(PRSTATUS_PID, true), signal: d.getInt16(PRSTATUS_CURSIG, true), regs, registers: { rip: regs[REG_RIP]!, rsp: regs[REG_RSP]!, rbp: regs[REG_RBP]! } };
 }
 
 /** NT_FILE: count, page size, count × (start, end, page offset), then count NUL-ended paths. */

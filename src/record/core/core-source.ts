@@ -351,19 +351,23 @@ function fileBuildId(file: string): string | null | undefined {
     return undefined;
   }
   if (!st.isFile()) return undefined;
-  // (the magic first: a large data file the program maps is not read whole)
-  const magic = new Uint8Array(4);
+  // the head first: a large data file the program maps is not read whole, and an ELF file's
+  // build id note is near its start (the whole file is read only where it is not)
+  const head = new Uint8Array(HEAD_PAGE);
+  let got: number;
   try {
     const fd = fs.openSync(file, 'r');
     try {
-      if (fs.readSync(fd, magic, 0, 4, 0) < 4) return NOT_ELF;
+      got = fs.readSync(fd, head, 0, HEAD_PAGE, 0);
     } finally {
       fs.closeSync(fd);
     }
   } catch {
     return undefined;
   }
-  if (magic[0] !== 0x7f || magic[1] !== 0x45 || magic[2] !== 0x4c || magic[3] !== 0x46) return NOT_ELF;
+  if (got < 4 || head[0] !== 0x7f || head[1] !== 0x45 || head[2] !== 0x4c || head[3] !== 0x46) return NOT_ELF;
+  const early = buildIdOfHead(head.subarray(0, got));
+  if (early !== null) return early;
   const read = readWholeFile(file);
   if (typeof read === 'string') return undefined;
   try {

@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: GPL-2.0
+// The kernel side of copies at the interrupt: a perf-event program run at each tick of a per-CPU
+// cpu-clock event. When the interrupted thread belongs to the target, it cannot run while the
+// program does, so what the program copies is of one moment without a stop. It copies, into one
+// record of the `records` ring buffer:
+// - the thread state whose address the recorder gave for that thread (`tstates`: kernel thread
+//   id → address), `tstate_size` bytes (3.15: through its base frame);
+// - the top of the thread's data stack: the current chunk from its start, or MAX_REGION bytes
+//   below `datastack_top`, up to it — where the thread's own frames are;
+// - the header of each frame of the chain (`current_frame` → `previous`) that lies outside those
+//   (a generator's frame, an entry frame on the C stack), up to MAX_FRAMES frames.
+// A full ring buffer drops the record and counts it (`lost`): a missed tick is counted, never a
+// silent gap. CPython 3.13+ (3.11/3.12 reach the current frame through a C-stack cframe: not
+// copied here yet).
+//
+// Built with clang's BPF target (scripts/build-bpf.sh), loaded through libbpf
+// (src/record/linux/kernel-copier.ts). bpf_probe_read_user needs a GPL-compatible license.
+#include <linux/bpf.h>
+#include <linux/bpf_perf_event.h>
+#include <bpf/bpf_helpers.h>
+
+/** set by the recorder before attaching: the target, and where the fields are (its Layout) */
+struct config {
+  __u32 tgid;
+  __u32 tstate_size;
+  /** offsets in the thread state */
+  __u32 current_frame;
+  __u32 datastack_chunk;
+  __u32 datastack_top;
+  /** offset of `previous` in a frame, and the bytes of a frame's header */
+  __u32 frame_previous;
+  __u32 frame_size;
+  __u32 pad;
+};
+
+/** a record is built here first: SCRATCH bytes of regions, the last one at most MAX_REGION long */
+#define SCRATCH (1 << 16)
+#define MAX_REGION (1 << 15)
+#define MAX_FRAMES 256
+#define MAX_TSTATE 4096
+#define MAX_FRAME_HEADER 256
+/** a record: tid, region count (u32), time (u64), thread state (u64); then each region: address
+ * (u64), length (u32), pad (u32), its bytes padded to 8 */
+#define HEADER 24
+
+struct scratch {
+  __u8 b[SCRATCH + MAX_REGION + 64];
+  /** the walk's progress: kept here, not on the stack, so that the verifier does not follow
+   * every value they take (it checks a step of the frame walk once for any of them) */
+  __u32 used;
+  __u32 regions;
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct config);
+} config SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 65536);
+  __type(key, __u32);
+  __type(value, __u64);
+} tstates SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  /* 32 MiB: seconds of records at 1000 Hz, if the recorder stopped reading for a while */
+  __uint(max_entries, 1 << 25);
+} records SEC(".maps");
+
+/** records dropped because the ring buffer was full */
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u64);
+} lost SEC(".maps");
+
+/* one per CPU (the loader sets how many): a per-CPU array's values are at most 32 KiB; the
+ * program runs with its CPU to itself */
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct scratch);
+} scratch SEC(".maps");
+
+/** Append the region [address, address + length) at `used`; the new end, or 0 if it does not fit or cannot be read. */
+static __always_inline __u32 append(struct scratch *s, __u32 used, __u64 address, __u32 length) {
+  if (used > SCRATCH - 16 || length >= MAX_REGION) return 0;
+  __u32 at = used & (SCRATCH - 8);
+  *(__u64 *)&s->b[at] = address;
+  *(__u32 *)&s->b[(at + 8) & (SCRATCH - 4)] = length;
+  *(__u32 *)&s->b[(at + 12) & (SCRATCH - 4)] = 0;
+  __u32 n = length;
+  /* (the mask the verifier needs to bound the size: kept from clang, which knows it is a no-op) */
+  asm volatile("" : "+r"(n));
+  n &= MAX_REGION - 1;
+  if (bpf_probe_read_user(&s->b[(at + 16) & (SCRATCH - 1)], n, (const void *)address) != 0) return 0;
+  return at + 16 + ((n + 7) & ~7u);
+}
+
+/** The frame chain, one frame a step (bpf_loop: the verifier checks one step, not MAX_FRAMES). */
+struct walk {
+  struct scratch *s;
+  __u64 frame;
+  /** the data stack copied, and the thread state's copy: frames there are copied already */
+  __u64 lo;
+  __u64 top;
+  __u64 tstate;
+  __u32 tsize;
+  __u32 previous;
+  __u32 frame_size;
+};
+
+static long step(__u64 index, void *data) {
+  struct walk *w = data;
+  if (!w->frame) return 1;
+  __u64 prev = 0;
+  if (bpf_probe_read_user(&prev, 8, (const void *)(w->frame + w->previous)) != 0) return 1;
+  int copied = (w->frame >= w->lo && w->frame < w->top) || (w->frame >= w->tstate && w->frame < w->tstate + w->tsize);
+  if (!copied) {
+    __u32 next = append(w->s, w->s->used, w->frame, w->frame_size);
+    if (!next) return 1;
+    w->s->used = next;
+    w->s->regions++;
+  }
+  w->frame = prev;
+  return 0;
+}
+
+/** The pointer at `offset` of the thread state's copy (which starts at `at` in the scratch). */
+static __always_inline __u64 field(struct scratch *s, __u32 at, __u32 offset) {
+  __u64 v = 0;
+  if (offset > MAX_TSTATE - 8) return 0;
+  bpf_probe_read_kernel(&v, 8, &s->b[(at + offset) & (SCRATCH - 1)]);
+  return v;
+}
+
+SEC("perf_event")
+int copy_at_tick(struct bpf_perf_event_data *ctx) {
+  __u32 zero = 0;
+  struct config *c = bpf_map_lookup_elem(&config, &zero);
+  if (!c || c->tgid == 0) return 0;
+  __u64 id = bpf_get_current_pid_tgid();
+  if ((__u32)(id >> 32) != c->tgid) return 0;
+  __u32 tid = (__u32)id;
+  __u64 *known = bpf_map_lookup_elem(&tstates, &tid);
+  if (!known) return 0;
+  __u32 cpu = bpf_get_smp_processor_id();
+  struct scratch *s = bpf_map_lookup_elem(&scratch, &cpu);
+  if (!s) return 0;
+  __u64 tstate = *known;
+  __u32 tsize = c->tstate_size;
+  __u32 fsize = c->frame_size;
+  if (tsize == 0 || tsize > MAX_TSTATE || fsize == 0 || fsize > MAX_FRAME_HEADER) return 0;
+  *(__u32 *)&s->b[0] = tid;
+  *(__u64 *)&s->b[8] = bpf_ktime_get_ns();
+  *(__u64 *)&s->b[16] = tstate;
+  __u32 regions = 0;
+  __u32 used = append(s, HEADER, tstate, tsize);
+  if (used) {
+    regions = 1;
+    __u32 at = HEADER + 16;
+    __u64 frame = field(s, at, c->current_frame);
+    __u64 chunk = field(s, at, c->datastack_chunk);
+    __u64 top = field(s, at, c->datastack_top);
+    __u64 lo = top;
+    if (chunk && top > chunk) {
+      lo = top - chunk > MAX_REGION - 8 ? top - (MAX_REGION - 8) : chunk;
+      __u32 next = append(s, used, lo, (__u32)(top - lo));
+      if (next) {
+        used = next;
+        regions++;
+      } else lo = top;
+    }
+    s->used = used;
+    s->regions = regions;
+    struct walk w = {.s = s, .frame = frame, .lo = lo, .top = top, .tstate = tstate, .tsize = tsize, .previous = c->frame_previous, .frame_size = fsize};
+    bpf_loop(MAX_FRAMES, step, &w, 0);
+    used = s->used;
+    regions = s->regions;
+  } else used = HEADER;
+  *(__u32 *)&s->b[4] = regions;
+  __u32 size = used;
+  asm volatile("" : "+r"(size));
+  if (size > SCRATCH + MAX_REGION) return 0;
+  if (bpf_ringbuf_output(&records, s->b, size, 0) != 0) {
+    __u64 *n = bpf_map_lookup_elem(&lost, &zero);
+    if (n) __sync_fetch_and_add(n, 1);
+  }
+  return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,289 @@
+// The user side of copies at the interrupt: loads bpf/copier.bpf.c (built into
+// dist/bpf/copier.bpf.o) through libbpf, attaches it to one cpu-clock perf event per CPU at the
+// sampling rate, tells it the target and each thread's thread-state address, and reads its
+// records from the ring buffer. Everything goes away with close() — and, since nothing is pinned,
+// with the process however it ends: the kernel drops the program, its maps and perf events when
+// their last file descriptor closes.
+//
+// Groundwork: each record holds an interrupted thread's state, the top of its data stack and the
+// frames of its chain outside it, copied in the kernel at the tick, as regions a walk reads
+// (test/kernel-copy.test.ts walks them). `record` does not use them yet: the recorder's side
+// (threads, code objects, capture blocks, off-CPU threads) comes next.
+//
+// libbpf and the two system calls are reached through koffi, as the recorder's other calls are
+// (src/record/linux/native.ts): no compiled addon, and nothing when they are missing but a
+// one-line reason.
+
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import { formatVersion, type Layout } from '../../layout/index.js';
+
+/** One thread's copy at a tick: its thread state, its frames' memory, as regions. */
+export interface KernelRecord {
+  tid: number;
+  /** CLOCK_MONOTONIC, ns */
+  timeNs: bigint;
+  /** the thread-state address the recorder gave for the thread */
+  threadStateAddress: bigint;
+  /** what the program copied: the thread state first, then the data stack's top, then frames outside it */
+  regions: { address: bigint; bytes: Uint8Array }[];
+}
+
+/** A record as the program writes it (bpf/copier.bpf.c): tid, region count, time, thread state, then each region (address, length, pad, bytes padded to 8). Null: not whole. */
+export function decodeRecord(bytes: Uint8Array): KernelRecord | null {
+  if (bytes.length < RECORD_HEADER) return null;
+  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const count = dv.getUint32(4, true);
+  const regions: KernelRecord['regions'] = [];
+  let at = RECORD_HEADER;
+  for (let i = 0; i < count; i++) {
+    if (at + 16 > bytes.length) return null;
+    const address = dv.getBigUint64(at, true);
+    const length = dv.getUint32(at + 8, true);
+    if (at + 16 + length > bytes.length) return null;
+    regions.push({ address, bytes: bytes.slice(at + 16, at + 16 + length) });
+    at += 16 + ((length + 7) & ~7);
+  }
+  return { tid: dv.getUint32(0, true), timeNs: dv.getBigUint64(8, true), threadStateAddress: dv.getBigUint64(16, true), regions };
+}
+
+/** What copies at the interrupt need, in one line: null when they can run here. */
+export const KERNEL_COPY_NEEDS = 'root, or CAP_BPF and CAP_PERFMON';
+/** bpf/copier.bpf.c's MAX_TSTATE and MAX_FRAME_HEADER */
+const MAX_TSTATE = 4096;
+const MAX_FRAME_HEADER = 256;
+/** a record's header: tid, region count (u32), time_ns, thread state (u64) */
+const RECORD_HEADER = 24;
+const PERF_TYPE_SOFTWARE = 1;
+const PERF_COUNT_SW_CPU_CLOCK = 0n;
+const PERF_ATTR_SIZE = 128;
+const PERF_FLAG_FD_CLOEXEC = 8;
+const SYS_PERF_EVENT_OPEN = 298;
+const EACCES = 13;
+const EPERM = 1;
+
+/** Where the built BPF object is: dist/bpf/, beside dist/record/linux/ (or the source tree's dist/). */
+export function bpfObjectPath(): string {
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  for (const c of [path.resolve(here, '../../bpf/copier.bpf.o'), path.resolve(here, '../../../dist/bpf/copier.bpf.o')]) {
+    if (fs.existsSync(c)) return c;
+  }
+  return path.resolve(here, '../../bpf/copier.bpf.o');
+}
+
+type Fn = (...args: unknown[]) => unknown;
+
+interface Libs {
+  koffi: {
+    load(name: string): { func(signature: string): Fn };
+    proto(signature: string): unknown;
+    pointer(type: unknown): unknown;
+    register(f: Fn, type: unknown): unknown;
+    unregister(f: unknown): void;
+    decode(p: unknown, type: string, n: number): ArrayLike<number>;
+    errno(): number;
+  };
+  syscall: Fn;
+  close: Fn;
+  openMem: Fn;
+  load: Fn;
+  findProgram: Fn;
+  findMap: Fn;
+  setMaxEntries: Fn;
+  mapFd: Fn;
+  attach: Fn;
+  destroyLink: Fn;
+  closeObject: Fn;
+  update: Fn;
+  lookup: Fn;
+  ringNew: Fn;
+  ringConsume: Fn;
+  ringFree: Fn;
+  sampleType: unknown;
+}
+
+let libs: Libs | string | null = null;
+
+function loadLibs(): Libs | string {
+  if (libs) return libs;
+  let koffi: Libs['koffi'];
+  try {
+    koffi = createRequire(import.meta.url)('koffi') as Libs['koffi'];
+  } catch (e) {
+    return (libs = `the koffi package is not available (${(e as Error).message.split('\n')[0]})`);
+  }
+  let libc: { func(s: string): Fn };
+  let bpf: { func(s: string): Fn };
+  try {
+    libc = koffi.load('libc.so.6');
+  } catch (e) {
+    return (libs = `cannot load libc.so.6 (${(e as Error).message})`);
+  }
+  try {
+    bpf = koffi.load('libbpf.so.1');
+  } catch {
+    return (libs = 'libbpf is not installed (apt install libbpf1)');
+  }
+  const sampleType = koffi.proto('int pyunwind_sample_cb(void *ctx, void *data, size_t size)');
+  // libbpf's own messages to stderr: off (what went wrong is said in one line, from its result)
+  bpf.func('void *libbpf_set_print(void *fn)')(null);
+  return (libs = {
+    koffi,
+    syscall: libc.func('long syscall(long n, void *attr, int pid, int cpu, int group, unsigned long flags)'),
+    close: libc.func('int close(int fd)'),
+    openMem: bpf.func('void *bpf_object__open_mem(const void *buf, size_t size, void *opts)'),
+    load: bpf.func('int bpf_object__load(void *obj)'),
+    findProgram: bpf.func('void *bpf_object__find_program_by_name(void *obj, const char *name)'),
+    findMap: bpf.func('void *bpf_object__find_map_by_name(void *obj, const char *name)'),
+    setMaxEntries: bpf.func('int bpf_map__set_max_entries(void *map, unsigned int n)'),
+    mapFd: bpf.func('int bpf_map__fd(void *map)'),
+    attach: bpf.func('void *bpf_program__attach_perf_event(void *prog, int pfd)'),
+    destroyLink: bpf.func('int bpf_link__destroy(void *link)'),
+    closeObject: bpf.func('void bpf_object__close(void *obj)'),
+    update: bpf.func('int bpf_map_update_elem(int fd, const void *key, const void *value, unsigned long long flags)'),
+    lookup: bpf.func('int bpf_map_lookup_elem(int fd, const void *key, void *value)'),
+    ringNew: bpf.func('void *ring_buffer__new(int fd, pyunwind_sample_cb *cb, void *ctx, void *opts)'),
+    ringConsume: bpf.func('int ring_buffer__consume(void *rb)'),
+    ringFree: bpf.func('void ring_buffer__free(void *rb)'),
+    sampleType,
+  });
+}
+
+export class KernelCopyError extends Error {
+  override name = 'KernelCopyError';
+}
+
+export class KernelCopier {
+  private closed = false;
+
+  private constructor(
+    private readonly L: Libs,
+    private readonly object: unknown,
+    private readonly links: unknown[],
+    private readonly events: number[],
+    private readonly tstatesFd: number,
+    private readonly lostFd: number,
+    private readonly ring: unknown,
+    private readonly callback: unknown,
+    /** what the ring buffer's callback has decoded, not yet taken by poll() */
+    private readonly sink: { records: KernelRecord[]; damaged: number },
+  ) {}
+
+  /**
+   * Load the program and attach it to every CPU at `rateHz` for process `pid`, copying
+   * `tstateSize` bytes of each thread state. Throws KernelCopyError with one line saying why not.
+   */
+  static open(pid: number, options: { rateHz: number; layout: Layout; tstateSize: number }): KernelCopier {
+    const layout = options.layout;
+    if (layout.pointerSize !== 8 || layout.tstate.cframeCurrentFrame !== null) {
+      throw new KernelCopyError(`copies at the interrupt: CPython 3.13+ on 64-bit Linux (${formatVersion(layout.version)} reaches its current frame through a C-stack cframe, which the program does not copy yet)`);
+    }
+    const L = loadLibs();
+    if (typeof L === 'string') throw new KernelCopyError(`copies at the interrupt: ${L}`);
+    if (!(options.tstateSize > 0 && options.tstateSize <= MAX_TSTATE)) throw new KernelCopyError(`copies at the interrupt: a thread state of ${options.tstateSize} bytes (at most ${MAX_TSTATE})`);
+    if (layout.frame.size > MAX_FRAME_HEADER) throw new KernelCopyError(`copies at the interrupt: a frame header of ${layout.frame.size} bytes (at most ${MAX_FRAME_HEADER})`);
+    const file = bpfObjectPath();
+    let image: Buffer;
+    try {
+      image = fs.readFileSync(file);
+    } catch {
+      throw new KernelCopyError(`copies at the interrupt are not built in (no ${file}: scripts/build-bpf.sh needs clang and libbpf-dev)`);
+    }
+    const object = L.openMem(image, image.length, null);
+    if (!object) throw new KernelCopyError(`copies at the interrupt: libbpf could not read ${file}`);
+    const links: unknown[] = [];
+    const events: number[] = [];
+    let ring: unknown = null;
+    let callback: unknown = null;
+    const undo = (): void => {
+      if (ring) L.ringFree(ring);
+      for (const l of links) L.destroyLink(l);
+      for (const fd of events) L.close(fd);
+      L.closeObject(object);
+      if (callback) L.koffi.unregister(callback);
+    };
+    try {
+      // the scratch buffer: one per CPU (a perf-event program runs with its CPU to itself)
+      const scratch = L.findMap(object, 'scratch');
+      if (scratch) L.setMaxEntries(scratch, os.cpus().length);
+      const loaded = Number(L.load(object));
+      if (loaded !== 0) {
+        const errno = -loaded;
+        throw new KernelCopyError(errno === EPERM || errno === EACCES ? `copies at the interrupt need ${KERNEL_COPY_NEEDS} (loading the BPF program was refused)` : `copies at the interrupt: the kernel refused the BPF program (errno ${errno}: a kernel without BPF, or one too old)`);
+      }
+      const fd = (name: string): number => Number(L.mapFd(L.findMap(object, name)));
+      // struct config (bpf/copier.bpf.c): the target, and where the fields are
+      const T = layout.tstate;
+      const config = new Uint32Array([pid, options.tstateSize, T.currentFrame, T.datastackChunk, T.datastackTop, layout.frame.previous, layout.frame.size, 0]);
+      if (Number(L.update(fd('config'), new Uint32Array([0]), config, 0)) !== 0) throw new KernelCopyError('copies at the interrupt: cannot configure the BPF program');
+      const program = L.findProgram(object, 'copy_at_tick');
+      for (let cpu = 0; cpu < os.cpus().length; cpu++) {
+        const attr = new DataView(new ArrayBuffer(PERF_ATTR_SIZE));
+        attr.setUint32(0, PERF_TYPE_SOFTWARE, true);
+        attr.setUint32(4, PERF_ATTR_SIZE, true);
+        attr.setBigUint64(8, PERF_COUNT_SW_CPU_CLOCK, true);
+        attr.setBigUint64(16, BigInt(Math.max(1, Math.round(options.rateHz))), true);
+        // flags: freq (bit 10): sample_freq is a rate, not a period
+        attr.setBigUint64(40, 1n << 10n, true);
+        const pfd = Number(L.syscall(SYS_PERF_EVENT_OPEN, attr.buffer, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
+        if (pfd < 0) {
+          const errno = L.koffi.errno();
+          // (a CPU that is offline has no event: the others do)
+          if (errno === 19 /* ENODEV */) continue;
+          throw new KernelCopyError(errno === EPERM || errno === EACCES ? `copies at the interrupt need ${KERNEL_COPY_NEEDS} (perf_event_open was refused)` : `copies at the interrupt: perf_event_open failed on CPU ${cpu} (errno ${errno})`);
+        }
+        events.push(pfd);
+        const link = L.attach(program, pfd);
+        if (!link) throw new KernelCopyError(`copies at the interrupt: cannot attach the BPF program to CPU ${cpu}'s timer`);
+        links.push(link);
+      }
+      const sink = { records: [] as KernelRecord[], damaged: 0 };
+      callback = L.koffi.register((_ctx: unknown, data: unknown, size: unknown) => {
+        const record = decodeRecord(Uint8Array.from(L.koffi.decode(data, 'uint8', Number(size))));
+        if (record) sink.records.push(record);
+        else sink.damaged++;
+        return 0;
+      }, L.koffi.pointer(L.sampleType));
+      ring = L.ringNew(fd('records'), callback, null, null);
+      if (!ring) throw new KernelCopyError('copies at the interrupt: cannot open the ring buffer');
+      return new KernelCopier(L, object, links, events, fd('tstates'), fd('lost'), ring, callback, sink);
+    } catch (e) {
+      undo();
+      throw e;
+    }
+  }
+
+  /** Tell the program each thread's thread-state address (kernel thread id → address); 0n forgets one. */
+  setThreadStates(map: ReadonlyMap<number, bigint>): void {
+    for (const [tid, address] of map) {
+      this.L.update(this.tstatesFd, new Uint32Array([tid]), new BigUint64Array([address]), 0);
+    }
+  }
+
+  /** The records the kernel wrote since the last call, oldest first. */
+  poll(): KernelRecord[] {
+    if (this.closed) return [];
+    this.L.ringConsume(this.ring);
+    return this.sink.records.splice(0);
+  }
+
+  /** Records the kernel dropped because the ring buffer was full (each a missed tick). */
+  lost(): bigint {
+    const v = new BigUint64Array(1);
+    this.L.lookup(this.lostFd, new Uint32Array([0]), v);
+    return v[0]!;
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.L.ringFree(this.ring);
+    for (const l of this.links) this.L.destroyLink(l);
+    for (const fd of this.events) this.L.close(fd);
+    this.L.closeObject(this.object);
+    this.L.koffi.unregister(this.callback);
+  }
+}

@@ -1,0 +1,205 @@
+// Copies at the interrupt, the groundwork (bpf/copier.bpf.c, src/record/linux/kernel-copier.ts):
+// - on every native interpreter of 3.13+, a program with two threads running pure Python through
+//   a generator (spin → gen → middle → leaf): the BPF program, attached to each CPU's cpu-clock
+//   at 1000 Hz, copies each interrupted thread's state, the top of its data stack and the frames
+//   of its chain outside it (the generator's), in the kernel, at the tick. Every record of those
+//   threads walks (the WebAssembly walk, as a capture's samples do) to a trusted stack — on 3.15
+//   one ending at the thread's base frame — and every stack is one the program has:
+//   Thread._bootstrap … spin, gen, middle, leaf, cut after spin or later; no record was lost;
+// - 3.11/3.12: refused in one line (their current frame is behind a C-stack cframe);
+// - closed, or its process killed, nothing is left: no program of ours in `bpftool prog`;
+// - without the rights (root's capabilities dropped), one line says what is needed.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { nativeInterpreters } from '../harness/interpreters.js';
+import { bpfObjectPath, KernelCopier, KernelCopyError, type KernelRecord } from '../src/record/linux/kernel-copier.js';
+import { openLinuxProcess } from '../src/record/linux/process.js';
+import { takeSnapshot } from '../src/record/copy/snapshot.js';
+import { KernelWalker } from '../src/kernel/walker.js';
+import { CodeTable } from '../src/symbols/code-table.js';
+import { walkParams } from '../src/layout/walk-params.js';
+import type { CodeRecord } from '../src/capture/types.js';
+import { cannotRun, skipTest } from './helpers/coverage.js';
+import { waitUntil } from './helpers/wait.js';
+
+const CHILD = path.resolve('test/helpers/kernel-copy-child.mjs');
+const SPIN = `
+import threading, time, sys
+def leaf(n):
+    return n + 1
+def middle(n):
+    s = 0
+    for i in range(100):
+        s += leaf(i)
+    return s
+def gen():
+    while True:
+        yield middle(1)
+def spin():
+    for _ in gen():
+        pass
+ts = [threading.Thread(target=spin, daemon=True) for _ in range(2)]
+for t in ts: t.start()
+print(" ".join(str(t.native_id) for t in ts), flush=True)
+sys.stdin.read()
+`;
+const EXPECTED = ['Thread._bootstrap', 'Thread._bootstrap_inner', 'Thread.run', 'spin', 'gen', 'middle', 'leaf'];
+const children: ChildProcess[] = [];
+afterAll(() => {
+  for (const c of children) c.kill('SIGKILL');
+});
+
+function bpftool(): string | null {
+  for (const c of ['bpftool', '/usr/sbin/bpftool']) {
+    const r = spawnSync(c, ['prog', 'show'], { encoding: 'utf8' });
+    if (!r.error && r.status === 0) return r.stdout;
+  }
+  return null;
+}
+
+/** Why copies at the interrupt cannot be tried here, or null. */
+function cannotTry(): string | null {
+  if (!fs.existsSync(bpfObjectPath())) return `the BPF program is not built (${bpfObjectPath()}: scripts/provision-bpf.sh)`;
+  if (bpftool() === null) return 'bpftool is not installed (scripts/provision-bpf.sh)';
+  if (process.getuid?.() !== 0) return 'not root: copies at the interrupt need root, or CAP_BPF and CAP_PERFMON';
+  return null;
+}
+
+/** A running program of the interpreter; resolves with it and the first line it printed. */
+async function start(command: string, program: string): Promise<{ child: ChildProcess; line: string }> {
+  const child = spawn(command, ['-c', program], { stdio: ['pipe', 'pipe', 'inherit'] });
+  children.push(child);
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  await waitUntil(() => out.includes('\n'), 'the program to start', 60_000);
+  return { child, line: out.trim() };
+}
+
+const minorOf = (label: string): number => Number(/3\.(\d+)/.exec(label)?.[1]);
+
+describe.each(nativeInterpreters())('copies at the interrupt, $label', (py) => {
+  if (py.missing) {
+    cannotRun('kernel-copy', py.label, py.missing!);
+    return;
+  }
+  if (minorOf(py.label) < 13) {
+    it('refused in one line: the current frame is behind a C-stack cframe', async () => {
+      const { child } = await start(py.command, 'import sys; print("up", flush=True); sys.stdin.read()');
+      const source = openLinuxProcess(child.pid!);
+      try {
+        expect(() => KernelCopier.open(child.pid!, { rateHz: 1000, layout: source.layout, tstateSize: source.layout.tstate.size })).toThrow(KernelCopyError);
+        expect(() => KernelCopier.open(child.pid!, { rateHz: 1000, layout: source.layout, tstateSize: source.layout.tstate.size })).toThrow(/^copies at the interrupt: CPython 3\.13\+ on 64-bit Linux \(3\.1[12]\.\d+ reaches its current frame through a C-stack cframe/);
+      } finally {
+        source.close();
+        child.kill('SIGKILL');
+      }
+    });
+    return;
+  }
+  it('each running thread’s state and frames, copied in the kernel at its ticks, walk to the program’s stacks', async (ctx) => {
+    const why = cannotTry();
+    if (why) skipTest(ctx, 'kernel-copy', py.label, why);
+    const { child, line } = await start(py.command, SPIN);
+    const spinning = line.split(' ').map(Number);
+    const pid = child.pid!;
+    const source = openLinuxProcess(pid);
+    try {
+      const L = source.layout;
+      // the code objects, read from user space as the recorder reads them: once, until every
+      // function of the program has been seen on a stack
+      const codes = new Map<bigint, CodeRecord>();
+      let threads = takeSnapshot(source).threads;
+      await waitUntil(() => {
+        const s = takeSnapshot(source);
+        threads = s.threads;
+        for (const c of s.codeObjects) codes.set(c.address, c);
+        const table = new CodeTable(L, [...codes.values()]);
+        const names = new Set([...codes.keys()].map((a) => table.code(a)).map((c) => (c && !(c instanceof Error) ? c.qualname : null)));
+        return ['spin', 'gen', 'middle', 'leaf'].every((n) => names.has(n));
+      }, 'every function of the program to be seen', 60_000);
+      // the thread state through its end as the copier takes it (3.15: its base frame)
+      const tstateSize = Math.max(...threads.map((t) => t.regions.find((r) => r.address === t.threadStateAddress)!.bytes.length));
+      const records: KernelRecord[] = [];
+      let lost: bigint;
+      const copier = KernelCopier.open(pid, { rateHz: 1000, layout: L, tstateSize });
+      try {
+        copier.setThreadStates(new Map(threads.map((t) => [Number(t.nativeThreadId), t.threadStateAddress])));
+        // (each thread runs when the machine lets it: wait for records of both, not for a time)
+        await waitUntil(() => {
+          records.push(...copier.poll());
+          return spinning.every((tid) => records.filter((r) => r.tid === tid).length >= 100);
+        }, 'records of both spinning threads', 60_000);
+        lost = copier.lost();
+      } finally {
+        copier.close();
+      }
+      expect(bpftool()).not.toMatch(/copy_at_tick/);
+      expect(lost).toBe(0n);
+
+      const mine = records.filter((r) => spinning.includes(r.tid));
+      const table = new CodeTable(L, [...codes.values()]);
+      const walker = await KernelWalker.load();
+      const walked = walker.walk(walkParams(L), table.ranges, mine.map((r) => ({ threadStateAddress: r.threadStateAddress, regions: r.regions })));
+      const statuses = new Map<string, number>();
+      const stacks = new Map<string, number>();
+      walked.forEach((w, i) => {
+        statuses.set(w.status, (statuses.get(w.status) ?? 0) + 1);
+        const names = w.frames.map((f) => table.frame(f.code, f.instrPtr, false).qualname).reverse();
+        const key = `${mine[i]!.tid}: ${names.join(' > ')}`;
+        stacks.set(key, (stacks.get(key) ?? 0) + 1);
+        expect(names.length, key).toBeGreaterThanOrEqual(4);
+        expect(names, key).toEqual(EXPECTED.slice(0, names.length));
+      });
+      // every record trusted; 3.15 proves each stack whole by its base frame
+      expect([...statuses.keys()], JSON.stringify(Object.fromEntries(statuses))).toEqual([minorOf(py.label) >= 15 ? 'complete' : 'complete-unverifiable']);
+      console.log(`[kernel-copy] ${py.label}: ${mine.length} records walked, ${JSON.stringify(Object.fromEntries(statuses))}, ${stacks.size} distinct stacks`);
+    } finally {
+      source.close();
+      child.kill('SIGKILL');
+    }
+  });
+});
+
+describe('copies at the interrupt: nothing left behind, and the rights', () => {
+  const py = nativeInterpreters().find((p) => !p.missing && minorOf(p.label) >= 13);
+  if (!py) {
+    cannotRun('kernel-copy', 'cleanup and rights', 'no native interpreter of 3.13+');
+    return;
+  }
+  it('a recorder killed while attached leaves no program of ours', async (ctx) => {
+    const why = cannotTry();
+    if (why) skipTest(ctx, 'kernel-copy', 'cleanup', why);
+    const { child: target } = await start(py.command, 'import sys; print("up", flush=True); sys.stdin.read()');
+    const child = spawn(process.execPath, [CHILD, String(target.pid)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    children.push(child);
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    await waitUntil(() => out.includes('\n'), 'the copier to attach', 60_000);
+    expect(out.trim()).toBe('ready');
+    expect(bpftool()).toMatch(/copy_at_tick/);
+    const ended = new Promise((r) => child.once('exit', r));
+    child.kill('SIGKILL');
+    await ended;
+    // (the kernel frees a program when its last descriptor closes, which exit does; the release
+    // can lag the exit by a moment: wait on the listing, not a time)
+    await waitUntil(() => !/copy_at_tick/.test(bpftool() ?? ''), 'the program to be gone after its recorder was killed', 10_000);
+    target.kill('SIGKILL');
+  });
+
+  it('without root’s capabilities: one line saying what is needed', async (ctx) => {
+    const why = cannotTry();
+    if (why) skipTest(ctx, 'kernel-copy', 'rights', why);
+    if (spawnSync('setpriv', ['--version']).error) skipTest(ctx, 'kernel-copy', 'rights', 'setpriv is not installed (util-linux)');
+    const { child: target } = await start(py.command, 'import sys; print("up", flush=True); sys.stdin.read()');
+    try {
+      const r = spawnSync('setpriv', ['--inh-caps=-all', '--bounding-set=-all', '--', process.execPath, CHILD, String(target.pid)], { encoding: 'utf8', timeout: 60_000 });
+      expect(r.stdout).toBe('copies at the interrupt need root, or CAP_BPF and CAP_PERFMON (loading the BPF program was refused)\n');
+      expect(r.status, r.stderr).toBe(3);
+      expect(r.stderr).toBe('');
+    } finally {
+      target.kill('SIGKILL');
+    }
+  });
+});

@@ -68,8 +68,8 @@ function cannotTry(): string | null {
 }
 
 /** A running program of the interpreter; resolves with it and the first line it printed. */
-async function start(command: string, program: string): Promise<{ child: ChildProcess; line: string }> {
-  const child = spawn(command, ['-c', program], { stdio: ['pipe', 'pipe', 'inherit'] });
+async function start(command: string, program: string, prefix: string[] = []): Promise<{ child: ChildProcess; line: string }> {
+  const child = prefix.length ? spawn(prefix[0]!, [...prefix.slice(1), command, '-c', program], { stdio: ['pipe', 'pipe', 'inherit'] }) : spawn(command, ['-c', program], { stdio: ['pipe', 'pipe', 'inherit'] });
   children.push(child);
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
@@ -192,9 +192,11 @@ describe('copies at the interrupt: nothing left behind, and the rights', () => {
     const why = cannotTry();
     if (why) skipTest(ctx, 'kernel-copy', 'rights', why);
     if (spawnSync('setpriv', ['--version']).error) skipTest(ctx, 'kernel-copy', 'rights', 'setpriv is not installed (util-linux)');
-    const { child: target } = await start(py.command, 'import sys; print("up", flush=True); sys.stdin.read()');
+    // (the target without capabilities too: reading a process needs every capability it has)
+    const drop = ['setpriv', '--inh-caps=-all', '--bounding-set=-all', '--'];
+    const { child: target } = await start(py.command, 'import sys; print("up", flush=True); sys.stdin.read()', drop);
     try {
-      const r = spawnSync('setpriv', ['--inh-caps=-all', '--bounding-set=-all', '--', process.execPath, CHILD, String(target.pid)], { encoding: 'utf8', timeout: 60_000 });
+      const r = spawnSync(drop[0]!, [...drop.slice(1), process.execPath, CHILD, String(target.pid)], { encoding: 'utf8', timeout: 60_000 });
       expect(r.stdout).toBe('copies at the interrupt need root, or CAP_BPF and CAP_PERFMON (loading the BPF program was refused)\n');
       expect(r.status, r.stderr).toBe(3);
       expect(r.stderr).toBe('');

@@ -349,15 +349,18 @@ async function dumpCore(file: string, o: { executable: string | undefined; libPa
     // (files that are not ELF — locale archives, caches — have no build id to check: not said)
     const unchecked = opened.files.filter((f) => f.status === 'unchecked' && f.why !== 'not an ELF file');
     if (unchecked.length) notes.push(`${unchecked.length} file${unchecked.length === 1 ? '' : 's'} used unchecked: the core keeps no build id for ${unchecked.length === 1 ? 'it' : 'them'} (${unchecked.map((f) => path.basename(f.path)).join(', ')})`);
+    // the thread that took the signal that ended the process: the kernel writes it first (every
+    // thread's note carries the signal)
+    const first = source.threads[0];
+    const signals = new Map(first && first.signal > 0 ? [[first.tid, first.signal]] : []);
     // threads the interpreter does not know (C threads): named, so that a crash in one is not missed
     const python = new Set(stacks.map((t) => Number(t.nativeThreadId)));
     for (const t of source.threads) {
-      if (!python.has(t.tid)) notes.push(`thread ${t.tid}${t.signal > 0 ? ` (it got ${signalName(t.signal)})` : ''}: not a Python thread (no thread state names it)`);
+      if (!python.has(t.tid)) notes.push(`thread ${t.tid}${signals.has(t.tid) ? ` (it got ${signalName(signals.get(t.tid)!)})` : ''}: not a Python thread (no thread state names it)`);
     }
     for (const z of opened.zeroStacks) {
       notes.push(`thread ${z.tid}: the core holds only zeros for its stack (0x${z.start.toString(16)}-0x${z.end.toString(16)}): its writer could not read it (gcore stops at a guard page); what lies there is not shown`);
     }
-    const signals = new Map(source.threads.filter((t) => t.signal > 0).map((t) => [t.tid, t.signal]));
     return { description: source.description, stacks, taskStacks, cutTasks, names, native: natives !== null, mixed, locals, notes, files: opened.files, cwd: undefined, signals };
   } finally {
     source.close();

@@ -50,8 +50,8 @@ export interface CoreSegment {
 
 export interface CoreThread {
   tid: number;
-  /** the signal the thread was handling when the core was written (pr_cursig: the one that
-   * killed the process, on the thread that took it; 0 for the others, and in gcore's cores) */
+  /** pr_cursig: the signal that ended the process (the kernel writes it for every thread, and
+   * the thread that took it first); 0 in gcore's cores */
   signal: number;
   /** all 27 general registers, as user_regs_struct orders them */
   regs: BigUint64Array;
@@ -152,28 +152,32 @@ export function parseCore(bytes: Uint8Array, name = 'core file'): CoreFile {
   }
   if (pid === null && threads.length > 0) pid = threads[0]!.tid;
 
-  const starts = segments.map((s) => s.vaddr);
   const read = (address: bigint, length: number): Uint8Array | null => {
     if (!(length >= 0) || address < 0n) return null;
-    // the last segment starting at or below the address
-    let lo = 0;
-    let hi = starts.length - 1;
-    let i = -1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >> 1;
-      if (starts[mid]! <= address) {
-        i = mid;
-        lo = mid + 1;
-      } else hi = mid - 1;
-    }
-    if (i < 0) return null;
-    const s = segments[i]!;
+    const s = segmentAt(segments, address);
+    if (!s) return null;
     const off = address - s.vaddr;
     if (off + BigInt(length) > s.filesz) return null;
     const at = Number(s.offset + off);
     return bytes.subarray(at, at + length);
   };
   return { pid, command, segments, threads, files, read };
+}
+
+/** The segment (sorted by address) whose memory holds `address`, or null. */
+export function segmentAt(segments: readonly CoreSegment[], address: bigint): CoreSegment | null {
+  // the last segment starting at or below the address
+  let lo = 0;
+  let hi = segments.length - 1;
+  let found: CoreSegment | null = null;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (segments[mid]!.vaddr <= address) {
+      found = segments[mid]!;
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  return found && address < found.vaddr + found.memsz ? found : null;
 }
 
 function prstatus(desc: Uint8Array, at: number, fail: (what: string) => never): CoreThread {

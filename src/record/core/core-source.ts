@@ -17,7 +17,8 @@ import { parseElf, ElfError } from '../linux/elf.js';
 import type { MapEntry } from '../linux/proc-maps.js';
 import { nativeFactsOf, nativeObjectsFrom, type UnreadObject } from '../linux/native-objects.js';
 import type { NativeObject } from '../../native/objects.js';
-import { CoreError, parseCore, type CoreFile, type CoreMappedFile, type CoreSegment, type CoreThread } from './core-file.js';
+import { CoreError, parseCore, segmentAt, type CoreFile, type CoreMappedFile, type CoreThread } from './core-file.js';
+import { lastAtOrBelow } from '../../walk/region-index.js';
 
 /** A core larger than this is refused: the core is read whole, and Node reads at most 2 GiB into one buffer. */
 const MAX_CORE_BYTES = 2 ** 31 - 1;
@@ -65,7 +66,7 @@ export class CoreSource implements MemorySource {
   readonly layout: Layout;
   /** the process the core was made of (its main thread's id), where the core says */
   readonly pid: number | null;
-  private readonly starts: bigint[];
+  private readonly starts: BigUint64Array;
   private readonly fds = new Map<string, number>();
 
   constructor(
@@ -80,7 +81,7 @@ export class CoreSource implements MemorySource {
   ) {
     this.layout = layout;
     this.runtimeAddress = location.runtimeAddress;
-    this.starts = mapped.map((x) => x.m.start);
+    this.starts = BigUint64Array.from(mapped.map((x) => x.m.start));
     this.pid = core.pid;
     const pid = core.pid === null ? '' : `pid ${core.pid}, `;
     // (the placeholder layout used to read the real one has no version)
@@ -472,32 +473,4 @@ function mapsOf(core: CoreFile, fileFor: (path: string) => string | null): MapEn
     const perms = `${f & 4 ? 'r' : '-'}${f & 2 ? 'w' : '-'}${f & 1 ? 'x' : '-'}p`;
     return { start: m.start, end: m.end, perms, offset: m.offset, dev: '00:00', inode: 0n, path: m.path, deleted: false };
   });
-}
-
-function segmentAt(segments: readonly CoreSegment[], address: bigint): CoreSegment | null {
-  let lo = 0;
-  let hi = segments.length - 1;
-  let found: CoreSegment | null = null;
-  while (lo <= hi) {
-    const mid = (lo + hi) >> 1;
-    if (segments[mid]!.vaddr <= address) {
-      found = segments[mid]!;
-      lo = mid + 1;
-    } else hi = mid - 1;
-  }
-  return found && address < found.vaddr + found.memsz ? found : null;
-}
-
-function lastAtOrBelow(starts: readonly bigint[], address: bigint): number {
-  let lo = 0;
-  let hi = starts.length - 1;
-  let i = -1;
-  while (lo <= hi) {
-    const mid = (lo + hi) >> 1;
-    if (starts[mid]! <= address) {
-      i = mid;
-      lo = mid + 1;
-    } else hi = mid - 1;
-  }
-  return i;
 }

@@ -13,26 +13,7 @@ command -v clang >/dev/null || need+=(clang)
 ldconfig -p 2>/dev/null | grep -q 'libbpf\.so\.1 ' || need+=(libbpf1)
 command -v bpftool >/dev/null || [ -x /usr/sbin/bpftool ] || need+=(bpftool)
 if [ ${#need[@]} -gt 0 ]; then
-  if ! command -v apt-get >/dev/null; then
-    echo "provision-bpf: no apt-get here: install ${need[*]}" >&2
-    exit 1
-  fi
-  if [ "$(id -u)" -eq 0 ]; then
-    as_root=()
-  elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
-    as_root=(sudo -n)
-  else
-    echo "provision-bpf: installing ${need[*]} needs root (or sudo without a password): install them" >&2
-    exit 1
-  fi
-  export DEBIAN_FRONTEND=noninteractive
-  if ! "${as_root[@]}" apt-get install -y -q --no-install-recommends "${need[@]}" >/tmp/provision-bpf.log 2>&1; then
-    "${as_root[@]}" apt-get update -q >>/tmp/provision-bpf.log 2>&1 || true
-    if ! "${as_root[@]}" apt-get install -y -q --no-install-recommends "${need[@]}" >>/tmp/provision-bpf.log 2>&1; then
-      echo "provision-bpf: apt-get could not install ${need[*]} (log: /tmp/provision-bpf.log)" >&2
-      exit 1
-    fi
-  fi
+  bash scripts/apt-install.sh provision-bpf "${need[@]}" || exit 1
 fi
 REQUIRED=1 bash scripts/build-bpf.sh
 echo "provision-bpf: $(clang --version | head -1)"

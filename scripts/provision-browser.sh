@@ -14,28 +14,6 @@ for c in "${CHROMIUM:-}" /usr/bin/chromium /usr/bin/chromium-browser; do
   fi
 done
 
-if ! command -v apt-get >/dev/null; then
-  echo "provision-browser: no apt-get here: install Chromium and set CHROMIUM=/path/to/chromium" >&2
-  exit 1
-fi
-if [ "$(id -u)" -eq 0 ]; then
-  as_root=()
-elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
-  as_root=(sudo -n)
-else
-  echo "provision-browser: installing Debian's chromium needs root (or sudo without a password): install it, or set CHROMIUM" >&2
-  exit 1
-fi
-
-export DEBIAN_FRONTEND=noninteractive
-echo "provision-browser: installing Debian's chromium (about half a minute)"
-if ! "${as_root[@]}" apt-get install -y -q --no-install-recommends chromium >/tmp/provision-browser.log 2>&1; then
-  # the package lists may be missing or stale on a fresh machine
-  "${as_root[@]}" apt-get update -q >>/tmp/provision-browser.log 2>&1 || true
-  if ! "${as_root[@]}" apt-get install -y -q --no-install-recommends chromium >>/tmp/provision-browser.log 2>&1; then
-    echo "provision-browser: apt-get could not install chromium (log: /tmp/provision-browser.log)" >&2
-    tail -3 /tmp/provision-browser.log >&2
-    exit 1
-  fi
-fi
+echo "provision-browser: installing Debian's chromium (about half a minute; or set CHROMIUM=/path/to/chromium)"
+bash "$(dirname "$0")/apt-install.sh" provision-browser chromium || exit 1
 echo "provision-browser: $(/usr/bin/chromium --version 2>/dev/null | tail -1)"

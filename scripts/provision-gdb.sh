@@ -8,24 +8,5 @@ if command -v gdb >/dev/null; then
   echo "provision-gdb: $(gdb --version | head -1)"
   exit 0
 fi
-if ! command -v apt-get >/dev/null; then
-  echo "provision-gdb: no apt-get here: install gdb" >&2
-  exit 1
-fi
-if [ "$(id -u)" -eq 0 ]; then
-  as_root=()
-elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
-  as_root=(sudo -n)
-else
-  echo "provision-gdb: installing Debian's gdb needs root (or sudo without a password): install it" >&2
-  exit 1
-fi
-export DEBIAN_FRONTEND=noninteractive
-if ! "${as_root[@]}" apt-get install -y -q --no-install-recommends gdb >/tmp/provision-gdb.log 2>&1; then
-  "${as_root[@]}" apt-get update -q >>/tmp/provision-gdb.log 2>&1 || true
-  if ! "${as_root[@]}" apt-get install -y -q --no-install-recommends gdb >>/tmp/provision-gdb.log 2>&1; then
-    echo "provision-gdb: apt-get could not install gdb (log: /tmp/provision-gdb.log)" >&2
-    exit 1
-  fi
-fi
+bash "$(dirname "$0")/apt-install.sh" provision-gdb gdb || exit 1
 echo "provision-gdb: $(gdb --version | head -1)"

@@ -32,6 +32,7 @@ import { openCore, snapshotSamples, takeSnapshot } from '../src/record/index.js'
 import { unwindSnapshot } from '../src/pipeline/snapshot-stacks.js';
 import { KernelWalker } from '../src/kernel/walker.js';
 import { threadState, waitUntil } from './helpers/wait.js';
+import { jsonLines } from './helpers/json-lines.js';
 
 const BIN = path.resolve('bin/pyunwind.js');
 const WORKLOAD = path.resolve('workloads/parked_core.py');
@@ -169,16 +170,7 @@ describe.each(nativeInterpreters())('dump --core, $label', (py) => {
     fs.mkdirSync(cwd, { recursive: true });
     const child = spawn('sh', ['-c', 'ulimit -c unlimited && exec "$0" "$1"', py.command, WORKLOAD], { cwd, stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' } });
     children.push(child);
-    const said: Said[] = [];
-    let buffer = '';
-    child.stdout!.on('data', (d: Buffer) => {
-      buffer += d.toString();
-      let nl: number;
-      while ((nl = buffer.indexOf('\n')) >= 0) {
-        said.push(JSON.parse(buffer.slice(0, nl)) as Said);
-        buffer = buffer.slice(nl + 1);
-      }
-    });
+    const said = jsonLines<Said>(child);
     const pid = child.pid!;
     await waitUntil(() => said.length === 5, 'every thread of the program to print its stack', 60_000);
     await waitUntil(() => said.every((s) => threadState(pid, s.native_id) === 'S'), 'every thread to park', 60_000);

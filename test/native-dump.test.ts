@@ -25,6 +25,7 @@ import { readCaptureBytes } from '../src/capture/index.js';
 import { SAMPLE_FLAG } from '../src/capture/types.js';
 import { cannotRun, recordCoverage, skipTest } from './helpers/coverage.js';
 import { threadState, waitUntil } from './helpers/wait.js';
+import { jsonLines } from './helpers/json-lines.js';
 
 const BIN = path.resolve('bin/pyunwind.js');
 const WORKLOAD = path.resolve('workloads/parked_native.py');
@@ -101,16 +102,7 @@ describe.each(nativeInterpreters())('dump --native, $label', (py) => {
     if (spawnSync('gdb', ['--version']).status !== 0) skipTest(ctx, 'native-dump', py.label, 'gdb is not installed (apt install gdb)');
     const child = spawn(py.command, [WORKLOAD], { stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' } });
     children.push(child);
-    const said: Said[] = [];
-    let buffer = '';
-    child.stdout!.on('data', (d: Buffer) => {
-      buffer += d.toString();
-      let nl: number;
-      while ((nl = buffer.indexOf('\n')) >= 0) {
-        said.push(JSON.parse(buffer.slice(0, nl)) as Said);
-        buffer = buffer.slice(nl + 1);
-      }
-    });
+    const said = jsonLines<Said>(child);
     const pid = child.pid!;
     // every thread has said its stack, and every parked one waits in the kernel
     await waitUntil(() => said.length === 6, 'every thread of the program to print its stack', 60_000);

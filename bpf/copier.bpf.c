@@ -7,6 +7,8 @@
 //   id → address), `tstate_size` bytes (3.15: through its base frame);
 // - the top of the thread's data stack: the current chunk from its start, or MAX_REGION bytes
 //   below `datastack_top`, up to it — where the thread's own frames are;
+// - the interpreter's count of code-object deaths (3.14+), so that the recorder can tell that the
+//   code objects it reads later are the ones the frames held at the tick;
 // - the header of each frame of the chain (`current_frame` → `previous`) that lies outside those
 //   (a generator's frame, an entry frame on the C stack), up to MAX_FRAMES frames.
 // A full ring buffer drops the record and counts it (`lost`): a missed tick is counted, never a
@@ -18,6 +20,14 @@
 #include <linux/bpf.h>
 #include <linux/bpf_perf_event.h>
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+
+/* the two fields of the kernel's task_struct read at a context switch: placed by libbpf from the
+ * running kernel's BTF at load (CO-RE), so that no kernel header is needed to build */
+struct task_struct {
+  int pid;
+  int tgid;
+} __attribute__((preserve_access_index));
 
 /** set by the recorder before attaching: the target, and where the fields are (its Layout) */
 struct config {
@@ -30,6 +40,10 @@ struct config {
   /** offset of `previous` in a frame, and the bytes of a frame's header */
   __u32 frame_previous;
   __u32 frame_size;
+  /** offset of `interp` in the thread state, and of code_object_generation in the interpreter
+   * state (0: none, before 3.14) */
+  __u32 tstate_interp;
+  __u32 interp_generation;
   __u32 pad;
 };
 
@@ -70,6 +84,26 @@ struct {
   /* 32 MiB: seconds of records at 1000 Hz, if the recorder stopped reading for a while */
   __uint(max_entries, 1 << 25);
 } records SEC(".maps");
+
+/** Whether each thread of the target is on a CPU now, and how many times it was put on one
+ * (on_switch): the recorder copies a thread that is not — waiting, or runnable but not running,
+ * which the timer's program cannot see — itself, and proves its copy by the count not moving. */
+struct run {
+  __u32 on;
+  __u32 ins;
+  /** when it last left its CPU (CLOCK_MONOTONIC, ns), and whether it was preempted then (still
+   * runnable) rather than waiting for something */
+  __u64 off_ns;
+  __u32 preempted;
+  __u32 pad;
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 65536);
+  __type(key, __u32);
+  __type(value, struct run);
+} running SEC(".maps");
 
 /** records dropped because the ring buffer was full */
 struct {
@@ -169,6 +203,14 @@ int copy_at_tick(struct bpf_perf_event_data *ctx) {
     __u64 chunk = field(s, at, c->datastack_chunk);
     __u64 top = field(s, at, c->datastack_top);
     __u64 lo = top;
+    if (c->interp_generation) {
+      __u64 interp = field(s, at, c->tstate_interp);
+      __u32 next = interp ? append(s, used, interp + c->interp_generation, 8) : 0;
+      if (next) {
+        used = next;
+        regions++;
+      }
+    }
     if (chunk && top > chunk) {
       lo = top - chunk > MAX_REGION - 8 ? top - (MAX_REGION - 8) : chunk;
       __u32 next = append(s, used, lo, (__u32)(top - lo));
@@ -191,6 +233,43 @@ int copy_at_tick(struct bpf_perf_event_data *ctx) {
   if (bpf_ringbuf_output(&records, s->b, size, 0) != 0) {
     __u64 *n = bpf_map_lookup_elem(&lost, &zero);
     if (n) __sync_fetch_and_add(n, 1);
+  }
+  return 0;
+}
+
+/** A context switch: the target's thread leaving its CPU, and the one put on it. */
+SEC("tp_btf/sched_switch")
+int on_switch(__u64 *ctx) {
+  __u32 zero = 0;
+  struct config *c = bpf_map_lookup_elem(&config, &zero);
+  if (!c || c->tgid == 0) return 0;
+  struct task_struct *prev = (struct task_struct *)ctx[1];
+  struct task_struct *next = (struct task_struct *)ctx[2];
+  if ((__u32)BPF_CORE_READ(prev, tgid) == c->tgid) {
+    __u32 tid = BPF_CORE_READ(prev, pid);
+    __u64 now = bpf_ktime_get_ns();
+    /* (the first argument of sched_switch: the switch preempts `prev`, which stays runnable) */
+    __u32 preempted = ctx[0] & 1;
+    struct run *r = bpf_map_lookup_elem(&running, &tid);
+    if (r) {
+      r->off_ns = now;
+      r->preempted = preempted;
+      r->on = 0;
+    } else {
+      struct run n = {.on = 0, .ins = 0, .off_ns = now, .preempted = preempted};
+      bpf_map_update_elem(&running, &tid, &n, BPF_NOEXIST);
+    }
+  }
+  if ((__u32)BPF_CORE_READ(next, tgid) == c->tgid) {
+    __u32 tid = BPF_CORE_READ(next, pid);
+    struct run *r = bpf_map_lookup_elem(&running, &tid);
+    if (r) {
+      __sync_fetch_and_add(&r->ins, 1);
+      r->on = 1;
+    } else {
+      struct run n = {.on = 1, .ins = 1};
+      bpf_map_update_elem(&running, &tid, &n, BPF_NOEXIST);
+    }
   }
   return 0;
 }

@@ -142,7 +142,7 @@ export interface ChurnRecording {
   /** Python to run it with */
   command: string;
   /** pyunwind's --copy mode */
-  copy: 'adaptive' | 'optimistic' | 'blocking';
+  copy: 'adaptive' | 'optimistic' | 'blocking' | 'interrupt';
   /** never write into the target (no anchor: --read-only) */
   readOnly?: boolean;
   rateHz: number;

@@ -20,6 +20,7 @@ const MODES = {
   blocking: { copy: 'blocking', readOnly: false, rateHz: 5000 },
   optimistic: { copy: 'optimistic', readOnly: false, rateHz: 10000 },
   'optimistic-read-only': { copy: 'optimistic', readOnly: true, rateHz: 10000 },
+  interrupt: { copy: 'interrupt', readOnly: false, rateHz: 10000 },
 } as const;
 type ModeName = keyof typeof MODES;
 
@@ -93,6 +94,7 @@ async function run(pythons: ReturnType<typeof nativeInterpreters>, modes: ModeNa
       for (const name of modes) {
         const mode = MODES[name];
         if (mode.readOnly && !anchor) continue; // the same as optimistic there
+        if (mode.copy === 'interrupt' && Number(/3\.(\d+)/.exec(py.label)?.[1] ?? 0) < 13) continue; // (3.13+)
         const exact = mode.copy !== 'optimistic' || (anchor && !mode.readOnly);
         const t: Total = { version: py.label, mode: name, exact, recordings: 0, attempted: 0, accepted: 0, impossible: 0, stoppedCopies: 0, stoppedTime: 0, seconds: 0, examples: new Map() };
         totals.push(t);
@@ -120,11 +122,11 @@ async function run(pythons: ReturnType<typeof nativeInterpreters>, modes: ModeNa
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
-  console.log('\n| version | mode | exact | recordings | attempted | accepted | impossible | per million accepted | copied stopped | target stopped |');
-  console.log('|---|---|---|---|---|---|---|---|---|---|');
+  console.log('\n| version | mode | exact | recordings | attempted | accepted | rejected | impossible | per million accepted | copied stopped | target stopped |');
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|');
   for (const t of totals) {
     console.log(
-      `| ${t.version} | ${t.mode} | ${t.exact ? 'yes' : 'no'} | ${t.recordings} | ${t.attempted.toLocaleString('en')} | ${t.accepted.toLocaleString('en')} | ${t.impossible} | ${((1e6 * t.impossible) / Math.max(1, t.accepted)).toFixed(1)} | ` +
+      `| ${t.version} | ${t.mode} | ${t.exact ? 'yes' : 'no'} | ${t.recordings} | ${t.attempted.toLocaleString('en')} | ${t.accepted.toLocaleString('en')} | ${((100 * (t.attempted - t.accepted)) / Math.max(1, t.attempted)).toFixed(2)} % | ${t.impossible} | ${((1e6 * t.impossible) / Math.max(1, t.accepted)).toFixed(1)} | ` +
         `${((100 * t.stoppedCopies) / Math.max(1, t.attempted)).toFixed(1)} % | ${((100 * t.stoppedTime) / Math.max(1, t.seconds)).toFixed(1)} % |`,
     );
   }

@@ -10,11 +10,10 @@
 // - closed, or its process killed, nothing is left: no program of ours in `bpftool prog`;
 // - without the rights (root's capabilities dropped), one line says what is needed.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { nativeInterpreters } from '../harness/interpreters.js';
-import { bpfObjectPath, KernelCopier, KernelCopyError, type KernelRecord } from '../src/record/linux/kernel-copier.js';
+import { KernelCopier, KernelCopyError, type KernelRecord } from '../src/record/linux/kernel-copier.js';
 import { openLinuxProcess } from '../src/record/linux/process.js';
 import { takeSnapshot } from '../src/record/copy/snapshot.js';
 import { KernelWalker } from '../src/kernel/walker.js';
@@ -23,6 +22,7 @@ import { walkParams } from '../src/layout/walk-params.js';
 import type { CodeRecord } from '../src/capture/types.js';
 import { cannotRun, skipTest } from './helpers/coverage.js';
 import { waitUntil } from './helpers/wait.js';
+import { cannotTryKernelCopies as cannotTry, programsOf, stillLoaded } from './helpers/bpf.js';
 
 const CHILD = path.resolve('test/helpers/kernel-copy-child.mjs');
 const SPIN = `
@@ -50,22 +50,6 @@ const children: ChildProcess[] = [];
 afterAll(() => {
   for (const c of children) c.kill('SIGKILL');
 });
-
-function bpftool(): string | null {
-  for (const c of ['bpftool', '/usr/sbin/bpftool']) {
-    const r = spawnSync(c, ['prog', 'show'], { encoding: 'utf8' });
-    if (!r.error && r.status === 0) return r.stdout;
-  }
-  return null;
-}
-
-/** Why copies at the interrupt cannot be tried here, or null. */
-function cannotTry(): string | null {
-  if (!fs.existsSync(bpfObjectPath())) return `the BPF program is not built (${bpfObjectPath()}: scripts/provision-bpf.sh)`;
-  if (bpftool() === null) return 'bpftool is not installed (scripts/provision-bpf.sh)';
-  if (process.getuid?.() !== 0) return 'not root: copies at the interrupt need root, or CAP_BPF and CAP_PERFMON';
-  return null;
-}
 
 /** A running program of the interpreter; resolves with it and the first line it printed. */
 async function start(command: string, program: string, prefix: string[] = []): Promise<{ child: ChildProcess; line: string }> {
@@ -124,6 +108,9 @@ describe.each(nativeInterpreters())('copies at the interrupt, $label', (py) => {
       const records: KernelRecord[] = [];
       let lost: bigint;
       const copier = KernelCopier.open(pid, { rateHz: 1000, layout: L, tstateSize });
+      // (ours: the programs this process holds — other tests may load theirs meanwhile)
+      const ours = programsOf('self');
+      expect(ours.length).toBe(2);
       try {
         copier.setThreadStates(new Map(threads.map((t) => [Number(t.nativeThreadId), t.threadStateAddress])));
         // (each thread runs when the machine lets it: wait for records of both, not for a time)
@@ -135,7 +122,8 @@ describe.each(nativeInterpreters())('copies at the interrupt, $label', (py) => {
       } finally {
         copier.close();
       }
-      expect(bpftool()).not.toMatch(/copy_at_tick/);
+      // (the kernel frees a program when its last descriptor closes; the release can lag a moment)
+      await waitUntil(() => stillLoaded(ours).length === 0, 'the programs to be gone once the copier was closed', 10_000);
       expect(lost).toBe(0n);
 
       const mine = records.filter((r) => spinning.includes(r.tid));
@@ -178,13 +166,15 @@ describe('copies at the interrupt: nothing left behind, and the rights', () => {
     child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
     await waitUntil(() => out.includes('\n'), 'the copier to attach', 60_000);
     expect(out.trim()).toBe('ready');
-    expect(bpftool()).toMatch(/copy_at_tick/);
+    const ours = programsOf(child.pid!);
+    expect(ours.length).toBe(2);
+    expect(stillLoaded(ours)).toEqual(ours);
     const ended = new Promise((r) => child.once('exit', r));
     child.kill('SIGKILL');
     await ended;
     // (the kernel frees a program when its last descriptor closes, which exit does; the release
     // can lag the exit by a moment: wait on the listing, not a time)
-    await waitUntil(() => !/copy_at_tick/.test(bpftool() ?? ''), 'the program to be gone after its recorder was killed', 10_000);
+    await waitUntil(() => stillLoaded(ours).length === 0, 'the programs to be gone after their recorder was killed', 10_000);
     target.kill('SIGKILL');
   });
 

@@ -198,6 +198,7 @@ interface LiveValues {
 
 async function dumpLive(pid: number, values: LiveValues): Promise<Dumped> {
   const copy = copyOption(values.copy, values.blocking);
+  if (copy === 'interrupt') throw new UsageError('--copy interrupt samples a running program (pyunwind record); a dump copies once, now');
   // a dump wants every task: `all` unless asked otherwise (as CPython's profiler's dump)
   const asyncMode = asyncModeOption(values['async-aware'], values['async-mode'] ?? (values['async-aware'] ? 'all' : undefined));
   const walker = await KernelWalker.load();

@@ -68,6 +68,24 @@ export interface CopierOptions {
    * optimistic`; not exact: see consistency.ts). Default false.
    */
   keepAgreeing?: boolean;
+  /**
+   * Threads (by kernel thread id) whose samples are copied elsewhere — in the kernel, at the
+   * interrupt (record --copy interrupt: those on a CPU). Such a thread is not copied: its
+   * snapshot holds only its thread state as read with the pass, and says `leftToKernel`.
+   */
+  leaveOut?: (nativeThreadId: bigint) => boolean;
+  /**
+   * A proof that a thread did not run while it was copied, tried first for every thread (record
+   * --copy interrupt: the context switches the kernel program sees, KernelCopier.watch), in
+   * place of the stopper's (off-cpu.ts), which is tried only before a stop.
+   */
+  quiet?: QuietWatch;
+}
+
+/** Tells that a thread stayed off its CPU: `mark` before a copy (null: it is on one), `stillOff` after. */
+export interface QuietWatch {
+  mark(tid: number): bigint | null;
+  stillOff(tid: number, mark: bigint): boolean;
 }
 
 /**
@@ -137,6 +155,10 @@ export class MemoryCopier {
   private readonly ctx: CopyContext;
   /** CopierOptions.keepAgreeing */
   private readonly keepAgreeing: boolean;
+  /** CopierOptions.leaveOut */
+  private readonly leaveOut: ((nativeThreadId: bigint) => boolean) | null;
+  /** CopierOptions.quiet */
+  private readonly quiet: QuietWatch | null;
   /**
    * The fields of the GIL each interpreter of the last pass runs under (Layout.gil: its last
    * holder through its count of hand-overs), read with each pass for the GIL facts of the
@@ -183,6 +205,8 @@ export class MemoryCopier {
     this.interpSpan = { lo: Math.min(...fields.map(([o]) => o)), hi: Math.max(...fields.map(([o, n]) => o + n)) };
     const collectUsed = options.collectUsed ?? true;
     this.keepAgreeing = options.keepAgreeing ?? false;
+    this.leaveOut = options.leaveOut ?? null;
+    this.quiet = options.quiet ?? null;
     // eslint-disable-next-line @typescript-eslint/no-this-alias
     const self = this;
     this.ctx = {
@@ -454,6 +478,29 @@ export class MemoryCopier {
     return this.codes.commit(this.codes.check(addresses, interp, generation));
   }
 
+  /**
+   * Check and record the code objects of copies made elsewhere, earlier (in the kernel, at the
+   * interrupt: kernel-samples.ts), read now: like recordCodes, with the interpreter's
+   * code_object_generation as read before the check and after it (null where there is none),
+   * for the caller to tell whether a code object died since its copies were made.
+   */
+  recordCodesOf(addresses: Iterable<bigint>, interp: bigint): { fresh: CodeRecord[]; replaced: boolean; before: bigint | null; after: bigint | null } {
+    const at = this.layout.interp.codeObjectGeneration;
+    const generation = (): bigint | null => {
+      const g = at === null ? null : this.source.tryRead(interp + BigInt(at), 8);
+      return g ? new DataView(g.buffer, g.byteOffset, 8).getBigUint64(0, true) : null;
+    };
+    const before = generation();
+    const pending = this.codes.check(addresses, interp, before);
+    const after = at === null ? null : generation();
+    return { ...this.codes.commit(pending), before, after };
+  }
+
+  /** The bytecode [start, end) of a known code object (null: not known as one). */
+  bytecodeOf(address: bigint): [bigint, bigint] | null {
+    return this.codes.bytecodeRange(address);
+  }
+
   /** The copy recorded for a code object (null: the address is not a known code object). */
   codeObject(address: bigint): CodeRecord | null {
     return this.codes.snapshot(address);
@@ -466,6 +513,19 @@ export class MemoryCopier {
    */
   private thread(interp: bigint, interpreterId: bigint, tstate: bigint, prefetched?: Prefetched, gilHolder: bigint | null = null): { snap: ThreadSnapshot; entry: ListEntry } {
     const cache = this.threads.get(tstate);
+    if (cache && cache.nativeThreadId > 0n && this.leaveOut?.(cache.nativeThreadId)) {
+      const left = this.leftOut(interp, interpreterId, tstate, prefetched);
+      if (left) return left;
+    }
+    if (cache && this.quiet && cache.nativeThreadId > 0n && !this.allStopped) {
+      // (one that woke during its copy, and is off its CPU again, is copied again at once: a
+      // moment of the same wait; one that runs now is copied as usual, and proven otherwise or torn)
+      for (let tries = 1; tries <= 1 + this.retries; tries++) {
+        const quiet = this.offCpuCopy(interp, interpreterId, tstate, cache.nativeThreadId, this.quiet);
+        if (quiet) return this.finish(quiet, tries);
+        if (this.quiet.mark(Number(cache.nativeThreadId)) === null) break;
+      }
+    }
     // (adaptive, without the anchor: nothing but a stop proves the copy of a thread that may
     // be running Python, so it is stopped first, as blocking does)
     const stopFirst = cache && (this.blocking || (this.canStop && !this.allStopped && (this.consistency !== 'anchor' || stopsFirst(cache))));
@@ -523,20 +583,40 @@ export class MemoryCopier {
   }
 
   /**
+   * A thread whose sample is copied elsewhere (CopierOptions.leaveOut): its thread state as the
+   * pass read it (or read now), for the thread list and its ids; null when it is not that
+   * thread's any more (the caller copies it as usual, and learns what it is).
+   */
+  private leftOut(interp: bigint, interpreterId: bigint, tstate: bigint, prefetched?: Prefetched): { snap: ThreadSnapshot; entry: ListEntry } | null {
+    const L = this.layout;
+    const ts = prefetched?.got[prefetched.tstateAt] ?? this.source.tryRead(tstate, L.tstate.size);
+    if (!ts || ts.length < L.tstate.size || readPointer(ts, L.tstate.interp, this.P) !== interp) return null;
+    const snap = emptySnapshot(interpreterId, tstate, [{ address: tstate, bytes: ts }]);
+    snap.threadId = readPointer(ts, L.tstate.threadId, this.P);
+    snap.nativeThreadId = readPointer(ts, L.tstate.nativeThreadId, this.P);
+    if (snap.nativeThreadId !== this.threads.get(tstate)?.nativeThreadId) return null;
+    snap.unproven = true;
+    snap.leftToKernel = true;
+    return { snap, entry: 'thread' };
+  }
+
+  /**
    * A copy of a thread the kernel shows off its CPU before the copy and not put on one until
    * after it (off-cpu.ts): nothing of it ran meanwhile, so the copy is proven as a stopped one
    * is, without stopping it. Null where that cannot be shown (the thread runs, or ran during the
    * copy, or the kernel cannot tell): the caller stops it.
    */
-  private offCpuCopy(interp: bigint, interpreterId: bigint, tstate: bigint, tid: bigint): Attempt | null {
-    const watch = this.stopper?.offCpu;
+  private offCpuCopy(interp: bigint, interpreterId: bigint, tstate: bigint, tid: bigint, watch: QuietWatch | null | undefined = this.stopper?.offCpu): Attempt | null {
     if (!watch || tid <= 0n || this.allStopped) return null;
     const mark = watch.mark(Number(tid));
     if (mark === null) return null;
     // (never bytes the pass read before the mark)
     const cache = this.threads.get(tstate);
     if (cache) cache.preread = null;
-    const attempt = this.steadyCopy(interp, interpreterId, tstate) ?? this.copyThread(interp, interpreterId, tstate, false);
+    // (the watch of the context switches proves the copy by itself — it was made while the
+    // thread was off its CPU, or is not kept — so it is read once, as a stopped thread's is)
+    const own = watch === this.quiet;
+    const attempt = (own ? null : this.steadyCopy(interp, interpreterId, tstate)) ?? this.copyThread(interp, interpreterId, tstate, own);
     if (attempt.entry !== 'thread' || !watch.stillOff(Number(tid), mark)) return null;
     attempt.snap.unproven = false;
     attempt.snap.offCpuProof = true;

@@ -16,10 +16,17 @@ import type { MemorySource } from './source.js';
  *   kept as `torn` — counted, never profiled — except where nothing could prove it (no anchor:
  *   before 3.15, or read-only), where one whose readings agree is kept: not exact.
  * - `blocking`: every thread that may be running Python is stopped for its copy.
+ * - `interrupt`: a thread on a CPU is copied in the kernel, at the timer's interrupt (record
+ *   only: bpf/copier.bpf.c, kernel-samples.ts) — one moment of it without a stop; the others,
+ *   off their CPUs, are copied here as `optimistic` copies them, never stopped: a copy nothing
+ *   proves is kept as `torn`.
  */
-export type CopyMode = 'optimistic' | 'adaptive' | 'blocking';
+export type CopyMode = 'optimistic' | 'adaptive' | 'blocking' | 'interrupt';
 
-export const COPY_MODES: readonly CopyMode[] = ['adaptive', 'optimistic', 'blocking'];
+export const COPY_MODES: readonly CopyMode[] = ['adaptive', 'optimistic', 'blocking', 'interrupt'];
+
+/** Copy modes that never stop the target. */
+export const neverStops = (copy: CopyMode): boolean => copy === 'optimistic' || copy === 'interrupt';
 
 export interface CopyOptions {
   copy: CopyMode;
@@ -30,8 +37,12 @@ export interface CopyOptions {
 }
 
 /** A copier that makes copies as `copy` says. */
-export function copierFor(source: MemorySource, options: CopyOptions, more: Pick<CopierOptions, 'collectUsed' | 'tstateMin' | 'tstateCheck' | 'bytecode'> = {}): MemoryCopier {
-  if (options.copy !== 'optimistic' && !options.stopper) throw new Error(`copy mode ${options.copy} needs a way to stop the target`);
+export function copierFor(source: MemorySource, options: CopyOptions, more: Pick<CopierOptions, 'collectUsed' | 'tstateMin' | 'tstateCheck' | 'bytecode' | 'leaveOut'> = {}): MemoryCopier {
+  if (!neverStops(options.copy) && !options.stopper) throw new Error(`copy mode ${options.copy} needs a way to stop the target`);
+  if (options.copy === 'interrupt') {
+    // the threads off their CPUs: never stopped, and a copy nothing proves is torn (exact)
+    return new MemoryCopier(source, { ...more, ...(options.consistency ? { consistency: options.consistency } : {}), retries: 2 });
+  }
   return new MemoryCopier(source, {
     ...more,
     ...(options.consistency ? { consistency: options.consistency } : {}),

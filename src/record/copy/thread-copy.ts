@@ -361,7 +361,7 @@ function placeAnchor(ctx: CopyContext, cache: ThreadCache, tstate: bigint, ts: U
  * Does the innermost frame's instruction pointer fit its code object's bytecode (true when it
  * is not a Python frame, or its code object is not known: nothing to judge by)?
  */
-function innermostFits(L: Layout, frame: bigint | undefined, mem: GrowingMemory, bytecode: (code: bigint) => [bigint, bigint] | null): boolean {
+export function innermostFits(L: Layout, frame: bigint | undefined, mem: GrowingMemory, bytecode: (code: bigint) => [bigint, bigint] | null): boolean {
   const bytes = frame === undefined ? null : mem.bytes(frame, L.frame.size);
   if (!bytes || (bytes[L.frame.owner] !== L.owners.thread && bytes[L.frame.owner] !== L.owners.generator)) return true;
   const code = readPointer(bytes, L.frame.executable, L.pointerSize) & ~BigInt(L.executableTagMask);
@@ -370,7 +370,7 @@ function innermostFits(L: Layout, frame: bigint | undefined, mem: GrowingMemory,
 }
 
 /** The code objects of the chain's Python frames. */
-function codesOf(L: Layout, chain: readonly bigint[], mem: GrowingMemory): bigint[] {
+export function codesOf(L: Layout, chain: readonly bigint[], mem: GrowingMemory): bigint[] {
   const tag = BigInt(L.executableTagMask);
   const out: bigint[] = [];
   for (const f of chain) {
@@ -459,7 +459,7 @@ function copyChunks(
  * (generator/coroutine frames, entry frames on the C stack); returns the chain and how many
  * reads that took.
  */
-function followFrames(
+export function followFrames(
   L: Layout,
   maxFrames: number,
   frame: bigint,

@@ -47,6 +47,8 @@ export interface ThreadSnapshot {
   codes: CodeRecord[];
   /** one of `codes` replaces a code object recorded earlier at the same address */
   codeReplaced: boolean;
+  /** not copied here: its sample is copied in the kernel at the interrupt (CopierOptions.leaveOut) */
+  leftToKernel?: boolean;
 }
 
 /** A snapshot not filled in yet: the ids, regions and outcome are set as the copy goes. */

@@ -5,10 +5,11 @@
 // with the process however it ends: the kernel drops the program, its maps and perf events when
 // their last file descriptor closes.
 //
-// Groundwork: each record holds an interrupted thread's state, the top of its data stack and the
-// frames of its chain outside it, copied in the kernel at the tick, as regions a walk reads
-// (test/kernel-copy.test.ts walks them). `record` does not use them yet: the recorder's side
-// (threads, code objects, capture blocks, off-CPU threads) comes next.
+// Each record holds an interrupted thread's state, the top of its data stack and the frames of
+// its chain outside it, copied in the kernel at the tick, as regions a walk reads: record --copy
+// interrupt makes them samples (src/record/copy/kernel-samples.ts). A second program follows the
+// target's context switches (runState, watch): which thread is on a CPU — the timer's program
+// copies those — and, for the others, whether one ran while the recorder copied it.
 //
 // libbpf and the two system calls are reached through koffi, as the recorder's other calls are
 // (src/record/linux/native.ts): no compiled addon, and nothing when they are missing but a
@@ -50,6 +51,17 @@ export function decodeRecord(bytes: Uint8Array): KernelRecord | null {
   return { tid: dv.getUint32(0, true), timeNs: dv.getBigUint64(8, true), threadStateAddress: dv.getBigUint64(16, true), regions };
 }
 
+/** A thread of the target as its context switches tell (bpf/copier.bpf.c, struct run). */
+export interface RunState {
+  /** on a CPU now */
+  on: boolean;
+  /** times it was put on a CPU */
+  ins: number;
+  /** when it last left its CPU (CLOCK_MONOTONIC, ns), and whether it was preempted then (runnable) */
+  offNs: bigint;
+  preempted: boolean;
+}
+
 /** What copies at the interrupt need, in one line: null when they can run here. */
 export const KERNEL_COPY_NEEDS = 'root, or CAP_BPF and CAP_PERFMON';
 /** bpf/copier.bpf.c's MAX_TSTATE and MAX_FRAME_HEADER */
@@ -64,6 +76,9 @@ const PERF_FLAG_FD_CLOEXEC = 8;
 const SYS_PERF_EVENT_OPEN = 298;
 const EACCES = 13;
 const EPERM = 1;
+const EAGAIN = 11;
+/** loads tried again when the verifier was interrupted (EAGAIN) */
+const LOAD_TRIES = 20;
 
 /** Where the built BPF object is: dist/bpf/, beside dist/record/linux/ (or the source tree's dist/). */
 export function bpfObjectPath(): string {
@@ -83,7 +98,7 @@ interface Libs {
     pointer(type: unknown): unknown;
     register(f: Fn, type: unknown): unknown;
     unregister(f: unknown): void;
-    decode(p: unknown, type: string, n: number): ArrayLike<number>;
+    view(p: unknown, n: number): ArrayBuffer;
     errno(): number;
   };
   syscall: Fn;
@@ -95,9 +110,11 @@ interface Libs {
   setMaxEntries: Fn;
   mapFd: Fn;
   attach: Fn;
+  attachAuto: Fn;
   destroyLink: Fn;
   closeObject: Fn;
   update: Fn;
+  remove: Fn;
   lookup: Fn;
   ringNew: Fn;
   ringConsume: Fn;
@@ -141,9 +158,11 @@ function loadLibs(): Libs | string {
     setMaxEntries: bpf.func('int bpf_map__set_max_entries(void *map, unsigned int n)'),
     mapFd: bpf.func('int bpf_map__fd(void *map)'),
     attach: bpf.func('void *bpf_program__attach_perf_event(void *prog, int pfd)'),
+    attachAuto: bpf.func('void *bpf_program__attach(void *prog)'),
     destroyLink: bpf.func('int bpf_link__destroy(void *link)'),
     closeObject: bpf.func('void bpf_object__close(void *obj)'),
     update: bpf.func('int bpf_map_update_elem(int fd, const void *key, const void *value, unsigned long long flags)'),
+    remove: bpf.func('int bpf_map_delete_elem(int fd, const void *key)'),
     lookup: bpf.func('int bpf_map_lookup_elem(int fd, const void *key, void *value)'),
     ringNew: bpf.func('void *ring_buffer__new(int fd, pyunwind_sample_cb *cb, void *ctx, void *opts)'),
     ringConsume: bpf.func('int ring_buffer__consume(void *rb)'),
@@ -166,6 +185,7 @@ export class KernelCopier {
     private readonly events: number[],
     private readonly tstatesFd: number,
     private readonly lostFd: number,
+    private readonly runningFd: number,
     private readonly ring: unknown,
     private readonly callback: unknown,
     /** what the ring buffer's callback has decoded, not yet taken by poll() */
@@ -192,8 +212,21 @@ export class KernelCopier {
     } catch {
       throw new KernelCopyError(`copies at the interrupt are not built in (no ${file}: scripts/build-bpf.sh needs clang and libbpf-dev)`);
     }
-    const object = L.openMem(image, image.length, null);
-    if (!object) throw new KernelCopyError(`copies at the interrupt: libbpf could not read ${file}`);
+    // The verifier gives up on a load when a signal is pending for the loader (EAGAIN), and
+    // libbpf's own few tries can all meet one where signals come often (a profiler's SIGPROF):
+    // a load is tried again, from a fresh object, a few more times.
+    let object: unknown = null;
+    let loaded = 0;
+    for (let tries = 0; ; tries++) {
+      object = L.openMem(image, image.length, null);
+      if (!object) throw new KernelCopyError(`copies at the interrupt: libbpf could not read ${file}`);
+      // the scratch buffer: one per CPU (a perf-event program runs with its CPU to itself)
+      const scratch = L.findMap(object, 'scratch');
+      if (scratch) L.setMaxEntries(scratch, os.cpus().length);
+      loaded = Number(L.load(object));
+      if (loaded !== -EAGAIN || tries >= LOAD_TRIES) break;
+      L.closeObject(object);
+    }
     const links: unknown[] = [];
     const events: number[] = [];
     let ring: unknown = null;
@@ -206,28 +239,35 @@ export class KernelCopier {
       if (callback) L.koffi.unregister(callback);
     };
     try {
-      // the scratch buffer: one per CPU (a perf-event program runs with its CPU to itself)
-      const scratch = L.findMap(object, 'scratch');
-      if (scratch) L.setMaxEntries(scratch, os.cpus().length);
-      const loaded = Number(L.load(object));
       if (loaded !== 0) {
         const errno = -loaded;
-        throw new KernelCopyError(errno === EPERM || errno === EACCES ? `copies at the interrupt need ${KERNEL_COPY_NEEDS} (loading the BPF program was refused)` : `copies at the interrupt: the kernel refused the BPF program (errno ${errno}: a kernel without BPF, or one too old)`);
+        throw new KernelCopyError(
+          errno === EPERM || errno === EACCES
+            ? `copies at the interrupt need ${KERNEL_COPY_NEEDS} (loading the BPF program was refused)`
+            : errno === EAGAIN
+              ? `copies at the interrupt: the kernel's check of the BPF program was interrupted by signals ${LOAD_TRIES + 1} times (a profiler's timer?)`
+              : `copies at the interrupt: the kernel refused the BPF program (errno ${errno}: a kernel without BPF, or one too old)`,
+        );
       }
       const fd = (name: string): number => Number(L.mapFd(L.findMap(object, name)));
       // struct config (bpf/copier.bpf.c): the target, and where the fields are
       const T = layout.tstate;
-      const config = new Uint32Array([pid, options.tstateSize, T.currentFrame, T.datastackChunk, T.datastackTop, layout.frame.previous, layout.frame.size, 0]);
+      const generation = layout.interp.codeObjectGeneration ?? 0;
+      const config = new Uint32Array([pid, options.tstateSize, T.currentFrame, T.datastackChunk, T.datastackTop, layout.frame.previous, layout.frame.size, T.interp, generation, 0]);
       if (Number(L.update(fd('config'), new Uint32Array([0]), config, 0)) !== 0) throw new KernelCopyError('copies at the interrupt: cannot configure the BPF program');
+      // the context switches of the target's threads: which is on a CPU (KernelCopier.watch)
+      const switches = L.attachAuto(L.findProgram(object, 'on_switch'));
+      if (!switches) throw new KernelCopyError('copies at the interrupt: cannot attach to the scheduler\'s context switches (a kernel without BTF?)');
+      links.push(switches);
       const program = L.findProgram(object, 'copy_at_tick');
       for (let cpu = 0; cpu < os.cpus().length; cpu++) {
         const attr = new DataView(new ArrayBuffer(PERF_ATTR_SIZE));
         attr.setUint32(0, PERF_TYPE_SOFTWARE, true);
         attr.setUint32(4, PERF_ATTR_SIZE, true);
         attr.setBigUint64(8, PERF_COUNT_SW_CPU_CLOCK, true);
-        attr.setBigUint64(16, BigInt(Math.max(1, Math.round(options.rateHz))), true);
-        // flags: freq (bit 10): sample_freq is a rate, not a period
-        attr.setBigUint64(40, 1n << 10n, true);
+        // a fixed period of the CPU's clock, in ns (not a frequency the kernel adjusts): every
+        // CPU ticks at the rate, as the recorder's own schedule does for threads off CPU
+        attr.setBigUint64(16, BigInt(Math.max(1000, Math.round(1e9 / options.rateHz))), true);
         const pfd = Number(L.syscall(SYS_PERF_EVENT_OPEN, attr.buffer, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
         if (pfd < 0) {
           const errno = L.koffi.errno();
@@ -242,24 +282,41 @@ export class KernelCopier {
       }
       const sink = { records: [] as KernelRecord[], damaged: 0 };
       callback = L.koffi.register((_ctx: unknown, data: unknown, size: unknown) => {
-        const record = decodeRecord(Uint8Array.from(L.koffi.decode(data, 'uint8', Number(size))));
+        // (a view of the ring buffer's bytes: decodeRecord copies each region out of it)
+        const record = decodeRecord(new Uint8Array(L.koffi.view(data, Number(size))));
         if (record) sink.records.push(record);
         else sink.damaged++;
         return 0;
       }, L.koffi.pointer(L.sampleType));
       ring = L.ringNew(fd('records'), callback, null, null);
       if (!ring) throw new KernelCopyError('copies at the interrupt: cannot open the ring buffer');
-      return new KernelCopier(L, object, links, events, fd('tstates'), fd('lost'), ring, callback, sink);
+      return new KernelCopier(L, object, links, events, fd('tstates'), fd('lost'), fd('running'), ring, callback, sink);
     } catch (e) {
       undo();
       throw e;
     }
   }
 
-  /** Tell the program each thread's thread-state address (kernel thread id → address); 0n forgets one. */
-  setThreadStates(map: ReadonlyMap<number, bigint>): void {
+  /** what the program was last told: kernel thread id → thread-state address */
+  private readonly told = new Map<number, bigint>();
+
+  /**
+   * Tell the program each thread's thread-state address (kernel thread id → address): the
+   * threads it copies from now on. A thread left out of `map` is forgotten (with `replace`,
+   * the default); only what changed is written.
+   */
+  setThreadStates(map: ReadonlyMap<number, bigint>, replace = true): void {
+    if (this.closed) return;
     for (const [tid, address] of map) {
+      if (this.told.get(tid) === address) continue;
       this.L.update(this.tstatesFd, new Uint32Array([tid]), new BigUint64Array([address]), 0);
+      this.told.set(tid, address);
+    }
+    if (!replace) return;
+    for (const tid of this.told.keys()) {
+      if (map.has(tid)) continue;
+      this.L.remove(this.tstatesFd, new Uint32Array([tid]));
+      this.told.delete(tid);
     }
   }
 
@@ -269,6 +326,43 @@ export class KernelCopier {
     this.L.ringConsume(this.ring);
     return this.sink.records.splice(0);
   }
+
+  /**
+   * Is thread `tid` on a CPU now (by the context switches seen since the program was attached),
+   * and how many times it was put on one: null where no switch of it was seen yet.
+   */
+  runState(tid: number): RunState | null {
+    if (this.closed) return null;
+    const v = this.run;
+    v.fill(0);
+    if (Number(this.L.lookup(this.runningFd, this.key(tid), v)) !== 0) return null;
+    return { on: v[0] !== 0, ins: v[1]!, offNs: (BigInt(v[3]!) << 32n) | BigInt(v[2]!), preempted: v[4] !== 0 };
+  }
+
+  /** struct run (bpf/copier.bpf.c) */
+  private readonly run = new Uint32Array(6);
+  private readonly keyBuf = new Uint32Array(1);
+  private key(tid: number): Uint32Array {
+    this.keyBuf[0] = tid;
+    return this.keyBuf;
+  }
+
+  /**
+   * The proof that a thread did not run while it was copied, from the context switches (as
+   * OffCpuWatch gives it from /proc, but for a thread runnable and waiting for a CPU too): the
+   * count of its switches onto a CPU, if it is off one now (mark); still off, and not put on
+   * one since (stillOff).
+   */
+  readonly watch = {
+    mark: (tid: number): bigint | null => {
+      const r = this.runState(tid);
+      return r && !r.on ? BigInt(r.ins) : null;
+    },
+    stillOff: (tid: number, mark: bigint): boolean => {
+      const r = this.runState(tid);
+      return r !== null && !r.on && BigInt(r.ins) === mark;
+    },
+  };
 
   /** Records the kernel dropped because the ring buffer was full (each a missed tick). */
   lost(): bigint {

@@ -12,7 +12,9 @@ import { captureHeader, type RecordingFields } from '../sampling/capture-header.
 import { asyncioOffsetsNow, openLinuxProcess, processIsRunning, TargetError, type AsyncioFound, type LinuxProcessSource } from './process.js';
 import type { AsyncioOffsets } from '../../layout/asyncio-offsets.js';
 import type { AsyncMode } from '../../walk/task-graph.js';
-import type { CopyMode } from '../copy/modes.js';
+import { neverStops, type CopyMode } from '../copy/modes.js';
+import { KernelCopier } from './kernel-copier.js';
+import { kernelTstateSize } from '../copy/kernel-samples.js';
 import { CpuStates } from './cpu-states.js';
 import type { SampleFact, SamplingMode } from '../../capture/types.js';
 import { SamplerGroup, TargetSampler, type SamplerStats } from '../sampling/sampler.js';
@@ -222,7 +224,7 @@ function openRecorder(
       facts,
       ...(how.bytecode ? {} : { bytecode: false }),
     }));
-    const stopper = how.copy === 'optimistic' ? null : like ? stopperLike(like, pid) : openStopper(pid);
+    const stopper = neverStops(how.copy) ? null : like ? stopperLike(like, pid) : openStopper(pid);
     return { writer, stopper, cpuStates };
   } catch (e) {
     try {
@@ -262,6 +264,12 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
     throw new RangeError('recordProcess: subprocesses need an output function when the output is not a file name');
   }
   const copy = options.copy ?? 'adaptive';
+  if (copy === 'interrupt') {
+    // (each needs what is read with a thread's frames at the same moment: not copied in the kernel yet)
+    if (options.native) throw new RangeError('native stacks are not copied at the interrupt yet: not with copy interrupt');
+    if (options.asyncio) throw new RangeError('asyncio tasks are read with the stack at one moment: not with copy interrupt yet');
+    if (follow) throw new RangeError('subprocesses are not recorded with copy interrupt yet');
+  }
   if (options.native && copy === 'optimistic') throw new RangeError('native stacks need the threads stopped: not with copy optimistic');
   if (options.native && follow) throw new RangeError('native stacks are not recorded with subprocesses');
   const stackBytes = options.native ? (options.native.stackBytes ?? DEFAULT_STACK_BYTES) : 0;
@@ -285,7 +293,14 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
 
   let main: Recorder;
   let asyncio: AsyncioFound | null = null;
+  let kernel: KernelCopier | null = null;
   try {
+    if (copy === 'interrupt') {
+      if (sampling === 'gil' && source.layout.tstate.holdsGil === null) throw new RangeError(`--mode gil with copy interrupt: which thread holds the GIL is in the thread state from CPython 3.15 on (${source.description})`);
+      if (!CpuStates.available(pid)) throw new TargetError('unsupported', `${source.description}: copies at the interrupt need the threads' states from /proc, which cannot be read here`);
+      // (before the capture file: a recorder that cannot copy at the interrupt writes nothing)
+      kernel = KernelCopier.open(pid, { rateHz, layout: source.layout, tstateSize: kernelTstateSize(source) });
+    }
     if (options.asyncio) asyncio = await asyncioOffsets(source, options.signal, alive);
     main = openRecorder(
       source,
@@ -304,6 +319,7 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
       throw new TargetError('unsupported', `${source.description}: native stacks need ptrace (for each thread's registers), which is not allowed on this process here`);
     }
   } catch (e) {
+    kernel?.close();
     source.close();
     if (child && alive()) child.kill('SIGTERM');
     throw e;
@@ -345,6 +361,7 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
       ...(options.bytecode === false ? { bytecode: false } : {}),
       ...(stopper ? { stopper } : {}),
       ...(native ? { native } : {}),
+      ...(kernel ? { kernel } : {}),
       ...(options.durationMs !== undefined ? { durationMs: options.durationMs } : {}),
       // a target that exits makes the next read fail, and the sampler then asks isAlive
       shouldStop: () => options.signal?.aborted === true || childEnded(),
@@ -536,6 +553,7 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
     // a command started here does not outlive a recording that failed
     if (failure && child && alive()) child.kill('SIGTERM');
     native?.close();
+    kernel?.close();
     try {
       closeRecorder(main, source);
     } catch (e) {

@@ -29,6 +29,8 @@ import { ThreadNamer } from '../copy/thread-names.js';
 import { asyncioTstateCheck, asyncioTstateEnd, TaskCopier } from '../copy/task-copy.js';
 import type { AsyncioOffsets } from '../../layout/asyncio-offsets.js';
 import type { AsyncMode } from '../../walk/task-graph.js';
+import type { KernelRecord, RunState } from '../linux/kernel-copier.js';
+import { KernelSamples } from '../copy/kernel-samples.js';
 
 export type { SampleSink } from './sink.js';
 export type { CopyMode } from '../copy/modes.js';
@@ -80,6 +82,19 @@ export interface SamplerOptions {
     copyHeld(): Map<bigint, NativeCopy>;
     holdNeeded?(watch: OffCpuWatch | null): NativeHold | null;
   };
+  /**
+   * copy `interrupt`: the copies made in the kernel at the timer's interrupt (KernelCopier). A
+   * thread on a CPU (cpuStates, required) is left to them; each tick takes the records made
+   * since the last one as samples, at the times they were made, and copies the threads off
+   * their CPUs as usual. Records the kernel lost (its ring buffer full) are missed ticks.
+   */
+  kernel?: {
+    poll(): KernelRecord[];
+    lost(): bigint;
+    setThreadStates(map: ReadonlyMap<number, bigint>): void;
+    runState(tid: number): RunState | null;
+    watch: { mark(tid: number): bigint | null; stillOff(tid: number, mark: bigint): boolean };
+  };
 }
 
 export type SamplerEnd = 'duration' | 'stopped' | 'target-exited';
@@ -118,7 +133,12 @@ export interface SamplerStats {
   anchorWriteFailure: string | null;
   /** thread names: reads of `threading`'s names made, the time they took (µs), records written */
   names: { reads: number; micros: number; records: number };
+  /** copy `interrupt`: samples copied in the kernel, of `samples`; records it lost (in `missed`); records of a thread gone (dropped, in `missed`); records in a stretch of missed ticks (left out with it) */
+  kernel: { samples: number; lost: number; stale: number; skipped: number };
 }
+
+/** How long stretches of skipped ticks are kept for the kernel's records in them (µs): records are taken at every tick. */
+const SKIPPED_KEPT_US = 2_000_000;
 
 /** How far behind its schedule the sampler may take a tick; slots further behind are missed. */
 export const CATCH_UP_MS = 10;
@@ -204,6 +224,7 @@ export class TargetSampler {
     ended: null,
     anchorWriteFailure: null,
     names: { reads: 0, micros: 0, records: 0 },
+    kernel: { samples: 0, lost: 0, stale: 0, skipped: 0 },
   };
   private readonly copyOptions: CopyOptions;
   private readonly copier: MemoryCopier;
@@ -219,6 +240,19 @@ export class TargetSampler {
   private recent: SampleRecord[] = [];
   private readonly tasks: TaskCopier | null;
   private readonly namer: ThreadNamer | null;
+  /** copy `interrupt`: the kernel's records made samples, and the clock they are timed on (CLOCK_MONOTONIC at start, ns) */
+  private readonly kernelSamples: KernelSamples | null = null;
+  private hrStart = 0n;
+  /** stretches of skipped ticks [from, to) (µs since the start), for the kernel's records in them */
+  private readonly skipped: [number, number][] = [];
+  /**
+   * copy `interrupt`: the tick being taken, on the kernel's clock (ns) — or when the recorder
+   * took a CPU to take it, if earlier (it spins before a tick, and works between ticks)
+   */
+  private tickNs = 0n;
+  /** when the loop driving this sampler last got a CPU back before this tick (performance.now(), ms; set by SamplerGroup) */
+  awakeSince: number | null = null;
+  private kernelLost = 0n;
 
   constructor(
     readonly source: MemorySource,
@@ -237,7 +271,26 @@ export class TargetSampler {
       // the running task in the same read as the stack (see task-copy.ts)
       ...(options.asyncio ? { tstateMin: asyncioTstateEnd(options.asyncio.offsets, source.layout.pointerSize), tstateCheck: asyncioTstateCheck(options.asyncio.offsets) } : {}),
       ...(options.bytecode === false ? { bytecode: false } : {}),
+      // (a thread on a CPU is the kernel's to copy: as its context switches tell, or before one
+      // was seen, as /proc does; the others' copies are proven by those switches)
+      ...(options.kernel
+        ? {
+            leaveOut: (tid: bigint) => {
+              const run = options.kernel!.runState(Number(tid));
+              // One preempted since the recorder took a CPU for this tick was running then: the
+              // recorder may be what took its CPU, and the tick would see it off its CPU far
+              // more often than it is (measured: 13 % too many samples of a thread running C at
+              // 200 Hz, preempted by the recorder's spin). Its samples are the kernel's.
+              return run ? run.on || (run.preempted && run.offNs >= this.tickNs) : this.cpuStates?.onCpu(tid) === true;
+            },
+            quiet: options.kernel.watch,
+          }
+        : {}),
     });
+    if (options.kernel) {
+      if (!options.cpuStates) throw new Error('copies at the interrupt need the threads\' CPU states');
+      this.kernelSamples = new KernelSamples(source, this.copier);
+    }
     this.tasks = options.asyncio ? new TaskCopier(source, source.layout, options.asyncio.offsets, options.asyncio.mode, this.copier) : null;
     this.namer = options.threadNames !== false && sink.addThreadName ? new ThreadNamer(source) : null;
     const mode = options.sampling ?? 'wall';
@@ -252,6 +305,8 @@ export class TargetSampler {
     this.stats.codeObjects += warm.codes;
     this.stats.names.records += warm.names;
     this.start = performance.now();
+    // (performance.now() and hrtime count on the same clock as the kernel's, CLOCK_MONOTONIC)
+    this.hrStart = process.hrtime.bigint();
     this.schedule = new TickSchedule(1000 / this.options.rateHz, this.start, CATCH_UP_MS);
     this.stoppedMicros = this.options.stopper?.stoppedMicros ?? 0;
     this.lastFlush = this.start;
@@ -279,16 +334,21 @@ export class TargetSampler {
   tick(now: number): boolean {
     const { options, stats, sink } = this;
     const schedule = this.schedule!;
-    const { missed: late, time: tickTime } = schedule.take(now);
+    const { missed: late, time: tickTime, skippedFrom } = schedule.take(now);
+    // (copies at the interrupt: the kernel's records of a skipped stretch are left out with it)
+    if (late > 0 && this.kernelSamples) this.skipped.push([skippedFrom, tickTime]);
     if (late > 0) {
       stats.missed += late;
       stats.scheduled += late;
       sink.addMissed(late);
     }
     stats.scheduled++;
+    // (from when the recorder took a CPU for this tick, if that was earlier: see leaveOut)
+    const fromMs = Math.min(this.awakeSince ?? now, this.start + tickTime / 1000);
+    this.tickNs = this.hrStart + BigInt(Math.round((fromMs - this.start) * 1e6));
 
     const tickMode = options.alternate && this.turn++ % 2 === 1 ? { ...this.copyOptions, copy: options.alternate } : this.copyOptions;
-    const { cpuStates, keepFlag, tasks, namer } = this;
+    const { cpuStates, tasks, namer } = this;
     let threads: ThreadSnapshot[];
     // With tasks: the target stopped for the whole copy — threads and tasks — where it can be.
     // The tasks are other objects than the thread's frames, read after them: a task that
@@ -343,38 +403,48 @@ export class TargetSampler {
     }
     stats.ticks++;
     const samples: SampleRecord[] = [];
-    for (const t of threads) {
-      if (cpuStates) {
-        const on = cpuStates.onCpu(t.nativeThreadId);
-        t.onCpu = on === true;
-        t.cpuUnknown = on === null;
+    const all = threads;
+    const kernel = this.kernelSamples;
+    if (kernel) {
+      // the threads on a CPU: their samples are the kernel's records since the last tick
+      options.kernel!.setThreadStates(kernel.know(threads));
+      const stale = kernel.stale;
+      for (const k of kernel.take(options.kernel!.poll())) {
+        const time = Math.max(0, Number((k.timeNs - this.hrStart) / 1000n));
+        // A stretch whose ticks were missed gave no sample of the threads off their CPUs: it
+        // gives none of the running ones either, or they would weigh more than the others
+        // whenever the recorder falls behind (a busy machine). Its ticks are counted missed.
+        if (this.skipped.some(([a, b]) => time >= a && time < b)) {
+          stats.kernel.skipped++;
+          continue;
+        }
+        this.addSample(k.snap, time, samples, null);
+        stats.kernel.samples++;
       }
-      let s = sampleRecord(t, tickTime);
-      const n = natives?.get(t.nativeThreadId);
-      // (its native stack among its regions: the entry frames its Python copy holds are in it)
-      if (n) s = { ...s, registers: n.registers, regions: withStackRegion(s.regions, n.stack) };
-      // (the code objects go to the file whatever the mode keeps: the copier sends each once)
-      if (t.codes.length > 0 || t.codeReplaced) emitCodes(sink, t);
-      stats.codeObjects += t.codes.length;
-      // (a sample whose fact could not be told is written: the report counts it, as left out)
-      if (keepFlag !== 0 && (s.flags & keepFlag) === 0 && (s.flags & this.unknownFlag) === 0) {
-        stats.leftOut++;
-        continue;
+      // (records come within a poll or two of their time: older stretches are done with)
+      while (this.skipped.length > 0 && this.skipped[0]![1] < tickTime - SKIPPED_KEPT_US) this.skipped.shift();
+      stats.kernel.stale = kernel.stale;
+      if (kernel.stale > stale) {
+        // (a record of a thread gone is a tick of it that gave no sample)
+        stats.missed += kernel.stale - stale;
+        stats.scheduled += kernel.stale - stale;
+        sink.addMissed(kernel.stale - stale);
       }
-      samples.push(s);
-      // a copy's bytes are never changed once copied (fresh, or carved from a slab once)
-      sink.addSample(s, true);
-      stats.samples++;
-      if (s.recorderStatus === 'torn') stats.torn++;
-      if (s.flags & SAMPLE_FLAG.STOPPED) stats.stopped++;
-      if (s.flags & SAMPLE_FLAG.RETRIED) stats.retried++;
-      if (t.offCpuProof) stats.offCpu++;
-      stats.copyMicros.total += s.copyMicros;
-      if (s.copyMicros > stats.copyMicros.max) stats.copyMicros.max = s.copyMicros;
+      const lost = options.kernel!.lost();
+      if (lost > this.kernelLost) {
+        const n = Number(lost - this.kernelLost);
+        this.kernelLost = lost;
+        stats.kernel.lost += n;
+        stats.missed += n;
+        stats.scheduled += n;
+        sink.addMissed(n);
+      }
+      threads = threads.filter((t) => !t.leftToKernel);
     }
+    for (const t of threads) this.addSample(t, tickTime, samples, cpuStates, natives);
     if (namer) {
       // (after the copies: reading names never delays this tick's copies)
-      for (const r of namer.tick(threads, tickTime)) {
+      for (const r of namer.tick(all, tickTime)) {
         sink.addThreadName!(r);
         stats.names.records++;
       }
@@ -396,6 +466,38 @@ export class TargetSampler {
       this.lastProgress = now;
     }
     return false;
+  }
+
+  /** Write the sample of a thread's copy taken at `time` (µs), as the sampling mode says; `cpuStates`: tell its ON_CPU flag now. */
+  private addSample(t: ThreadSnapshot, time: number, samples: SampleRecord[], cpuStates: SamplerOptions['cpuStates'] | null, natives: Map<bigint, NativeCopy> | null = null): void {
+    const { stats, sink, keepFlag } = this;
+    if (cpuStates) {
+      const on = cpuStates.onCpu(t.nativeThreadId);
+      t.onCpu = on === true;
+      t.cpuUnknown = on === null;
+    }
+    let s = sampleRecord(t, time);
+    const n = natives?.get(t.nativeThreadId);
+    // (its native stack among its regions: the entry frames its Python copy holds are in it)
+    if (n) s = { ...s, registers: n.registers, regions: withStackRegion(s.regions, n.stack) };
+    // (the code objects go to the file whatever the mode keeps: the copier sends each once)
+    if (t.codes.length > 0 || t.codeReplaced) emitCodes(sink, t);
+    stats.codeObjects += t.codes.length;
+    // (a sample whose fact could not be told is written: the report counts it, as left out)
+    if (keepFlag !== 0 && (s.flags & keepFlag) === 0 && (s.flags & this.unknownFlag) === 0) {
+      stats.leftOut++;
+      return;
+    }
+    samples.push(s);
+    // a copy's bytes are never changed once copied (fresh, or carved from a slab once)
+    sink.addSample(s, true);
+    stats.samples++;
+    if (s.recorderStatus === 'torn') stats.torn++;
+    if (s.flags & SAMPLE_FLAG.STOPPED) stats.stopped++;
+    if (s.flags & SAMPLE_FLAG.RETRIED) stats.retried++;
+    if (t.offCpuProof) stats.offCpu++;
+    stats.copyMicros.total += s.copyMicros;
+    if (s.copyMicros > stats.copyMicros.max) stats.copyMicros.max = s.copyMicros;
   }
 
   /** The recording is over: the last block is ended, and the final stats reported and returned. */
@@ -478,6 +580,8 @@ export class SamplerGroup {
       const quiet = new Sleeper(false);
       let lastYield = performance.now();
       let nextPoll = lastYield;
+      /** since when the loop has had a CPU (it last came back from a wait), ms */
+      let busySince = lastYield;
       for (;;) {
         if (main.checkEnd()) break;
         for (let i = this.members.length - 1; i >= 0; i--) {
@@ -501,9 +605,16 @@ export class SamplerGroup {
         // (no await when the tick is already due, as it is whenever the sampler runs behind: a
         // turn through a promise costs a good part of a tick at the highest rates)
         if (poll && nextPoll < next.due) {
-          if (nextPoll > now) await quiet.until(nextPoll);
-        } else if (next.due > now) await sleeper.until(next.due);
+          if (nextPoll > now) {
+            await quiet.until(nextPoll);
+            busySince = quiet.woke;
+          }
+        } else if (next.due > now) {
+          await sleeper.until(next.due);
+          busySince = sleeper.woke;
+        }
         now = performance.now();
+        next.awakeSince = busySince;
         if (next.due > now) continue; // woken to look for new targets
         let yieldAtOnce: boolean;
         if (next === main) {
@@ -528,6 +639,7 @@ export class SamplerGroup {
           if (native) native.releaseLingering(0);
           await yieldNow();
           lastYield = performance.now();
+          busySince = lastYield;
         }
       }
       const rest: SamplerEnd = main.stats.ended === 'duration' ? 'duration' : 'stopped';

@@ -46,15 +46,17 @@ export class TickSchedule {
 
   /**
    * Take the tick that is due, at wall-clock time `now` (at or after `due`): returns the slots
-   * skipped before it (missed: more than catchUpMs behind) and the tick's time on the target's
-   * clock (µs since the start), and schedules the next one.
+   * skipped before it (missed: more than catchUpMs behind), from when (µs since the start),
+   * and the tick's time on the target's clock (µs since the start), and schedules the next one.
    */
-  take(now: number): { missed: number; time: number } {
+  take(now: number): { missed: number; time: number; skippedFrom: number } {
     const missed = Math.max(0, Math.floor((now - this.next - this.catchUpMs) / this.interval));
+    // (the skipped slots span [skippedFrom, time) on the target's clock, µs)
+    const skippedFrom = Math.round((this.next - this.start) * 1000);
     this.next += missed * this.interval;
     const time = Math.round((this.next - this.start) * 1000);
     this.next += this.interval * (0.5 + this.random());
-    return { missed, time };
+    return { missed, time, skippedFrom };
   }
 
   /** The target stood still (kept stopped) for `ms`: so does the schedule. */

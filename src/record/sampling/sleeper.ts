@@ -23,21 +23,26 @@ const MAX_SPIN_MS = 0.3;
 export class Sleeper {
   /** how late recent Atomics.waits woke, ms (moving average) */
   private overshoot = 0.1;
+  /** when the last wait gave the recorder a CPU again (performance.now(), ms): from there it spun */
+  woke = 0;
 
   constructor(private readonly spin = true) {}
 
   async until(until: number): Promise<void> {
-    let left = until - performance.now();
+    this.woke = performance.now();
+    let left = until - this.woke;
     if (left > 3) {
       await new Promise((r) => setTimeout(r, left - 2));
-      left = until - performance.now();
+      this.woke = performance.now();
+      left = until - this.woke;
     }
     const spin = this.spin ? Math.min(MAX_SPIN_MS, Math.max(MIN_SPIN_MS, this.overshoot * 1.5)) : 0;
     if (left > spin) {
       const asked = left - spin;
       const t0 = performance.now();
       Atomics.wait(word, 0, 0, asked);
-      this.overshoot += (performance.now() - t0 - asked - this.overshoot) * 0.1;
+      this.woke = performance.now();
+      this.overshoot += (this.woke - t0 - asked - this.overshoot) * 0.1;
     }
     while (performance.now() < until) {
       // spin: the tick is due within `spin`

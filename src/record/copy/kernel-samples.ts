@@ -1,0 +1,162 @@
+// Samples from copies made in the kernel at the interrupt (record --copy interrupt:
+// bpf/copier.bpf.c, src/record/linux/kernel-copier.ts).
+//
+// A record is one moment of a thread that was running: the timer interrupted it on its CPU and
+// the BPF program copied its thread state, the top of its data stack and the headers of the
+// frames of its chain outside it, while it could not run. Nothing here reads its frames again:
+// the sample's regions are the record's, and the walk judges them as it judges any copy.
+//
+// What the kernel does not copy is read here, later: the code objects the frames refer to
+// (code-cache.ts, shared with the recorder's own copies, so that each is recorded once). A
+// code object is read a few milliseconds after the tick, not inside a copy window, so the
+// frame that held it may be gone by then and its address reused. On 3.14+ the record carries
+// the interpreter's count of code-object deaths at the tick: a record whose count is still the
+// count around the reads is proven (no code object died in between: each read is the frame's
+// own); one whose count moved is kept as `torn` (counted, never profiled). 3.13 has no such
+// count: its code objects are checked as a copy without it checks them (the header and the
+// qualname's text), outside any window — the one thing a 3.13 record does not prove.
+//
+// The thread's ids, interpreter and main-thread fact come from the recorder's pass over the
+// thread lists (know), which is also what tells the kernel which thread state each thread has.
+
+import type { Layout } from '../../layout/layout.js';
+import { readPointer } from '../../walk/region-memory.js';
+import type { KernelRecord } from '../linux/kernel-copier.js';
+import type { MemorySource } from './source.js';
+import type { MemoryCopier } from './copier.js';
+import { tstateCopyEnd } from './consistency.js';
+import { GrowingMemory, u64 } from './copy-memory.js';
+import { handlingException, holdsGilField } from './thread-facts.js';
+import { codesOf, followFrames, innermostFits } from './thread-copy.js';
+import { liveThreadStates } from './thread-list.js';
+import { emptySnapshot, type ThreadSnapshot } from './thread-snapshot.js';
+
+/** frames followed per record (the BPF program copies at most 256 outside the data stack's top) */
+const MAX_FRAMES = 8192;
+
+/** What the recorder's last pass told of a thread the kernel copies. */
+interface Known {
+  threadStateAddress: bigint;
+  interpreterId: bigint;
+  mainThread: boolean;
+}
+
+/** A record made into a thread's copy, with the time the kernel took it. */
+export interface KernelSnapshot {
+  snap: ThreadSnapshot;
+  timeNs: bigint;
+}
+
+/**
+ * The bytes of each thread state the kernel copies: as the recorder's copier takes it — on
+ * 3.15 through the base frame (inside _PyThreadStateImpl, past thread_state.size) and the C
+ * stack's fields after it; before, thread_state.size. Read off the target's first thread state.
+ */
+export function kernelTstateSize(source: MemorySource): number {
+  const L = source.layout;
+  if (L.tstate.baseFrame === null) return L.tstate.size;
+  const [first] = liveThreadStates(source, L);
+  const ts = first === undefined ? null : source.tryRead(first, L.tstate.size);
+  if (!ts) return L.tstate.size;
+  const base = readPointer(ts, L.tstate.baseFrame, L.pointerSize);
+  const at = base - first!;
+  return at >= BigInt(L.tstate.size) && at < 1n << 16n ? Math.max(L.tstate.size, tstateCopyEnd(L, Number(at))) : L.tstate.size;
+}
+
+export class KernelSamples {
+  private readonly L: Layout;
+  private known = new Map<number, Known>();
+  /** records that were not of the thread the recorder knew at that address (exited, or its state reused) */
+  stale = 0;
+
+  constructor(
+    private readonly source: MemorySource,
+    private readonly copier: MemoryCopier,
+  ) {
+    this.L = source.layout;
+  }
+
+  /**
+   * Learn the threads from the recorder's pass (every thread, the ones it left to the kernel
+   * too): the thread-state address of each kernel thread id, for the kernel to copy.
+   */
+  know(threads: readonly ThreadSnapshot[]): Map<number, bigint> {
+    const known = new Map<number, Known>();
+    const states = new Map<number, bigint>();
+    for (const t of threads) {
+      if (t.nativeThreadId <= 0n || t.nativeThreadId > 0xffffffffn) continue;
+      const tid = Number(t.nativeThreadId);
+      known.set(tid, { threadStateAddress: t.threadStateAddress, interpreterId: t.interpreterId, mainThread: t.mainThread });
+      states.set(tid, t.threadStateAddress);
+    }
+    this.known = known;
+    return states;
+  }
+
+  /**
+   * The copies of a batch of records, oldest first; the code objects they reach are checked
+   * (and recorded: in the first copy's `codes`, to be written before it). A record of a thread
+   * the recorder does not know at that address any more is dropped (`stale`).
+   */
+  take(records: readonly KernelRecord[]): KernelSnapshot[] {
+    const L = this.L;
+    const P = L.pointerSize;
+    const out: KernelSnapshot[] = [];
+    const byInterp = new Map<bigint, { codes: Set<bigint>; made: { snap: ThreadSnapshot; mem: GrowingMemory; first: bigint | undefined; tickGeneration: bigint | null }[] }>();
+    for (const r of records) {
+      const known = this.known.get(r.tid);
+      const ts = r.regions[0];
+      if (!known || known.threadStateAddress !== r.threadStateAddress || !ts || ts.address !== r.threadStateAddress || ts.bytes.length < L.tstate.size) {
+        this.stale++;
+        continue;
+      }
+      const tsb = ts.bytes;
+      const nativeThreadId = readPointer(tsb, L.tstate.nativeThreadId, P);
+      const threadId = readPointer(tsb, L.tstate.threadId, P);
+      if (nativeThreadId !== BigInt(r.tid) || threadId === 0n) {
+        this.stale++;
+        continue;
+      }
+      const interp = readPointer(tsb, L.tstate.interp, P);
+      const regions = r.regions.slice();
+      const errors: string[] = [];
+      const snap = emptySnapshot(known.interpreterId, r.threadStateAddress, regions, errors);
+      snap.threadId = threadId;
+      snap.nativeThreadId = nativeThreadId;
+      snap.mainThread = known.mainThread;
+      const dv = new DataView(tsb.buffer, tsb.byteOffset, tsb.byteLength);
+      snap.holdsGil = holdsGilField(L.tstate, dv, 0) ?? false;
+      snap.handlingException = handlingException(L.tstate, dv, 0, P);
+      // interrupted on its CPU: it was running
+      snap.onCpu = true;
+      const mem = new GrowingMemory(regions, P);
+      const frame = readPointer(tsb, L.tstate.currentFrame, P);
+      const base = L.tstate.baseFrame !== null ? readPointer(tsb, L.tstate.baseFrame, P) : 0n;
+      // (what the kernel did not copy is not read now: it would be of another moment)
+      const chain = followFrames(L, MAX_FRAMES, frame, base, mem, errors, new Map(), () => null);
+      const genAt = L.interp.codeObjectGeneration;
+      const tickGeneration = genAt === null ? null : u64(mem.bytes(interp + BigInt(genAt), 8));
+      let group = byInterp.get(interp);
+      if (!group) byInterp.set(interp, (group = { codes: new Set(), made: [] }));
+      for (const c of codesOf(L, chain.frames, mem)) group.codes.add(c);
+      group.made.push({ snap, mem, first: chain.frames[0], tickGeneration });
+      out.push({ snap, timeNs: r.timeNs });
+    }
+    for (const [interp, group] of byInterp) {
+      const { fresh, replaced, before, after } = this.copier.recordCodesOf(group.codes, interp);
+      for (const m of group.made) {
+        // 3.14+: a code object died between the tick and the reads (or during them): what was
+        // read may be another's — and a record without its count proves nothing of them
+        if (L.interp.codeObjectGeneration !== null && (m.tickGeneration === null || m.tickGeneration !== before || before !== after)) m.snap.unproven = true;
+        // the innermost frame caught being set up (its instruction pointer not yet in its code)
+        else if (!innermostFits(L, m.first, m.mem, (c) => this.copier.bytecodeOf(c))) m.snap.unproven = true;
+      }
+      if (fresh.length === 0 && !replaced) continue;
+      // (before the interpreter's first sample of the batch: the samples are written in order)
+      const into = group.made[0]!.snap;
+      into.codes = fresh;
+      into.codeReplaced = replaced;
+    }
+    return out;
+  }
+}

@@ -5,7 +5,8 @@
 //               and workloads/hotcold.py (a shallow one), at the highest rate each tool can
 //               keep (asked for 100 kHz) and at 10 kHz: samples taken per second, samples
 //               rejected, samples missed, and for pyunwind the share copied with the target
-//               stopped; `pyunwind record` in its default mode, Tachyon's `run` by default
+//               stopped; `pyunwind record` in its default mode and, where it can run (root,
+//               the BPF program built), with --copy interrupt; Tachyon's `run` by default
 //   processing  Tachyon's binary format replayed to collapsed stacks (`replay --collapsed`,
 //               pure Python) against `pyunwind report -f collapsed` on a capture of the same
 //               program holding at least as many samples (its own recording, repeated with
@@ -60,13 +61,13 @@ function run(cmd: string, args: string[], timeoutMs = 300_000): { stdout: string
   return { stdout: r.stdout, stderr: r.stderr, ms, maxRssMb: rss };
 }
 
-function recordPyunwind(args: string[], rate: string, file: string): Recording {
-  run(process.execPath, [BIN, 'record', '-o', file, '-r', rate, '-d', String(SECONDS), '-q', '--', PY, ...args]);
+function recordPyunwind(args: string[], rate: string, file: string, copy?: string): Recording {
+  run(process.execPath, [BIN, 'record', '-o', file, '-r', rate, '-d', String(SECONDS), '-q', ...(copy ? ['--copy', copy] : []), '--', PY, ...args]);
   const rep = JSON.parse(run(process.execPath, [BIN, 'report', file, '-f', 'json', '-q']).stdout);
   const s = rep.summary;
   const span = (s.lastTime - s.firstTime) / 1e6;
   return {
-    tool: 'pyunwind',
+    tool: copy ? `pyunwind --copy ${copy}` : 'pyunwind',
     rate,
     samplesPerSec: s.attempted / Math.max(span, 1e-9),
     rejectedPct: (100 * s.rejected) / Math.max(1, s.attempted),
@@ -104,24 +105,26 @@ function main(): void {
 
   // ---- recording ----
   const rows: Record<string, string>[] = [];
+  // (copies at the interrupt: where this machine lets the recorder load its BPF program)
+  const interrupt = process.getuid?.() === 0 && fs.existsSync('dist/bpf/copier.bpf.o');
+  const tools = ['pyunwind', ...(interrupt ? ['pyunwind --copy interrupt'] : []), 'Tachyon'];
+  if (!interrupt) console.log('(--copy interrupt left out: it needs root and dist/bpf/copier.bpf.o)\n');
   for (const program of PROGRAMS) {
     for (const rate of ['100k', '10k']) {
       // alternate which tool goes first, so that a change of load hits both alike
       const results: Recording[] = [];
-      const ratios: number[] = [];
+      const ratios = new Map<string, number[]>(tools.slice(0, -1).map((t) => [t, []]));
       for (let round = 0; round < ROUNDS; round++) {
-        const order = round % 2 === 0 ? ['pyunwind', 'Tachyon'] : ['Tachyon', 'pyunwind'];
+        const order = round % 2 === 0 ? tools : [...tools].reverse();
         const got: Record<string, number> = {};
         for (const tool of order) {
-          const r = tool === 'pyunwind' ? recordPyunwind(program.args, rate, path.join(dir, 'r.pyuw')) : recordTachyon(program.args, rate, path.join(dir, 't.txt'));
+          const r = tool === 'Tachyon' ? recordTachyon(program.args, rate, path.join(dir, 't.txt')) : recordPyunwind(program.args, rate, path.join(dir, 'r.pyuw'), tool === 'pyunwind' ? undefined : 'interrupt');
           results.push(r);
           got[tool] = r.samplesPerSec;
         }
-        ratios.push(got.pyunwind! / got.Tachyon!);
+        for (const [tool, list] of ratios) list.push(got[tool]! / got.Tachyon!);
       }
-      ratios.sort((a, b) => a - b);
-      const median = ratios[Math.floor(ratios.length / 2)]!;
-      for (const tool of ['pyunwind', 'Tachyon']) {
+      for (const tool of tools) {
         const mine = results.filter((r) => r.tool === tool);
         const best = mine.reduce((a, b) => (b.samplesPerSec > a.samplesPerSec ? b : a));
         rows.push({
@@ -135,10 +138,14 @@ function main(): void {
           'copied stopped %': f0(best.stoppedPct),
         });
       }
-      const p = results.filter((r) => r.tool === 'pyunwind').reduce((a, b) => Math.max(a, b.samplesPerSec), 0);
       const t = results.filter((r) => r.tool === 'Tachyon').reduce((a, b) => Math.max(a, b.samplesPerSec), 0);
-      rows.push({ program: '', asked: '', tool: 'pyunwind / Tachyon, best', [`samples/s (best of ${ROUNDS})`]: `${(p / t).toFixed(2)}×`, 'rejected %': '', 'missed % (each run)': '', 'copied stopped %': '' });
-      rows.push({ program: '', asked: '', tool: 'per round: median (range)', [`samples/s (best of ${ROUNDS})`]: `${median.toFixed(2)}× (${ratios[0]!.toFixed(2)}–${ratios[ratios.length - 1]!.toFixed(2)})`, 'rejected %': '', 'missed % (each run)': '', 'copied stopped %': '' });
+      for (const [tool, list] of ratios) {
+        const p = results.filter((r) => r.tool === tool).reduce((a, b) => Math.max(a, b.samplesPerSec), 0);
+        list.sort((a, b) => a - b);
+        const median = list[Math.floor(list.length / 2)]!;
+        rows.push({ program: '', asked: '', tool: `${tool} / Tachyon, best`, [`samples/s (best of ${ROUNDS})`]: `${(p / t).toFixed(2)}×`, 'rejected %': '', 'missed % (each run)': '', 'copied stopped %': '' });
+        rows.push({ program: '', asked: '', tool: 'per round: median (range)', [`samples/s (best of ${ROUNDS})`]: `${median.toFixed(2)}× (${list[0]!.toFixed(2)}–${list[list.length - 1]!.toFixed(2)})`, 'rejected %': '', 'missed % (each run)': '', 'copied stopped %': '' });
+      }
     }
   }
   console.log('Recording');

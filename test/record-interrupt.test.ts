@@ -8,7 +8,7 @@
 //   target stopped, samples were copied in the kernel and none was lost, at most 2 % were
 //   rejected, and every thread got samples of about every tick — the running ones from the
 //   kernel, the others copied by the recorder — each within a fifth of the main thread's count
-//   (sampled at every tick the recorder took); in cpu mode the main thread has (almost) none and the napping thread under a third
+//   (sampled at every tick the recorder took); in cpu mode the main thread has (almost) none in cpu mode the main thread has (almost) none and the napping thread under a third
 //   (runnable after each wake-up until it gets a CPU, which counts as on one);
 // - 3.11/3.12: refused in one line, and no capture file is left;
 // - without root's capabilities: the one line that says what is needed, exit 1, no file;
@@ -161,14 +161,12 @@ describe.each(nativeInterpreters())('record --copy interrupt, $label', (py) => {
       }
       // every thread about once a tick: the main thread, never on a CPU, is sampled at each tick
       // the recorder took; every other thread within a fifth of it (a stretch of ticks the
-      // recorder missed drops the kernel's records of it too; a thread runnable but waiting for a
-      // CPU at a tick is sampled then, and the recorder taking a CPU makes that likelier on a
-      // busy machine: measured up to 18 % more for the hashing thread on 2 CPUs)
+      // recorder missed drops the kernel's records of it too; measured within 16 % on 2 CPUs)
       const ticks = counts.get('main')!;
       for (const [role, n] of counts) {
         const shown = `${role}: ${n} samples, the main thread ${ticks}: ${JSON.stringify(Object.fromEntries(counts))}`;
         expect(n, shown).toBeGreaterThanOrEqual(0.8 * ticks);
-        expect(n, shown).toBeLessThanOrEqual(1.25 * ticks);
+        expect(n, shown).toBeLessThanOrEqual(1.2 * ticks);
       }
       console.log(`[record-interrupt] ${py.label}: ${json.summary.attempted} samples, ${json.summary.rejected} rejected, ${kernel![1]}% in the kernel, per thread ${JSON.stringify(Object.fromEntries(counts))}`);
 

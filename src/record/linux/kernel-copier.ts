@@ -21,6 +21,7 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { formatVersion, type Layout } from '../../layout/index.js';
+import { OffCpuWatch } from './off-cpu.js';
 
 /** One thread's copy at a tick: its thread state, its frames' memory, as regions. */
 export interface KernelRecord {
@@ -60,6 +61,8 @@ export interface RunState {
   /** when it last left its CPU (CLOCK_MONOTONIC, ns), and whether it was preempted then (runnable) */
   offNs: bigint;
   preempted: boolean;
+  /** its count of arrivals on a CPU when it last left one (sched_info.pcount) */
+  arrivalsOut: bigint;
 }
 
 /** What copies at the interrupt need, in one line: null when they can run here. */
@@ -190,7 +193,22 @@ export class KernelCopier {
     private readonly callback: unknown,
     /** what the ring buffer's callback has decoded, not yet taken by poll() */
     private readonly sink: { records: KernelRecord[]; damaged: number },
-  ) {}
+    /** the threads' counts of arrivals on a CPU, from /proc (null: no schedstat) */
+    private readonly arrivals: OffCpuWatch | null,
+  ) {
+    const a = arrivals;
+    this.watch = a
+      ? {
+          mark: (tid) => {
+            const r = this.runState(tid);
+            if (!r || r.on) return null;
+            const now = a.arrivals(tid);
+            return now !== null && now === r.arrivalsOut ? now : null;
+          },
+          stillOff: (tid, mark) => a.arrivals(tid) === mark,
+        }
+      : null;
+  }
 
   /**
    * Load the program and attach it to every CPU at `rateHz` for process `pid`, copying
@@ -290,7 +308,7 @@ export class KernelCopier {
       }, L.koffi.pointer(L.sampleType));
       ring = L.ringNew(fd('records'), callback, null, null);
       if (!ring) throw new KernelCopyError('copies at the interrupt: cannot open the ring buffer');
-      return new KernelCopier(L, object, links, events, fd('tstates'), fd('lost'), fd('running'), ring, callback, sink);
+      return new KernelCopier(L, object, links, events, fd('tstates'), fd('lost'), fd('running'), ring, callback, sink, OffCpuWatch.open(pid));
     } catch (e) {
       undo();
       throw e;
@@ -336,11 +354,11 @@ export class KernelCopier {
     const v = this.run;
     v.fill(0);
     if (Number(this.L.lookup(this.runningFd, this.key(tid), v)) !== 0) return null;
-    return { on: v[0] !== 0, ins: v[1]!, offNs: (BigInt(v[3]!) << 32n) | BigInt(v[2]!), preempted: v[4] !== 0 };
+    return { on: v[0] !== 0, ins: v[1]!, offNs: (BigInt(v[3]!) << 32n) | BigInt(v[2]!), preempted: v[4] !== 0, arrivalsOut: (BigInt(v[7]!) << 32n) | BigInt(v[6]!) };
   }
 
   /** struct run (bpf/copier.bpf.c) */
-  private readonly run = new Uint32Array(6);
+  private readonly run = new Uint32Array(8);
   private readonly keyBuf = new Uint32Array(1);
   private key(tid: number): Uint32Array {
     this.keyBuf[0] = tid;
@@ -348,23 +366,26 @@ export class KernelCopier {
   }
 
   /**
-   * The proof that a thread did not run while it was copied, from the context switches (as
-   * OffCpuWatch gives it from /proc, but for a thread runnable and waiting for a CPU too): the
-   * count of its switches onto a CPU, if it is off one now (mark); still off, and not put on
-   * one since (stillOff).
+   * Is thread `tid` possibly on a CPU: the switches say so, or it was put on one since the last
+   * switch off one that was seen (a switch onto a CPU the program missed)? Null: no switch of
+   * it seen yet.
    */
-  readonly watch = {
-    mark: (tid: number): bigint | null => {
-      const r = this.runState(tid);
-      return r && !r.on ? BigInt(r.ins) : null;
-    },
-    stillOff: (tid: number, mark: bigint): boolean => {
-      const r = this.runState(tid);
-      return r !== null && !r.on && BigInt(r.ins) === mark;
-    },
-  };
+  mayRun(tid: number): boolean | null {
+    const r = this.runState(tid);
+    if (!r) return null;
+    if (r.on) return true;
+    const now = this.arrivals?.arrivals(tid) ?? null;
+    return now === null || now !== r.arrivalsOut;
+  }
 
-  /** Records the kernel dropped because the ring buffer was full (each a missed tick). */
+  /**
+   * The proof that a thread did not run while it was copied: off its CPU since a switch the
+   * program saw, its count of arrivals on a CPU (from /proc, authoritative) still the count it
+   * had then (mark), and the same after the copy (stillOff). Null where /proc has no schedstat.
+   */
+  readonly watch: { mark(tid: number): bigint | null; stillOff(tid: number, mark: bigint): boolean } | null;
+
+  /** Records the kernel dropped because the ring buffer was full (each a missed tick). */  /** Records the kernel dropped because the ring buffer was full (each a missed tick). */
   lost(): bigint {
     const v = new BigUint64Array(1);
     this.L.lookup(this.lostFd, new Uint32Array([0]), v);
@@ -379,5 +400,6 @@ export class KernelCopier {
     for (const fd of this.events) this.L.close(fd);
     this.L.closeObject(this.object);
     this.L.koffi.unregister(this.callback);
+    this.arrivals?.close();
   }
 }

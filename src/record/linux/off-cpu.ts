@@ -80,6 +80,12 @@ export class OffCpuWatch {
     return n > 0 ? { count, n } : null;
   }
 
+  /** Thread `tid`'s run count (the times it was put on a CPU, from schedstat), or null where it cannot be read. */
+  arrivals(tid: number): bigint | null {
+    const f = this.open(tid);
+    return f ? this.count(tid, f.sched) : null;
+  }
+
   /** The thread has not been put on a CPU since `mark`. */
   stillOff(tid: number, mark: bigint): boolean {
     const f = this.files.get(tid);

@@ -93,7 +93,8 @@ export interface SamplerOptions {
     lost(): bigint;
     setThreadStates(map: ReadonlyMap<number, bigint>): void;
     runState(tid: number): RunState | null;
-    watch: { mark(tid: number): bigint | null; stillOff(tid: number, mark: bigint): boolean };
+    mayRun(tid: number): boolean | null;
+    watch: { mark(tid: number): bigint | null; stillOff(tid: number, mark: bigint): boolean } | null;
   };
 }
 
@@ -276,14 +277,16 @@ export class TargetSampler {
       ...(options.kernel
         ? {
             leaveOut: (tid: bigint) => {
-              const run = options.kernel!.runState(Number(tid));
+              const may = options.kernel!.mayRun(Number(tid));
+              if (may) return true;
+              const run = may === null ? null : options.kernel!.runState(Number(tid));
               // One preempted since the recorder took a CPU for this tick was running then: the
               // recorder may be what took its CPU, and the tick would see it off its CPU far
               // more often than it is (measured: 13 % too many samples of a thread running C at
               // 200 Hz, preempted by the recorder's spin). Its samples are the kernel's.
-              return run ? run.on || (run.preempted && run.offNs >= this.tickNs) : this.cpuStates?.onCpu(tid) === true;
+              return run ? run.preempted && run.offNs >= this.tickNs : this.cpuStates?.onCpu(tid) === true;
             },
-            quiet: options.kernel.watch,
+            ...(options.kernel.watch ? { quiet: options.kernel.watch } : {}),
           }
         : {}),
     });

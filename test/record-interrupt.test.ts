@@ -8,8 +8,9 @@
 //   target stopped, samples were copied in the kernel and none was lost, at most 2 % were
 //   rejected, and every thread got samples of about every tick — the running ones from the
 //   kernel, the others copied by the recorder — each within a fifth of the main thread's count
-//   (sampled at every tick the recorder took); in cpu mode the main thread has (almost) none in cpu mode the main thread has (almost) none and the napping thread under a third
-//   (runnable after each wake-up until it gets a CPU, which counts as on one);
+//   (sampled at every tick the recorder took); in cpu mode the main thread has (almost) none
+//   and the napping thread under a third (runnable after each wake-up until it gets a CPU,
+//   which counts as on one);
 // - 3.11/3.12: refused in one line, and no capture file is left;
 // - without root's capabilities: the one line that says what is needed, exit 1, no file;
 // - a recorder killed with SIGKILL mid-recording leaves no program of ours (bpftool prog).

@@ -1,6 +1,7 @@
 // The real-program suite side by side: each program of workloads/ (see
-// harness/real-programs.ts) recorded by pyunwind in its default mode and with --blocking,
-// and — on 3.15 — by CPython's own profiler with --blocking (exact), one after the other on one
+// harness/real-programs.ts) recorded by pyunwind in its default mode, with --blocking and,
+// where the recorder can load its BPF program (root, dist/bpf/copier.bpf.o; 3.13+), with --copy
+// interrupt, and — on 3.15 — by CPython's own profiler with --blocking (exact), one after the other on one
 // machine. Per program: samples, rejected %, copied stopped %, target slowdown against
 // unprofiled runs, and the largest per-function gap of self share against pyunwind --blocking.
 //
@@ -29,6 +30,9 @@ const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pyunwind-programs-'));
 
 const pct = (n: number, d: number): string => (d ? `${((100 * n) / d).toFixed(1)} %` : '–');
 
+/** copies at the interrupt can be recorded here (the Python must be 3.13+ too) */
+const interrupt = process.getuid?.() === 0 && fs.existsSync('dist/bpf/copier.bpf.o');
+
 async function main(): Promise<void> {
   console.log(`# ${new Date().toISOString().slice(0, 10)}, node ${process.version}, ${os.cpus()[0]?.model} × ${os.cpus().length}, ${SECONDS} s per run at ${RATE} Hz`);
   for (const v of VERSIONS) {
@@ -48,6 +52,7 @@ async function main(): Promise<void> {
       const blocking = await recordWithPyunwind(py, program, { mode: 'blocking', seconds: SECONDS, rateHz: RATE, dir });
       rows.push(await recordWithPyunwind(py, program, { mode: 'adaptive', seconds: SECONDS, rateHz: RATE, dir }));
       rows.push(blocking);
+      if (interrupt) rows.push(await recordWithPyunwind(py, program, { mode: 'interrupt', seconds: SECONDS, rateHz: RATE, dir }));
       if (tachyon) rows.push(recordWithTachyon(pyp, program, { blocking: true, seconds: SECONDS, rateHz: RATE, dir }));
       const after = baseline(py, program, SECONDS);
       const base = (before + after) / 2;

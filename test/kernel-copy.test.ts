@@ -22,7 +22,7 @@ import { walkParams } from '../src/layout/walk-params.js';
 import type { CodeRecord } from '../src/capture/types.js';
 import { cannotRun, skipTest } from './helpers/coverage.js';
 import { waitUntil } from './helpers/wait.js';
-import { cannotTryKernelCopies as cannotTry, programsOf, stillLoaded } from './helpers/bpf.js';
+import { cannotTryKernelCopies as cannotTry, programsOf, stillLoaded, startPython } from './helpers/bpf.js';
 
 const CHILD = path.resolve('test/helpers/kernel-copy-child.mjs');
 const SPIN = `
@@ -51,15 +51,7 @@ afterAll(() => {
   for (const c of children) c.kill('SIGKILL');
 });
 
-/** A running program of the interpreter; resolves with it and the first line it printed. */
-async function start(command: string, program: string, prefix: string[] = []): Promise<{ child: ChildProcess; line: string }> {
-  const child = prefix.length ? spawn(prefix[0]!, [...prefix.slice(1), command, '-c', program], { stdio: ['pipe', 'pipe', 'inherit'] }) : spawn(command, ['-c', program], { stdio: ['pipe', 'pipe', 'inherit'] });
-  children.push(child);
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  await waitUntil(() => out.includes('\n'), 'the program to start', 60_000);
-  return { child, line: out.trim() };
-}
+const start = (command: string, program: string, prefix: string[] = []): Promise<{ child: ChildProcess; line: string }> => startPython(command, program, children, prefix);
 
 const minorOf = (label: string): number => Number(/3\.(\d+)/.exec(label)?.[1]);
 

@@ -1,8 +1,9 @@
-// What the tests of copies at the interrupt need of the machine: the built BPF program, bpftool
-// to list what is loaded, and root.
-import { spawnSync } from 'node:child_process';
+// What the tests of copies at the interrupt need of the machine (the built BPF program, bpftool
+// to list what is loaded, and root), and the programs they record.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import { bpfObjectPath } from '../../src/record/linux/kernel-copier.js';
+import { waitUntil } from './wait.js';
 
 /** `bpftool prog show`'s listing, or null where bpftool is not installed. */
 export function bpftool(): string | null {
@@ -50,4 +51,19 @@ export function programsOf(pid: number | 'self'): number[] {
 export function stillLoaded(ids: readonly number[]): number[] {
   const listed = new Set([...(bpftool() ?? '').matchAll(/^(\d+): /gm)].map((m) => Number(m[1])));
   return ids.filter((id) => listed.has(id));
+}
+
+/**
+ * A program of the interpreter `command` (`-c program`, under `prefix`: setpriv, …), started
+ * with a pipe on its stdin (it may wait on it); resolves with it and the first line it printed.
+ * Each is added to `children`, for the caller to kill at the end.
+ */
+export async function startPython(command: string, program: string, children: ChildProcess[], prefix: string[] = []): Promise<{ child: ChildProcess; line: string }> {
+  const argv = [...prefix, command, '-c', program];
+  const child = spawn(argv[0]!, argv.slice(1), { stdio: ['pipe', 'pipe', 'inherit'] });
+  children.push(child);
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  await waitUntil(() => out.includes('\n'), 'the program to start', 60_000);
+  return { child, line: out.trim() };
 }

@@ -101,6 +101,13 @@ export interface HeldSome {
   after(tid: bigint): 'stopped' | 'quiet' | 'again' | 'unproven';
 }
 
+/**
+ * How long a copy proven by the thread staying off its CPU (CopierOptions.quiet) waits for a
+ * thread that woke during its copy to be off its CPU again, ms: a thread that naps thousands of
+ * times a second (workloads/churn.py `naps`) is off again within a fraction of that.
+ */
+const QUIET_WAIT_MS = 0.5;
+
 export class MemoryCopier {
   private readonly P: 4 | 8;
   /** a Linux target's process id as a thread id (its first thread's), where the interpreter does not name its main thread */
@@ -518,12 +525,18 @@ export class MemoryCopier {
       if (left) return left;
     }
     if (cache && this.quiet && cache.nativeThreadId > 0n && !this.allStopped) {
-      // (one that woke during its copy, and is off its CPU again, is copied again at once: a
-      // moment of the same wait; one that runs now is copied as usual, and proven otherwise or torn)
+      // One that woke during its copy is copied again once it is off its CPU again, if that is
+      // within QUIET_WAIT_MS (a thread that naps often: a copy of its next wait); one that runs
+      // on is copied as usual, and proven otherwise or torn.
+      const tid = Number(cache.nativeThreadId);
       for (let tries = 1; tries <= 1 + this.retries; tries++) {
         const quiet = this.offCpuCopy(interp, interpreterId, tstate, cache.nativeThreadId, this.quiet);
         if (quiet) return this.finish(quiet, tries);
-        if (this.quiet.mark(Number(cache.nativeThreadId)) === null) break;
+        const until = performance.now() + QUIET_WAIT_MS;
+        while (this.quiet.mark(tid) === null && performance.now() < until) {
+          // (each look is a system call or two: a few microseconds)
+        }
+        if (this.quiet.mark(tid) === null) break;
       }
     }
     // (adaptive, without the anchor: nothing but a stop proves the copy of a thread that may

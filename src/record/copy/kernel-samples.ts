@@ -12,9 +12,12 @@
 // frame that held it may be gone by then and its address reused. On 3.14+ the record carries
 // the interpreter's count of code-object deaths at the tick: a record whose count is still the
 // count around the reads is proven (no code object died in between: each read is the frame's
-// own); one whose count moved is kept as `torn` (counted, never profiled). 3.13 has no such
-// count: its code objects are checked as a copy without it checks them (the header and the
-// qualname's text), outside any window — the one thing a 3.13 record does not prove.
+// own). Where it moved (a program that compiles and drops code: exec, namedtuple, dataclasses),
+// the record's code objects are read again and compared with the copies recorded for their
+// addresses (the header, then the qualname's text: the check every copy gets where there is no
+// such count); a record keeps its proof if each was known before and is unchanged, and is
+// `torn` (counted, never profiled) otherwise. 3.13 has no such count: its code objects are
+// always checked that way — the one thing a 3.13 record does not prove.
 //
 // The thread's ids, interpreter and main-thread fact come from the recorder's pass over the
 // thread lists (know), which is also what tells the kernel which thread state each thread has.
@@ -102,7 +105,7 @@ export class KernelSamples {
     const L = this.L;
     const P = L.pointerSize;
     const out: KernelSnapshot[] = [];
-    const byInterp = new Map<bigint, { codes: Set<bigint>; made: { snap: ThreadSnapshot; mem: GrowingMemory; first: bigint | undefined; tickGeneration: bigint | null }[] }>();
+    const byInterp = new Map<bigint, { codes: Set<bigint>; made: { snap: ThreadSnapshot; mem: GrowingMemory; first: bigint | undefined; codes: bigint[]; tickGeneration: bigint | null }[] }>();
     for (const r of records) {
       const known = this.known.get(r.tid);
       const ts = r.regions[0];
@@ -138,16 +141,32 @@ export class KernelSamples {
       const tickGeneration = genAt === null ? null : u64(mem.bytes(interp + BigInt(genAt), 8));
       let group = byInterp.get(interp);
       if (!group) byInterp.set(interp, (group = { codes: new Set(), made: [] }));
-      for (const c of codesOf(L, chain.frames, mem)) group.codes.add(c);
-      group.made.push({ snap, mem, first: chain.frames[0], tickGeneration });
+      const codes = codesOf(L, chain.frames, mem);
+      for (const c of codes) group.codes.add(c);
+      group.made.push({ snap, mem, first: chain.frames[0], codes, tickGeneration });
       out.push({ snap, timeNs: r.timeNs });
     }
     for (const [interp, group] of byInterp) {
-      const { fresh, replaced, before, after } = this.copier.recordCodesOf(group.codes, interp);
+      const known = new Set([...group.codes].filter((a) => this.copier.codeObject(a) !== null));
+      const first = this.copier.recordCodesOf(group.codes, interp);
+      let { fresh, replaced } = first;
+      const { before, after } = first;
+      // 3.14+: a code object died between a record's tick and the reads (or during them): the
+      // one read at an address may be another's. Each code object of those records is read
+      // again and compared with the copy recorded for its address; a record keeps its proof if
+      // every one it refers to was known before its batch and is unchanged (the check every
+      // copy gets where there is no count of deaths), and is torn otherwise — as is a record
+      // without its count.
+      const moved = new Set(L.interp.codeObjectGeneration === null ? [] : group.made.filter((m) => m.tickGeneration === null || m.tickGeneration !== before || before !== after));
+      const changed = new Set(fresh.map((c) => c.address));
+      if (moved.size > 0) {
+        const again = this.copier.recordCodesOf(new Set([...moved].flatMap((m) => m.codes)), interp, true);
+        for (const c of again.fresh) changed.add(c.address);
+        fresh = [...fresh, ...again.fresh];
+        replaced ||= again.replaced;
+      }
       for (const m of group.made) {
-        // 3.14+: a code object died between the tick and the reads (or during them): what was
-        // read may be another's — and a record without its count proves nothing of them
-        if (L.interp.codeObjectGeneration !== null && (m.tickGeneration === null || m.tickGeneration !== before || before !== after)) m.snap.unproven = true;
+        if (moved.has(m) && (m.tickGeneration === null || m.codes.some((c) => !known.has(c) || changed.has(c)))) m.snap.unproven = true;
         // the innermost frame caught being set up (its instruction pointer not yet in its code)
         else if (!innermostFits(L, m.first, m.mem, (c) => this.copier.bytecodeOf(c))) m.snap.unproven = true;
       }

@@ -419,6 +419,11 @@ export class TargetSampler {
         // whenever the recorder falls behind (a busy machine). Its ticks are counted missed.
         if (this.skipped.some(([a, b]) => time >= a && time < b)) {
           stats.kernel.skipped++;
+          // (the code records it carries are the batch's: the samples after it need them)
+          if (k.snap.codes.length > 0 || k.snap.codeReplaced) {
+            emitCodes(sink, k.snap);
+            stats.codeObjects += k.snap.codes.length;
+          }
           continue;
         }
         this.addSample(k.snap, time, samples, null);

@@ -28,7 +28,7 @@ import type { KernelRecord } from '../linux/kernel-copier.js';
 import type { MemorySource } from './source.js';
 import type { MemoryCopier } from './copier.js';
 import { tstateCopyEnd } from './consistency.js';
-import { GrowingMemory, u64 } from './copy-memory.js';
+import { GrowingMemory, maskFrames, u64 } from './copy-memory.js';
 import { handlingException, holdsGilField } from './thread-facts.js';
 import { codesOf, followFrames, innermostFits } from './thread-copy.js';
 import { liveThreadStates } from './thread-list.js';
@@ -132,7 +132,10 @@ export class KernelSamples {
       snap.handlingException = handlingException(L.tstate, dv, 0, P);
       // interrupted on its CPU: it was running
       snap.onCpu = true;
-      const mem = new GrowingMemory(regions, P);
+      // (the data stack's top: the region that ends at datastack_top — a chunk, for maskFrames)
+      const top = readPointer(tsb, L.tstate.datastackTop, P);
+      const mem = new GrowingMemory([], P);
+      for (const region of r.regions) mem.add(region, region !== ts && region.address + BigInt(region.bytes.length) === top);
       const frame = readPointer(tsb, L.tstate.currentFrame, P);
       const base = L.tstate.baseFrame !== null ? readPointer(tsb, L.tstate.baseFrame, P) : 0n;
       // (what the kernel did not copy is not read now: it would be of another moment)
@@ -141,6 +144,10 @@ export class KernelSamples {
       const tickGeneration = genAt === null ? null : u64(mem.bytes(interp + BigInt(genAt), 8));
       let group = byInterp.get(interp);
       if (!group) byInterp.set(interp, (group = { codes: new Set(), made: [] }));
+      // as every copy keeps them: frame headers only, the rest zeros (the capture stores each
+      // frame image once), and where the frames are, for the writer
+      maskFrames(mem, chain.frames, L.frame.localsplus, L.chunk.data);
+      snap.frames = { addresses: chain.frames.map(Number), size: L.frame.size, wordBytes: P };
       const codes = codesOf(L, chain.frames, mem);
       for (const c of codes) group.codes.add(c);
       group.made.push({ snap, mem, first: chain.frames[0], codes, tickGeneration });

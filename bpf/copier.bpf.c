@@ -8,7 +8,8 @@
 // - the top of the thread's data stack: the current chunk from its start, or MAX_REGION bytes
 //   below `datastack_top`, up to it — where the thread's own frames are;
 // - the interpreter's count of code-object deaths (3.14+), so that the recorder can tell that the
-//   code objects it reads later are the ones the frames held at the tick;
+//   code objects it reads later are the ones the frames held at the tick, and whether its
+//   garbage collector was running (3.13+: a `<GC>` frame above a thread holding the GIL);
 // - the header of each frame of the chain (`current_frame` → `previous`) that lies outside those
 //   (a generator's frame, an entry frame on the C stack), up to MAX_FRAMES frames.
 // A full ring buffer drops the record and counts it (`lost`): a missed tick is counted, never a
@@ -49,7 +50,8 @@ struct config {
    * state (0: none, before 3.14) */
   __u32 tstate_interp;
   __u32 interp_generation;
-  __u32 pad;
+  /** offset of the collector's `collecting` flag in the interpreter state (0: none) */
+  __u32 interp_gc;
 };
 
 /** a record is built here first: SCRATCH bytes of regions, the last one at most MAX_REGION long */
@@ -213,9 +215,16 @@ int copy_at_tick(struct bpf_perf_event_data *ctx) {
     __u64 chunk = field(s, at, c->datastack_chunk);
     __u64 top = field(s, at, c->datastack_top);
     __u64 lo = top;
-    if (c->interp_generation) {
-      __u64 interp = field(s, at, c->tstate_interp);
-      __u32 next = interp ? append(s, used, interp + c->interp_generation, 8) : 0;
+    __u64 interp = field(s, at, c->tstate_interp);
+    if (c->interp_generation && interp) {
+      __u32 next = append(s, used, interp + c->interp_generation, 8);
+      if (next) {
+        used = next;
+        regions++;
+      }
+    }
+    if (c->interp_gc && interp) {
+      __u32 next = append(s, used, interp + c->interp_gc, 4);
       if (next) {
         used = next;
         regions++;

@@ -140,6 +140,11 @@ export class KernelSamples {
       const base = L.tstate.baseFrame !== null ? readPointer(tsb, L.tstate.baseFrame, P) : 0n;
       // (what the kernel did not copy is not read now: it would be of another moment)
       const chain = followFrames(L, MAX_FRAMES, frame, base, mem, errors, new Map(), () => null);
+      // the collector running, in the thread holding the GIL (known from the thread state on
+      // 3.15; before, which thread holds it is not in the record: no <GC> frame)
+      const gcAt = L.interp.gcCollecting;
+      const gc = gcAt === null ? null : mem.bytes(interp + BigInt(gcAt), 4);
+      snap.inGc = gc !== null && new DataView(gc.buffer, gc.byteOffset, 4).getInt32(0, true) !== 0 && snap.holdsGil;
       const genAt = L.interp.codeObjectGeneration;
       const tickGeneration = genAt === null ? null : u64(mem.bytes(interp + BigInt(genAt), 8));
       let group = byInterp.get(interp);

@@ -271,7 +271,7 @@ export class KernelCopier {
       // struct config (bpf/copier.bpf.c): the target, and where the fields are
       const T = layout.tstate;
       const generation = layout.interp.codeObjectGeneration ?? 0;
-      const config = new Uint32Array([pid, options.tstateSize, T.currentFrame, T.datastackChunk, T.datastackTop, layout.frame.previous, layout.frame.size, T.interp, generation, 0]);
+      const config = new Uint32Array([pid, options.tstateSize, T.currentFrame, T.datastackChunk, T.datastackTop, layout.frame.previous, layout.frame.size, T.interp, generation, layout.interp.gcCollecting ?? 0]);
       if (Number(L.update(fd('config'), new Uint32Array([0]), config, 0)) !== 0) throw new KernelCopyError('copies at the interrupt: cannot configure the BPF program');
       // the context switches of the target's threads: which is on a CPU (KernelCopier.watch)
       const switches = L.attachAuto(L.findProgram(object, 'on_switch'));

@@ -302,6 +302,11 @@ export class TargetSampler {
     this.cpuStates = options.cpuStates ?? null;
   }
 
+  /** Running threads are copied in the kernel (copy `interrupt`). */
+  get kernelCopies(): boolean {
+    return this.kernelSamples !== null;
+  }
+
   /** Copy the target for up to `warmUpMs` (see WARM_UP_MS; `look`: stopping nothing), then start the schedule now. */
   begin(warmUpMs = WARM_UP_MS, look = false): void {
     const warm = warmUp(this.copier, this.copyOptions, this.sink, this.namer, warmUpMs, look);
@@ -583,7 +588,10 @@ export class SamplerGroup {
     const pollEvery = this.options.pollEveryMs ?? 20;
     try {
       main.begin();
-      const sleeper = new Sleeper();
+      // (copies at the interrupt: the kernel takes the running threads' samples on time; the
+      // recorder's own ticks copy threads off their CPUs, whose frames do not change — no spin
+      // before them, which would take a CPU from the program)
+      const sleeper = new Sleeper(!main.kernelCopies);
       // (a wake-up to poll needs no spin: nothing is sampled at that moment)
       const quiet = new Sleeper(false);
       let lastYield = performance.now();

@@ -6,7 +6,8 @@
 //              program, all its runs — those that find another process on the CPU included —
 //              divided by the records it wrote) and per context switch of the target
 //   recorder   samples per second sustained, missed ticks, rejected samples, bytes per sample of
-//              the capture, and the recorder's own CPU time per sample
+//              the capture, and the recorder's own CPU while it samples (from 2 s in: start-up
+//              and the BPF program's load left out), as a share of one CPU and per sample
 //
 //   node --import tsx bench/interrupt.bench.ts [SECONDS [RATES]]      (root; RATES: 1000,10000)
 //
@@ -62,19 +63,22 @@ interface Row {
   'missed %': string;
   'rejected %': string;
   'B/sample': string;
-  'recorder CPU µs/sample': string;
+  'recorder CPU %': string;
+  'recorder µs/sample': string;
   'kernel µs/copy': string;
   'kernel µs/switch': string;
 }
 
 async function record(program: (typeof PROGRAMS)[number], rate: number, copy: string): Promise<Row> {
   const file = path.join(dir, 'r.pyuw');
-  const child = spawn('/usr/bin/time', ['-f', 'CPU %U %S', process.execPath, BIN, 'record', '-o', file, '-r', String(rate), '-d', String(SECONDS), '--copy', copy, '--', PY, ...program.args], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, 'record', '-o', file, '-r', String(rate), '-d', String(SECONDS), '--copy', copy, '--', PY, ...program.args], { stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-  // (the recorder: the child of time(1))
-  const recorder = (): number => Number(fs.readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(' ')[0]);
+  const recorder = (): number => child.pid!;
   let last: ProgStats[] = [];
+  // the recorder's own CPU time (not its target's: /proc/PID/stat utime + stime) over time:
+  // [performance.now() ms, clock ticks]
+  const cpu: [number, number][] = [];
   // (the statistics are read while the recorder holds its programs: the last reading counts)
   const poll = setInterval(() => {
     let s: ProgStats[] = [];
@@ -84,7 +88,15 @@ async function record(program: (typeof PROGRAMS)[number], rate: number, copy: st
       // not started yet, or ended
     }
     if (s.length) last = s;
-  }, 250);
+    try {
+      const f = fs.readFileSync(`/proc/${recorder()}/stat`, 'latin1');
+      const rest = f.slice(f.lastIndexOf(')') + 2).split(' ');
+      cpu.push([performance.now(), Number(rest[11]) + Number(rest[12])]);
+    } catch {
+      // ended
+    }
+  }, 100);
+  const started = performance.now();
   await new Promise<void>((resolve, reject) => {
     child.once('close', (code) => {
       clearInterval(poll);
@@ -92,9 +104,12 @@ async function record(program: (typeof PROGRAMS)[number], rate: number, copy: st
       resolve();
     });
   });
-  const cpu = /CPU ([\d.]+) ([\d.]+)/.exec(err);
-  const cpuSeconds = cpu ? Number(cpu[1]) + Number(cpu[2]) : NaN;
-  const inKernel = Number(/copied in the kernel ([\d.]+)%/.exec(err)?.[1] ?? NaN) / 100;
+  // (USER_HZ: 100 on Linux) the recorder's CPU while it samples: from 2 s in (start-up, the BPF
+  // program's load and the warm-up done) to its last reading, as a share of one CPU
+  const steady = cpu.filter(([t]) => t >= started + 2000);
+  const cpuShare = steady.length >= 2 ? (steady.at(-1)![1] - steady[0]![1]) / 100 / ((steady.at(-1)![0] - steady[0]![0]) / 1000) : NaN;
+  // (the records the kernel wrote: samples, and those dropped with the ticks the recorder missed)
+  const k = /copied in the kernel ([\d.]+)% \((\d+) lost, (\d+) dropped/.exec(err);
   const rep = JSON.parse(spawnSync(process.execPath, [BIN, 'report', file, '-f', 'json', '-q'], { encoding: 'utf8', maxBuffer: 1 << 28 }).stdout);
   const s = rep.summary;
   const span = Math.max(1e-9, (s.lastTime - s.firstTime) / 1e6);
@@ -110,11 +125,12 @@ async function record(program: (typeof PROGRAMS)[number], rate: number, copy: st
     'missed %': ((100 * s.missed) / Math.max(1, s.scheduled)).toFixed(1),
     'rejected %': ((100 * s.rejected) / Math.max(1, s.attempted)).toFixed(2),
     'B/sample': (size / Math.max(1, s.attempted)).toFixed(1),
-    // (start-up included: loading the interpreter's layout, warming up)
-    'recorder CPU µs/sample': ((1e6 * cpuSeconds) / Math.max(1, s.attempted)).toFixed(0),
+    // (the recorder process alone, while it samples)
+    'recorder CPU %': (100 * cpuShare).toFixed(0),
+    'recorder µs/sample': ((1e6 * cpuShare) / Math.max(1, s.attempted / span)).toFixed(0),
     // (every run of the timer's program — those that find another process on the CPU too — over
     // the samples it gave: what a copy costs in the kernel, at most)
-    'kernel µs/copy': us(tick, Number.isFinite(inKernel) ? Math.round(inKernel * s.attempted) : undefined),
+    'kernel µs/copy': us(tick, k ? Math.round((Number(k[1]) / 100) * s.attempted) + Number(k[2]) + Number(k[3]) : undefined),
     'kernel µs/switch': us(sw, sw?.run_cnt),
   };
 }

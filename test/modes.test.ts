@@ -188,6 +188,6 @@ describe('record --mode', () => {
     expect(d.stderr).toContain('--mode blocking: the copy mode is now --copy blocking');
     const bad = pyunwind(['record', '--copy', 'sometimes', '-o', path.join(dir, 'x.pyuw'), '--pid', '1']);
     expect(bad.status).toBe(2);
-    expect(bad.stderr).toBe('pyunwind record: unknown copy mode "sometimes" (adaptive, optimistic, blocking) (try: pyunwind record --help)\n');
+    expect(bad.stderr).toBe('pyunwind record: unknown copy mode "sometimes" (adaptive, optimistic, blocking, interrupt) (try: pyunwind record --help)\n');
   });
 });

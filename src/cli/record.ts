@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util';
 import type { CodeRecord, SampleRecord, ThreadNameRecord } from '../capture/types.js';
 import type { NativeObject } from '../native/objects.js';
 import type { Layout } from '../layout/index.js';
-import { MAX_RATE_HZ, recordProcess, type RecordProcessResult } from '../record/linux/record-process.js';
+import { MAX_INTERRUPT_RATE_HZ, MAX_RATE_HZ, recordProcess, type RecordProcessResult } from '../record/linux/record-process.js';
 import type { SamplerStats } from '../record/sampling/sampler.js';
 import { commandLine } from '../record/linux/subprocesses.js';
 import { KernelWalker } from '../kernel/walker.js';
@@ -34,8 +34,9 @@ Options:
                          with the thread stopped), blocking (stop every running thread),
                          optimistic (never stops: torn — kept if its readings agree where
                          there is no anchor, before 3.15 or --read-only: not exact),
-                         interrupt (3.13+, root or CAP_BPF+CAP_PERFMON: a running thread
-                         is copied in the kernel at the timer's interrupt, never stopped)
+                         interrupt (3.13+, root or CAP_BPF+CAP_PERFMON, up to 10 kHz: a
+                         running thread is copied in the kernel at the timer's interrupt,
+                         never stopped)
       --blocking         same as --copy blocking
       --read-only        never write into the target (no profiler anchor on 3.15+)
   -a, --all-threads      every thread of every interpreter (the default; for compatibility)
@@ -105,6 +106,7 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
   const stackKib = values['native-stack'] === undefined ? 256 : parsePositive('--native-stack', values['native-stack']);
   if (!Number.isInteger(stackKib) || stackKib < 4 || stackKib > 65536) throw new UsageError(`--native-stack ${values['native-stack']}: a whole number of KiB from 4 to 65536`);
   if (values.native && subprocesses) throw new UsageError('--native records one process: not with --subprocesses');
+  if (copy === 'interrupt' && rateHz > MAX_INTERRUPT_RATE_HZ) throw new UsageError(`--rate ${rateHz}: copies at the interrupt go up to ${MAX_INTERRUPT_RATE_HZ} Hz (what the recorder can make samples of)`);
   if (values.native && copy === 'interrupt') throw new UsageError('--native: native stacks are not copied at the interrupt yet: not with --copy interrupt');
   if (subprocesses && copy === 'interrupt') throw new UsageError('--subprocesses: not with --copy interrupt yet');
   if (values.native && copy === 'optimistic') throw new UsageError('--native stops every thread at each sample: not with --copy optimistic');
@@ -186,7 +188,7 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
       // (the stopped time is measured around each stop, the recording's time once: never more than it)
       `(stopped ${percent(Math.min(result.stoppedMicros, stats.elapsedMs * 1000), stats.elapsedMs * 1000)} of the time)` +
       (stats.offCpu > 0 ? `, proven asleep ${percent(stats.offCpu, stats.samples)}` : '') +
-      (copy === 'interrupt' ? `, copied in the kernel ${percent(stats.kernel.samples, stats.samples)} (${stats.kernel.lost} lost)` : '') +
+      (copy === 'interrupt' ? `, copied in the kernel ${percent(stats.kernel.samples, stats.samples)} (${stats.kernel.lost} lost, ${stats.kernel.skipped} dropped with missed ticks)` : '') +
       '; ' +
       `copy ${stats.samples ? Math.round(stats.copyMicros.total / stats.samples) : 0} µs mean)`
     : `(too short to measure: ${stats.ticks} tick${stats.ticks === 1 ? '' : 's'} in ${stats.elapsedMs.toFixed(1)} ms)`;

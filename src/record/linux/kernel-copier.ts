@@ -201,7 +201,10 @@ export class KernelCopier {
       ? {
           mark: (tid) => {
             const r = this.runState(tid);
-            if (!r || r.on) return null;
+            // (no switch of it seen since the program was attached: blocked since before —
+            // a main thread waiting on input — as /proc tells, or running)
+            if (!r) return a.mark(tid);
+            if (r.on) return null;
             const now = a.arrivals(tid);
             return now !== null && now === r.arrivalsOut ? now : null;
           },

@@ -176,6 +176,14 @@ export const FACT_MISSING: Readonly<Record<SamplingMode, string>> = {
 export const MAX_RATE_HZ = 100_000;
 
 /**
+ * Largest rate of copies at the interrupt: every CPU's timer fires at the rate, and the
+ * recorder turns about 10,000 of the kernel's copies a second into samples here (measured: at
+ * 20 kHz its ticks fell to a few a second and most records were dropped with the stretches they
+ * missed; at 50 kHz the ring buffer overflowed).
+ */
+export const MAX_INTERRUPT_RATE_HZ = 10_000;
+
+/**
  * Where a followed subprocess's capture goes, beside the main capture `main`: its pid before
  * the last extension (`out.pyuw` → `out.1234.pyuw`; a name without one gets it appended:
  * `out` → `out.1234`), and `1234-2` for the second recording of the same pid (the process ran
@@ -265,6 +273,7 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
   }
   const copy = options.copy ?? 'adaptive';
   if (copy === 'interrupt') {
+    if (rateHz > MAX_INTERRUPT_RATE_HZ) throw new RangeError(`copies at the interrupt: at most ${MAX_INTERRUPT_RATE_HZ} Hz (the recorder makes about that many of the kernel's copies into samples a second; more fill its ring buffer and are lost)`);
     // (each needs what is read with a thread's frames at the same moment: not copied in the kernel yet)
     if (options.native) throw new RangeError('native stacks are not copied at the interrupt yet: not with copy interrupt');
     if (options.asyncio) throw new RangeError('asyncio tasks are read with the stack at one moment: not with copy interrupt yet');

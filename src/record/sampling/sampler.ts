@@ -85,8 +85,9 @@ export interface SamplerOptions {
   /**
    * copy `interrupt`: the copies made in the kernel at the timer's interrupt (KernelCopier). A
    * thread on a CPU (cpuStates, required) is left to them; each tick takes the records made
-   * since the last one as samples, at the times they were made, and copies the threads off
-   * their CPUs as usual. Records the kernel lost (its ring buffer full) are missed ticks.
+   * before the next tick's time as samples, at the times they were made (those of stretches
+   * whose ticks were missed are dropped), and copies the threads off their CPUs as usual.
+   * Records the kernel lost (its ring buffer full) are missed ticks.
    */
   kernel?: {
     poll(): KernelRecord[];
@@ -246,6 +247,8 @@ export class TargetSampler {
   private hrStart = 0n;
   /** stretches of skipped ticks [from, to) (µs since the start), for the kernel's records in them */
   private readonly skipped: [number, number][] = [];
+  /** the kernel's records of times the schedule has not reached yet (see tick) */
+  private heldRecords: KernelRecord[] = [];
   /**
    * copy `interrupt`: the tick being taken, on the kernel's clock (ns) — or when the recorder
    * took a CPU to take it, if earlier (it spins before a tick, and works between ticks)
@@ -417,21 +420,28 @@ export class TargetSampler {
       // the threads on a CPU: their samples are the kernel's records since the last tick
       options.kernel!.setThreadStates(kernel.know(threads));
       const stale = kernel.stale;
-      for (const k of kernel.take(options.kernel!.poll())) {
+      // A tick stands for the stretch of time up to the next one, and no further: the kernel's
+      // records made after the next tick's time wait for it (a recorder behind its schedule
+      // polls records of the time it has not reached yet), and those of a stretch whose ticks
+      // were missed are dropped — that stretch gave no sample of the threads off their CPUs, so
+      // it gives none of the running ones either, or they would weigh more than the others
+      // whenever the recorder falls behind (measured at 10 kHz here: 25 times the main
+      // thread's count). Its ticks are counted missed. Dropped before they are made samples:
+      // a recorder behind sheds their cost too.
+      const until = schedule.elapsed * 1000;
+      const polled = options.kernel!.poll();
+      const records = this.heldRecords.length > 0 ? this.heldRecords.concat(polled) : polled;
+      const batch: KernelRecord[] = [];
+      const held: KernelRecord[] = [];
+      for (const k of records) {
         const time = Math.max(0, Number((k.timeNs - this.hrStart) / 1000n));
-        // A stretch whose ticks were missed gave no sample of the threads off their CPUs: it
-        // gives none of the running ones either, or they would weigh more than the others
-        // whenever the recorder falls behind (a busy machine). Its ticks are counted missed.
-        if (this.skipped.some(([a, b]) => time >= a && time < b)) {
-          stats.kernel.skipped++;
-          // (the code records it carries are the batch's: the samples after it need them)
-          if (k.snap.codes.length > 0 || k.snap.codeReplaced) {
-            emitCodes(sink, k.snap);
-            stats.codeObjects += k.snap.codes.length;
-          }
-          continue;
-        }
-        this.addSample(k.snap, time, samples, null);
+        if (time >= until) held.push(k);
+        else if (time < tickTime && this.skipped.some(([a, b]) => time >= a && time < b)) stats.kernel.skipped++;
+        else batch.push(k);
+      }
+      this.heldRecords = held;
+      for (const k of kernel.take(batch)) {
+        this.addSample(k.snap, Math.max(0, Number((k.timeNs - this.hrStart) / 1000n)), samples, null);
         stats.kernel.samples++;
       }
       // (records come within a poll or two of their time: older stretches are done with)

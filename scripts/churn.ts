@@ -27,7 +27,9 @@ type ModeName = keyof typeof MODES;
 const HELP = `Usage: npm run churn -- [options]
 
 Records workloads/churn.py on each Debian CPython 3.13+ in each copy mode until enough samples
-were accepted, and checks every accepted stack against the stacks the program can have.
+were accepted, and checks every accepted stack against the stacks the program can have. A
+recording that gave an impossible stack keeps its capture (in the temporary directory; the
+line says where), for pyunwind dump to show how its samples were copied.
 
   --samples N      accepted samples per version and mode (default 1000000)
   --versions LIST  e.g. 3.13,3.15 (Debian's), or labels: pyenv-3.11.7,debian-3.11
@@ -102,7 +104,12 @@ async function run(pythons: ReturnType<typeof nativeInterpreters>, modes: ModeNa
           const k = t.recordings++;
           const file = path.join(dir, 'churn.pyuw');
           const o: ChurnOutcome = await recordChurn({ command: py.command, copy: mode.copy, readOnly: mode.readOnly, rateHz: mode.rateHz, seconds, file, shape: SHAPES[k % SHAPES.length]!, threads: 1 + (Math.floor(k / SHAPES.length) % 2) });
-          fs.rmSync(file, { force: true });
+          // (a capture that gave an impossible stack is kept, for `pyunwind dump` to show how it was copied)
+          let kept = '';
+          if (o.impossibleSamples > 0) {
+            kept = path.join(os.tmpdir(), `churn-impossible-${py.label}-${name}-${k + 1}-${process.pid}.pyuw`);
+            fs.renameSync(file, kept);
+          } else fs.rmSync(file, { force: true });
           t.attempted += o.attempted;
           t.accepted += o.accepted;
           t.impossible += o.impossibleSamples;
@@ -113,7 +120,8 @@ async function run(pythons: ReturnType<typeof nativeInterpreters>, modes: ModeNa
           const mins = ((Date.now() - started) / 60000).toFixed(1);
           console.log(
             `${py.label} ${name} #${k + 1}: ${o.accepted} accepted of ${o.attempted} (${t.accepted} in all), impossible ${o.impossibleSamples}, ` +
-              `${SHAPES[k % SHAPES.length]}, copied stopped ${(100 * o.copiedStopped).toFixed(1)} %, proven asleep ${(100 * o.provenAsleep).toFixed(1)} %, target stopped ${(100 * o.targetStopped).toFixed(1)} % of its time, ${o.ticksPerSecond.toFixed(0)} ticks/s [${mins} min]`,
+              `${SHAPES[k % SHAPES.length]}, copied stopped ${(100 * o.copiedStopped).toFixed(1)} %, proven asleep ${(100 * o.provenAsleep).toFixed(1)} %, target stopped ${(100 * o.targetStopped).toFixed(1)} % of its time, ${o.ticksPerSecond.toFixed(0)} ticks/s [${mins} min]` +
+              (kept ? ` (capture kept: ${kept})` : ''),
           );
           if (o.attempted === 0) throw new Error(`${py.label} ${name}: a recording took no sample`);
         }

@@ -513,6 +513,19 @@ export class MemoryCopier {
     return { ...this.codes.commit(pending), before, after };
   }
 
+  /**
+   * Is every one of these code objects confirmed for interpreter `interp` at this
+   * code_object_generation (and none due for a refresh of its bytecode)? Then a copy made when
+   * the interpreter's count was `generation` refers to those very objects — none died between
+   * their confirmation and the copy — and nothing needs reading. Never where there is no such
+   * count (null).
+   */
+  codesConfirmed(addresses: Iterable<bigint>, interp: bigint, generation: bigint | null): boolean {
+    if (generation === null) return false;
+    for (const a of addresses) if (!this.codes.confirmed(a, interp, generation)) return false;
+    return true;
+  }
+
   /** The bytecode [start, end) of a known code object (null: not known as one). */
   bytecodeOf(address: bigint): [bigint, bigint] | null {
     return this.codes.bytecodeRange(address);
@@ -541,6 +554,8 @@ export class MemoryCopier {
       // its copies with one try more); one that runs on is copied as usual, and proven
       // otherwise or torn.
       const tid = Number(cache.nativeThreadId);
+      const again = this.quietAgain(cache, tstate, tid, prefetched);
+      if (again) return again;
       const until = performance.now() + QUIET_WAIT_MS;
       for (let tries = 1; tries <= QUIET_TRIES; tries++) {
         const quiet = this.offCpuCopy(interp, interpreterId, tstate, cache.nativeThreadId, this.quiet);
@@ -611,6 +626,32 @@ export class MemoryCopier {
   }
 
   /**
+   * The thread's last copy proven by staying off its CPU, made this tick's copy again without
+   * reading it (a thread waiting for seconds is copied once, not at every tick): its count of
+   * arrivals on a CPU is still the one it had before that copy, so it has not run since and
+   * its frames are as they were; its thread state — where other threads do write (the list's
+   * links, the eval breaker) — is read again, and must be what the copy holds. Null: copy it.
+   */
+  private quietAgain(cache: ThreadCache, tstate: bigint, tid: number, prefetched?: Prefetched): { snap: ThreadSnapshot; entry: ListEntry } | null {
+    const last = cache.quietCopy;
+    if (!last) return null;
+    const start = performance.now();
+    const had = last.snap.regions[0];
+    if (!had || had.address !== tstate) return (cache.quietCopy = null);
+    const n = had.bytes.length;
+    const pre = prefetched?.got[prefetched.tstateAt];
+    const now = pre && pre.length >= n ? pre : this.source.tryRead(tstate, n);
+    // (the count read after the thread state: unchanged, the thread did not run before it)
+    if (!now || now.length < n || !this.quiet!.stillOff(tid, last.mark)) return (cache.quietCopy = null);
+    for (let i = 0; i < n; i++) if (now[i] !== had.bytes[i]) return (cache.quietCopy = null);
+    const snap: ThreadSnapshot = { ...last.snap, codes: [], codeReplaced: false, attempts: 1, copyMicros: Math.round((performance.now() - start) * 1000) };
+    // (set again by the pass where the thread state does not say it: copyInterpreters)
+    if (this.layout.tstate.holdsGil === null) snap.holdsGil = false;
+    this.offCpuProofs++;
+    return { snap, entry: 'thread' };
+  }
+
+  /**
    * A thread whose sample is copied elsewhere (CopierOptions.leaveOut): its thread state as the
    * pass read it (or read now), for the thread list and its ids; null when it is not that
    * thread's any more (the caller copies it as usual, and learns what it is).
@@ -649,6 +690,8 @@ export class MemoryCopier {
     attempt.snap.unproven = false;
     attempt.snap.offCpuProof = true;
     this.offCpuProofs++;
+    // (made again from this copy while the thread stays off: quietAgain)
+    if (own && cache) cache.quietCopy = { mark, snap: attempt.snap };
     return attempt;
   }
 

@@ -12,7 +12,8 @@
 // frame that held it may be gone by then and its address reused. On 3.14+ the record carries
 // the interpreter's count of code-object deaths at the tick: a record whose count is still the
 // count around the reads is proven (no code object died in between: each read is the frame's
-// own). Where it moved (a program that compiles and drops code: exec, namedtuple, dataclasses),
+// own), and a batch of records made at one count at which every code object they refer to was
+// confirmed needs no read at all (none died between the confirmation and the ticks). Where it moved (a program that compiles and drops code: exec, namedtuple, dataclasses),
 // the record's code objects are read again and compared with the copies recorded for their
 // addresses (the header, then the qualname's text: the check every copy gets where there is no
 // such count); a record keeps its proof if each was known before and is unchanged, and is
@@ -159,6 +160,14 @@ export class KernelSamples {
       out.push({ snap, timeNs: r.timeNs });
     }
     for (const [interp, group] of byInterp) {
+      // 3.14+, the common case: every record of the batch made at one count of code-object
+      // deaths, at which each of their code objects was confirmed — none died between its
+      // confirmation and the ticks, so each is the frame's own and nothing is read now
+      const tickGeneration = group.made[0]!.tickGeneration;
+      if (tickGeneration !== null && group.made.every((m) => m.tickGeneration === tickGeneration) && this.copier.codesConfirmed(group.codes, interp, tickGeneration)) {
+        for (const m of group.made) if (!innermostFits(L, m.first, m.mem, (c) => this.copier.bytecodeOf(c))) m.snap.unproven = true;
+        continue;
+      }
       const known = new Set([...group.codes].filter((a) => this.copier.codeObject(a) !== null));
       const first = this.copier.recordCodesOf(group.codes, interp);
       let { fresh, replaced } = first;

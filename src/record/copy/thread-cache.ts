@@ -2,6 +2,7 @@
 
 import { AnchorTrust } from './consistency.js';
 import type { SteadyCopy, SteadyHooks } from './steady-copy.js';
+import type { ThreadSnapshot } from './thread-snapshot.js';
 
 /** A data-stack chunk and how many bytes to read of it. */
 export interface ChunkGuess {
@@ -54,6 +55,13 @@ export interface ThreadCache {
   preread: Uint8Array | null;
   /** what its steady copy asks of the copier */
   steadyHooks: SteadyHooks | null;
+
+  /**
+   * its last copy proven by staying off its CPU (CopierOptions.quiet), and its count of arrivals
+   * on a CPU then: while that count stands, the thread has not run since, and the copy is still
+   * of it now (MemoryCopier.quietAgain)
+   */
+  quietCopy: { mark: bigint; snap: ThreadSnapshot } | null;
 }
 
 export function newThreadCache(tstateLength: number): ThreadCache {
@@ -76,5 +84,6 @@ export function newThreadCache(tstateLength: number): ThreadCache {
     steadyFailures: 0,
     preread: null,
     steadyHooks: null,
+    quietCopy: null,
   };
 }

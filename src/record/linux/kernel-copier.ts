@@ -388,12 +388,16 @@ export class KernelCopier {
    */
   readonly watch: { mark(tid: number): bigint | null; stillOff(tid: number, mark: bigint): boolean } | null;
 
-  /** Records the kernel dropped because the ring buffer was full (each a missed tick). */  /** Records the kernel dropped because the ring buffer was full (each a missed tick). */
+  /** Records the kernel dropped because the ring buffer was full (each a missed tick). */
   lost(): bigint {
-    const v = new BigUint64Array(1);
-    this.L.lookup(this.lostFd, new Uint32Array([0]), v);
+    if (this.closed) return 0n;
+    const v = this.lostValue;
+    v[0] = 0n;
+    this.L.lookup(this.lostFd, this.key(0), v);
     return v[0]!;
   }
+
+  private readonly lostValue = new BigUint64Array(1);
 
   close(): void {
     if (this.closed) return;

@@ -142,6 +142,9 @@ export interface SamplerStats {
 /** How long stretches of skipped ticks are kept for the kernel's records in them (µs): records are taken at every tick. */
 const SKIPPED_KEPT_US = 2_000_000;
 
+/** How often the kernel's count of lost records is read (ms): a system call, not needed at every tick. */
+const LOST_EVERY_MS = 10;
+
 /** How far behind its schedule the sampler may take a tick; slots further behind are missed. */
 export const CATCH_UP_MS = 10;
 
@@ -257,6 +260,8 @@ export class TargetSampler {
   /** when the loop driving this sampler last got a CPU back before this tick (performance.now(), ms; set by SamplerGroup) */
   awakeSince: number | null = null;
   private kernelLost = 0n;
+  /** when the kernel's count of lost records was last read (performance.now(), ms) */
+  private lostReadAt = 0;
 
   constructor(
     readonly source: MemorySource,
@@ -434,14 +439,14 @@ export class TargetSampler {
       const batch: KernelRecord[] = [];
       const held: KernelRecord[] = [];
       for (const k of records) {
-        const time = Math.max(0, Number((k.timeNs - this.hrStart) / 1000n));
+        const time = this.kernelTime(k.timeNs);
         if (time >= until) held.push(k);
-        else if (time < tickTime && this.skipped.some(([a, b]) => time >= a && time < b)) stats.kernel.skipped++;
+        else if (time < tickTime && this.inSkipped(time)) stats.kernel.skipped++;
         else batch.push(k);
       }
       this.heldRecords = held;
       for (const k of kernel.take(batch)) {
-        this.addSample(k.snap, Math.max(0, Number((k.timeNs - this.hrStart) / 1000n)), samples, null);
+        this.addSample(k.snap, this.kernelTime(k.timeNs), samples, null);
         stats.kernel.samples++;
       }
       // (records come within a poll or two of their time: older stretches are done with)
@@ -453,15 +458,8 @@ export class TargetSampler {
         stats.scheduled += kernel.stale - stale;
         sink.addMissed(kernel.stale - stale);
       }
-      const lost = options.kernel!.lost();
-      if (lost > this.kernelLost) {
-        const n = Number(lost - this.kernelLost);
-        this.kernelLost = lost;
-        stats.kernel.lost += n;
-        stats.missed += n;
-        stats.scheduled += n;
-        sink.addMissed(n);
-      }
+      // (a system call: read every LOST_EVERY_MS, and once more at the end)
+      if (now - this.lostReadAt >= LOST_EVERY_MS) this.countLost(now);
       threads = threads.filter((t) => !t.leftToKernel);
     }
     for (const t of threads) this.addSample(t, tickTime, samples, cpuStates, natives);
@@ -489,6 +487,42 @@ export class TargetSampler {
       this.lastProgress = now;
     }
     return false;
+  }
+
+  /** A kernel record's time (CLOCK_MONOTONIC, ns) as a sample's: µs since the start, never before it. */
+  private kernelTime(timeNs: bigint): number {
+    return Math.max(0, Math.floor(Number(timeNs - this.hrStart) / 1000));
+  }
+
+  /**
+   * Is `time` (µs) in a stretch of skipped ticks? The stretches are in time order and do not
+   * overlap: a binary search (a recorder far behind keeps thousands of them).
+   */
+  private inSkipped(time: number): boolean {
+    const s = this.skipped;
+    let lo = 0;
+    let hi = s.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (s[mid]![0] <= time) lo = mid + 1;
+      else hi = mid;
+    }
+    // (lo - 1: the last stretch that begins at or before `time`)
+    return lo > 0 && time < s[lo - 1]![1];
+  }
+
+  /** Count the records the kernel lost since the last look (its ring buffer full) as missed ticks. */
+  private countLost(now: number): void {
+    const { stats, sink } = this;
+    this.lostReadAt = now;
+    const lost = this.options.kernel!.lost();
+    if (lost <= this.kernelLost) return;
+    const n = Number(lost - this.kernelLost);
+    this.kernelLost = lost;
+    stats.kernel.lost += n;
+    stats.missed += n;
+    stats.scheduled += n;
+    sink.addMissed(n);
   }
 
   /** Write the sample of a thread's copy taken at `time` (µs), as the sampling mode says; `cpuStates`: tell its ON_CPU flag now. */
@@ -527,6 +561,7 @@ export class TargetSampler {
   finish(): SamplerStats {
     const { stats } = this;
     if (this.schedule) stats.elapsedMs = performance.now() - this.start;
+    if (this.kernelSamples) this.countLost(performance.now());
     stats.anchorWriteFailure = this.copier.writeFailure;
     this.sink.flush();
     if (this.options.onProgress) this.options.onProgress(stats, this.recent);

@@ -16,6 +16,8 @@
 //   missed ticks, whose kernel records are left out with them): the same stacks, nothing
 //   stopped, at most 5 % rejected, and every thread between a third and twice the main
 //   thread's count still;
+// - a thread waiting in one function, then another, every 100 ms: each has at least 30 % of
+//   its samples (its copy is made again without reading only while it has not run);
 // - 3.11/3.12: refused in one line, and no capture file is left;
 // - without root's capabilities: the one line that says what is needed, exit 1, no file; a rate
 //   above 10 kHz: refused in one line;
@@ -230,6 +232,61 @@ describe.each(nativeInterpreters())('record --copy interrupt, $label', (py) => {
         expect(n, shown).toBeLessThanOrEqual(2 * ticks10);
       }
       console.log(`[record-interrupt] ${py.label} at 10 kHz: ${j10.summary.attempted} samples, ${j10.summary.rejected} rejected; ${rec10.stderr.trim().split('\n').pop()}`);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+});
+
+// A thread that waits in one function, then in another, and back, every 100 ms: off its CPU
+// nearly all the time, so its copies are the recorder's — and its last one is made again while
+// its count of arrivals on a CPU stands (MemoryCopier.quietAgain). Made again after it moved,
+// a copy would keep the first place: each place must have a fair share of its samples.
+const MOVER = `
+import sys, threading, time
+def wait_a():
+    time.sleep(0.1)
+def wait_b():
+    time.sleep(0.1)
+def mover():
+    while True:
+        wait_a()
+        wait_b()
+t = threading.Thread(target=mover, daemon=True)
+t.start()
+print(t.native_id, flush=True)
+sys.stdin.read()
+`;
+
+describe.each(nativeInterpreters().filter((p) => minorOf(p.label) >= 13))('record --copy interrupt, a waiting thread that moves, $label', (py) => {
+  if (py.missing) {
+    cannotRun('record-interrupt', `${py.label} mover`, py.missing!);
+    return;
+  }
+  it('each place it waits in has its share: a copy made again only while the thread has not run', async (ctx) => {
+    const why = cannotTryKernelCopies();
+    if (why) skipTest(ctx, 'record-interrupt', `${py.label} mover`, why);
+    const { child, line } = await start(py.command, MOVER);
+    try {
+      const file = path.join(dir, `mover-${py.label}.pyuw`);
+      const rec = pyunwind(['record', '--copy', 'interrupt', '-r', '1000', '-d', '3', '-o', file, '--pid', String(child.pid)]);
+      expect(rec.status, rec.stderr).toBe(0);
+      const r = pyunwind(['report', '-q', file, '-f', 'json']);
+      expect(r.status, r.stderr).toBe(0);
+      const json = JSON.parse(r.stdout) as ReportJson;
+      const t = json.threads.find((x) => x.label.includes(`tid ${line.trim()})`));
+      expect(t, json.threads.map((x) => x.label).join(', ')).toBeDefined();
+      let a = 0;
+      let b = 0;
+      for (const [names, weight] of stacksOf(t!)) {
+        if (names.at(-1) === 'wait_a') a += weight;
+        else if (names.at(-1) === 'wait_b') b += weight;
+      }
+      // (about half each: 30 rounds of each in 3 s; a copy kept past a move would give one place all)
+      const shown = `wait_a ${a}, wait_b ${b} of ${t!.summary.attempted}`;
+      expect(a + b, shown).toBeGreaterThanOrEqual(0.9 * t!.summary.attempted);
+      expect(Math.min(a, b), shown).toBeGreaterThanOrEqual(0.3 * (a + b));
+      console.log(`[record-interrupt] ${py.label} mover: ${shown}`);
     } finally {
       child.kill('SIGKILL');
     }

@@ -121,11 +121,18 @@ export function copyThread(
   let whole: Range[];
   let got: (Uint8Array | null)[];
   const codeAt = (checking ? 2 : 1) * n;
-  if (prefetched && prefetched.plan.length === codeAt + codeRanges(ctx, cache).length && (gilAt === null || prefetched.plan[0]?.address === gilAt.address)) {
+  // What was read with the pass is used only if it is this plan, range for range: the bytes are
+  // taken by their place in it (planIndex), so a plan that changed since — another copy of the
+  // thread in this pass learned other frames outside its chunks, as many as before — would
+  // give one frame's bytes to another address. (Seen on 3.13 with --copy interrupt: a copy
+  // proven off its CPU failed, the copy after it used the pass's read, and a generator's frame
+  // got the bytes of the thread's bottom entry frame — a chain cut to one frame, accepted.)
+  const planned = planOf(ctx, tstate, interp, cache, checking);
+  if (prefetched && samePlan(prefetched.plan, planned)) {
     whole = prefetched.plan;
     got = prefetched.got;
   } else {
-    whole = planOf(ctx, tstate, interp, cache, checking);
+    whole = planned;
     got = ctx.frozen ? frozenRead() : readMany(ctx.source, whole);
   }
   const plan = whole.slice(0, n);
@@ -494,6 +501,13 @@ export function followFrames(
     frame = readPointer(bytes, L.frame.previous, L.pointerSize);
   }
   return { frames, reads };
+}
+
+/** The same ranges in the same order. */
+function samePlan(a: readonly Range[], b: readonly Range[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i]!.address !== b[i]!.address || a[i]!.length !== b[i]!.length) return false;
+  return true;
 }
 
 /**

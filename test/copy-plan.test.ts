@@ -23,8 +23,7 @@ import { copyThread, planOf, type CopyContext } from '../src/record/copy/thread-
 import { readMany } from '../src/record/copy/source.js';
 import { readPointer } from '../src/walk/region-memory.js';
 import { cannotRun } from './helpers/coverage.js';
-import { waitUntil } from './helpers/wait.js';
-import fs from 'node:fs';
+import { freeze, waitUntil } from './helpers/wait.js';
 
 const running: ChildProcess[] = [];
 afterAll(() => running.forEach((p) => p.kill('SIGKILL')));
@@ -51,11 +50,7 @@ describe.each(nativeInterpreters())('a copy with the pass\'s read of a plan that
     child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
     await waitUntil(() => out.includes('in'), 'the program in its generator');
     const pid = child.pid!;
-    process.kill(pid, 'SIGSTOP');
-    await waitUntil(() => {
-      const s = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');
-      return s.slice(s.lastIndexOf(')') + 2, s.lastIndexOf(')') + 3) === 'T';
-    }, `pid ${pid} stopped`);
+    await freeze(pid);
     const source = openLinuxProcess(pid);
     try {
       const L = source.layout;

@@ -7,7 +7,6 @@
 // bytes, the same verdicts. The steady copier must have made its copies itself (3.14+, where
 // it applies) — and none where it does not apply.
 import { spawn, type ChildProcess } from 'node:child_process';
-import fs from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { MemoryCopier } from '../src/record/copy/copier.js';
 import type { ThreadSnapshot } from '../src/record/copy/thread-snapshot.js';
@@ -17,28 +16,10 @@ import { SteadyCopy } from '../src/record/copy/steady-copy.js';
 import { AnchorTrust } from '../src/record/copy/consistency.js';
 import { recordCoverage, skipTest, cannotRun } from './helpers/coverage.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
-import { untilReadable, waitUntil } from './helpers/wait.js';
+import { freeze, threadState, untilReadable, waitUntil } from './helpers/wait.js';
 
 const running: ChildProcess[] = [];
 afterAll(() => running.forEach((p) => p.kill('SIGKILL')));
-
-const state = (pid: number): string => {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');
-  return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-};
-
-/** Every thread of the process stopped (state T), so that its memory holds still. */
-async function freeze(pid: number): Promise<void> {
-  process.kill(pid, 'SIGSTOP');
-  await waitUntil(() => fs.readdirSync(`/proc/${pid}/task`).every((t) => {
-    try {
-      const s = fs.readFileSync(`/proc/${pid}/task/${t}/stat`, 'latin1');
-      return s.slice(s.lastIndexOf(')') + 2, s.lastIndexOf(')') + 3) === 'T';
-    } catch {
-      return true; // a thread that ended meanwhile
-    }
-  }), `pid ${pid} stopped`);
-}
 
 /** What a copy says, in a form to compare. */
 function summary(t: ThreadSnapshot): unknown {
@@ -138,7 +119,7 @@ describe.each(nativeInterpreters())('steady copies equal the general copier, $la
           process.kill(pid, 'SIGCONT');
         }
       }
-      expect(state(pid)).not.toBe('T');
+      expect(threadState(pid, pid)).not.toBe('T');
     } finally {
       source.close();
       child.kill('SIGKILL');

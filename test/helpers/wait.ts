@@ -52,3 +52,10 @@ export function threadState(pid: number, tid: number): string {
     return '?';
   }
 }
+
+/** Stop every thread of process `pid` (SIGSTOP) and resolve once each is seen stopped, so that its memory holds still. */
+export async function freeze(pid: number): Promise<void> {
+  process.kill(pid, 'SIGSTOP');
+  // (a thread that ended meanwhile reads '?')
+  await waitUntil(() => fs.readdirSync(`/proc/${pid}/task`).every((t) => ['T', '?'].includes(threadState(pid, Number(t)))), `pid ${pid} stopped`);
+}

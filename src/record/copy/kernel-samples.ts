@@ -13,7 +13,8 @@
 // the interpreter's count of code-object deaths at the tick: a record whose count is still the
 // count around the reads is proven (no code object died in between: each read is the frame's
 // own), and a batch of records made at one count at which every code object they refer to was
-// confirmed needs no read at all (none died between the confirmation and the ticks). Where it moved (a program that compiles and drops code: exec, namedtuple, dataclasses),
+// confirmed needs no read at all (none died between the confirmation and the ticks). Where it
+// moved (a program that compiles and drops code: exec, namedtuple, dataclasses),
 // the record's code objects are read again and compared with the copies recorded for their
 // addresses (the header, then the qualname's text: the check every copy gets where there is no
 // such count); a record keeps its proof if each was known before and is unchanged, and is

@@ -6,7 +6,9 @@
 // - the thread state whose address the recorder gave for that thread (`tstates`: kernel thread
 //   id → address), `tstate_size` bytes (3.15: through its base frame);
 // - the top of the thread's data stack: the current chunk from its start, or MAX_REGION bytes
-//   below `datastack_top`, up to it — where the thread's own frames are;
+//   below `datastack_top`, up to it — where the thread's own frames are — and the chunks before
+//   it, each from its start to its saved `top`, up to MAX_CHUNKS of them while they fit (a deep
+//   recursion's frames: a chunk is 16 KiB, ~100 frames);
 // - the interpreter's count of code-object deaths (3.14+), so that the recorder can tell that the
 //   code objects it reads later are the ones the frames held at the tick, and whether its
 //   garbage collector was running (3.13+: a `<GC>` frame above a thread holding the GIL);
@@ -52,12 +54,22 @@ struct config {
   __u32 interp_generation;
   /** offset of the collector's `collecting` flag in the interpreter state (0: none) */
   __u32 interp_gc;
+  /** a data-stack chunk (_PyStackChunk): offsets of `previous` and `top` (an index of words
+   * into its data), and where its data begins */
+  __u32 chunk_previous;
+  __u32 chunk_top;
+  __u32 chunk_data;
 };
 
-/** a record is built here first: SCRATCH bytes of regions, the last one at most MAX_REGION long */
-#define SCRATCH (1 << 16)
+/** a record is built here first: SCRATCH bytes of regions, the last one at most MAX_REGION long
+ * (256 KiB: the thread state, ~15 chunks of a deep recursion, the headers of frames outside) */
+#define SCRATCH (1 << 18)
 #define MAX_REGION (1 << 15)
-#define MAX_FRAMES 256
+#define MAX_FRAMES 2048
+/** data-stack chunks copied before the current one */
+#define MAX_CHUNKS 16
+/** a region's flag (its pad word): a data-stack chunk from its start */
+#define REGION_CHUNK 1
 #define MAX_TSTATE 4096
 #define MAX_FRAME_HEADER 256
 /** a record: tid, region count (u32), time (u64), thread state (u64); then each region: address
@@ -70,6 +82,11 @@ struct scratch {
    * every value they take (it checks a step of the frame walk once for any of them) */
   __u32 used;
   __u32 regions;
+  /** the data-stack ranges copied (the top region, then whole chunks): a frame there is not
+   * copied again */
+  __u64 lo[32];
+  __u64 hi[32];
+  __u32 ranges;
 };
 
 struct {
@@ -88,8 +105,9 @@ struct {
 
 struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
-  /* 32 MiB: seconds of records at 1000 Hz, if the recorder stopped reading for a while */
-  __uint(max_entries, 1 << 25);
+  /* 64 MiB: seconds of records at 1000 Hz (a few hundred of a deep recursion's ~200 KiB ones),
+   * if the recorder stopped reading for a while */
+  __uint(max_entries, 1 << 26);
 } records SEC(".maps");
 
 /** Whether each thread of the target is on a CPU now (on_switch): the recorder copies a thread
@@ -135,12 +153,12 @@ struct {
 } scratch SEC(".maps");
 
 /** Append the region [address, address + length) at `used`; the new end, or 0 if it does not fit or cannot be read. */
-static __always_inline __u32 append(struct scratch *s, __u32 used, __u64 address, __u32 length) {
+static __always_inline __u32 append_flagged(struct scratch *s, __u32 used, __u64 address, __u32 length, __u32 flag) {
   if (used > SCRATCH - 16 || length >= MAX_REGION) return 0;
   __u32 at = used & (SCRATCH - 8);
   *(__u64 *)&s->b[at] = address;
   *(__u32 *)&s->b[(at + 8) & (SCRATCH - 4)] = length;
-  *(__u32 *)&s->b[(at + 12) & (SCRATCH - 4)] = 0;
+  *(__u32 *)&s->b[(at + 12) & (SCRATCH - 4)] = flag;
   __u32 n = length;
   /* (the mask the verifier needs to bound the size: kept from clang, which knows it is a no-op) */
   asm volatile("" : "+r"(n));
@@ -149,13 +167,50 @@ static __always_inline __u32 append(struct scratch *s, __u32 used, __u64 address
   return at + 16 + ((n + 7) & ~7u);
 }
 
+static __always_inline __u32 append(struct scratch *s, __u32 used, __u64 address, __u32 length) {
+  return append_flagged(s, used, address, length, 0);
+}
+
+/** The chunks before the current one, one a step: each from its start to its saved top. */
+struct chunks {
+  struct scratch *s;
+  __u64 chunk;
+  __u32 previous;
+  __u32 top;
+  __u32 data;
+};
+
+static long chunk_step(__u64 index, void *ctx) {
+  struct chunks *c = ctx;
+  struct scratch *s = c->s;
+  if (!c->chunk) return 1;
+  __u64 previous = 0, top = 0;
+  if (bpf_probe_read_user(&previous, 8, (const void *)(c->chunk + c->previous)) != 0) return 1;
+  if (bpf_probe_read_user(&top, 8, (const void *)(c->chunk + c->top)) != 0) return 1;
+  /* (a chunk larger than a region, made for one huge frame, is left to the frame walk) */
+  if (top > (MAX_REGION - 8 - c->data) / 8) return 1;
+  __u32 length = c->data + (__u32)top * 8;
+  /* (room kept for the headers of frames outside: a chunk that does not leave it stops here) */
+  if (s->used + length + 16 > SCRATCH - (SCRATCH >> 3)) return 1;
+  __u32 n = s->ranges;
+  if (n > MAX_CHUNKS) return 1;
+  __u32 next = append_flagged(s, s->used, c->chunk, length, REGION_CHUNK);
+  if (!next) return 1;
+  s->used = next;
+  s->regions++;
+  s->lo[n & 31] = c->chunk;
+  s->hi[n & 31] = c->chunk + length;
+  s->ranges = n + 1;
+  c->chunk = previous;
+  return 0;
+}
+
 /** The frame chain, one frame a step (bpf_loop: the verifier checks one step, not MAX_FRAMES). */
 struct walk {
   struct scratch *s;
   __u64 frame;
-  /** the data stack copied, and the thread state's copy: frames there are copied already */
-  __u64 lo;
-  __u64 top;
+  /** the thread state's copy (the 3.15 base frame is in it): frames there, and in the data
+   * stack's ranges copied (scratch's lo/hi), are copied already */
   __u64 tstate;
   __u32 tsize;
   __u32 previous;
@@ -167,7 +222,12 @@ static long step(__u64 index, void *data) {
   if (!w->frame) return 1;
   __u64 prev = 0;
   if (bpf_probe_read_user(&prev, 8, (const void *)(w->frame + w->previous)) != 0) return 1;
-  int copied = (w->frame >= w->lo && w->frame < w->top) || (w->frame >= w->tstate && w->frame < w->tstate + w->tsize);
+  int copied = w->frame >= w->tstate && w->frame < w->tstate + w->tsize;
+  __u32 ranges = w->s->ranges;
+  for (__u32 i = 0; i <= MAX_CHUNKS && !copied; i++) {
+    if (i >= ranges) break;
+    copied = w->frame >= w->s->lo[i & 31] && w->frame < w->s->hi[i & 31];
+  }
   if (!copied) {
     __u32 next = append(w->s, w->s->used, w->frame, w->frame_size);
     if (!next) return 1;
@@ -214,7 +274,6 @@ int copy_at_tick(struct bpf_perf_event_data *ctx) {
     __u64 frame = field(s, at, c->current_frame);
     __u64 chunk = field(s, at, c->datastack_chunk);
     __u64 top = field(s, at, c->datastack_top);
-    __u64 lo = top;
     __u64 interp = field(s, at, c->tstate_interp);
     if (c->interp_generation && interp) {
       __u32 next = append(s, used, interp + c->interp_generation, 8);
@@ -230,17 +289,30 @@ int copy_at_tick(struct bpf_perf_event_data *ctx) {
         regions++;
       }
     }
+    s->ranges = 0;
+    int whole = 0;
     if (chunk && top > chunk) {
-      lo = top - chunk > MAX_REGION - 8 ? top - (MAX_REGION - 8) : chunk;
-      __u32 next = append(s, used, lo, (__u32)(top - lo));
+      whole = top - chunk <= MAX_REGION - 8;
+      __u64 lo = whole ? chunk : top - (MAX_REGION - 8);
+      __u32 next = append_flagged(s, used, lo, (__u32)(top - lo), whole ? REGION_CHUNK : 0);
       if (next) {
         used = next;
         regions++;
-      } else lo = top;
+        s->lo[0] = lo;
+        s->hi[0] = top;
+        s->ranges = 1;
+      } else whole = 0;
     }
     s->used = used;
     s->regions = regions;
-    struct walk w = {.s = s, .frame = frame, .lo = lo, .top = top, .tstate = tstate, .tsize = tsize, .previous = c->frame_previous, .frame_size = fsize};
+    /* the chunks before it, while the current one was copied from its start (its `previous`) */
+    if (whole && c->chunk_data && c->chunk_data < 64) {
+      __u64 older = 0;
+      bpf_probe_read_user(&older, 8, (const void *)(chunk + c->chunk_previous));
+      struct chunks k = {.s = s, .chunk = older, .previous = c->chunk_previous, .top = c->chunk_top, .data = c->chunk_data};
+      bpf_loop(MAX_CHUNKS, chunk_step, &k, 0);
+    }
+    struct walk w = {.s = s, .frame = frame, .tstate = tstate, .tsize = tsize, .previous = c->frame_previous, .frame_size = fsize};
     bpf_loop(MAX_FRAMES, step, &w, 0);
     used = s->used;
     regions = s->regions;

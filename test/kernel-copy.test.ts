@@ -6,6 +6,8 @@
 //   threads walks (the WebAssembly walk, as a capture's samples do) to a trusted stack — on 3.15
 //   one ending at the thread's base frame — and every stack is one the program has:
 //   Thread._bootstrap … spin, gen, middle, leaf, cut after spin or later; no record was lost;
+// - a thread 1,500 frames deep in a recursion (its data stack a dozen 16 KiB chunks): the older
+//   chunks are copied whole, in the kernel too, and every record walks through all 1,500 frames;
 // - 3.11/3.12: refused in one line (their current frame is behind a C-stack cframe);
 // - closed, or its process killed, nothing is left: no program of ours in `bpftool prog`;
 // - without the rights (root's capabilities dropped), one line says what is needed.
@@ -45,6 +47,22 @@ for t in ts: t.start()
 print(" ".join(str(t.native_id) for t in ts), flush=True)
 sys.stdin.read()
 `;
+const DEPTH = 1500;
+const DEEP = `
+import threading, sys
+sys.setrecursionlimit(5000)
+def leaf(n):
+    return n + 1
+def spin():
+    while True:
+        leaf(1)
+def down(n):
+    return spin() if n == 0 else down(n - 1)
+t = threading.Thread(target=down, args=(${DEPTH},), daemon=True)
+t.start()
+print(t.native_id, flush=True)
+sys.stdin.read()
+`;
 const EXPECTED = ['Thread._bootstrap', 'Thread._bootstrap_inner', 'Thread.run', 'spin', 'gen', 'middle', 'leaf'];
 const children: ChildProcess[] = [];
 afterAll(() => {
@@ -74,11 +92,14 @@ describe.each(nativeInterpreters())('copies at the interrupt, $label', (py) => {
     });
     return;
   }
-  it('each running thread’s state and frames, copied in the kernel at its ticks, walk to the program’s stacks', async (ctx) => {
-    const why = cannotTry();
-    if (why) skipTest(ctx, 'kernel-copy', py.label, why);
-    const { child, line } = await start(py.command, SPIN);
-    const spinning = line.split(' ').map(Number);
+  /**
+   * Attach the copier to `program` (which prints the native ids of the threads to watch), wait
+   * for `min` records of each, close it, and walk them: each record's stack (outermost first)
+   * and status, and the record.
+   */
+  async function recordAndWalk(program: string, functions: string[], min: number): Promise<{ names: string[]; status: string; record: KernelRecord }[]> {
+    const { child, line } = await start(py.command!, program);
+    const watched = line.split(' ').map(Number);
     const pid = child.pid!;
     const source = openLinuxProcess(pid);
     try {
@@ -93,7 +114,7 @@ describe.each(nativeInterpreters())('copies at the interrupt, $label', (py) => {
         for (const c of s.codeObjects) codes.set(c.address, c);
         const table = new CodeTable(L, [...codes.values()]);
         const names = new Set([...codes.keys()].map((a) => table.code(a)).map((c) => (c && !(c instanceof Error) ? c.qualname : null)));
-        return ['spin', 'gen', 'middle', 'leaf'].every((n) => names.has(n));
+        return functions.every((n) => names.has(n));
       }, 'every function of the program to be seen', 60_000);
       // the thread state through its end as the copier takes it (3.15: its base frame)
       const tstateSize = Math.max(...threads.map((t) => t.regions.find((r) => r.address === t.threadStateAddress)!.bytes.length));
@@ -105,11 +126,11 @@ describe.each(nativeInterpreters())('copies at the interrupt, $label', (py) => {
       expect(ours.length).toBe(2);
       try {
         copier.setThreadStates(new Map(threads.map((t) => [Number(t.nativeThreadId), t.threadStateAddress])));
-        // (each thread runs when the machine lets it: wait for records of both, not for a time)
+        // (each thread runs when the machine lets it: wait for records of each, not for a time)
         await waitUntil(() => {
           records.push(...copier.poll());
-          return spinning.every((tid) => records.filter((r) => r.tid === tid).length >= 100);
-        }, 'records of both spinning threads', 60_000);
+          return watched.every((tid) => records.filter((r) => r.tid === tid).length >= min);
+        }, 'records of every watched thread', 60_000);
         lost = copier.lost();
       } finally {
         copier.close();
@@ -118,27 +139,54 @@ describe.each(nativeInterpreters())('copies at the interrupt, $label', (py) => {
       await waitUntil(() => stillLoaded(ours).length === 0, 'the programs to be gone once the copier was closed', 10_000);
       expect(lost).toBe(0n);
 
-      const mine = records.filter((r) => spinning.includes(r.tid));
+      const mine = records.filter((r) => watched.includes(r.tid));
       const table = new CodeTable(L, [...codes.values()]);
       const walker = await KernelWalker.load();
       const walked = walker.walk(walkParams(L), table.ranges, mine.map((r) => ({ threadStateAddress: r.threadStateAddress, regions: r.regions })));
-      const statuses = new Map<string, number>();
-      const stacks = new Map<string, number>();
-      walked.forEach((w, i) => {
-        statuses.set(w.status, (statuses.get(w.status) ?? 0) + 1);
-        const names = w.frames.map((f) => table.frame(f.code, f.instrPtr, false).qualname).reverse();
-        const key = `${mine[i]!.tid}: ${names.join(' > ')}`;
-        stacks.set(key, (stacks.get(key) ?? 0) + 1);
-        expect(names.length, key).toBeGreaterThanOrEqual(4);
-        expect(names, key).toEqual(EXPECTED.slice(0, names.length));
-      });
-      // every record trusted; 3.15 proves each stack whole by its base frame
-      expect([...statuses.keys()], JSON.stringify(Object.fromEntries(statuses))).toEqual([minorOf(py.label) >= 15 ? 'complete' : 'complete-unverifiable']);
-      console.log(`[kernel-copy] ${py.label}: ${mine.length} records walked, ${JSON.stringify(Object.fromEntries(statuses))}, ${stacks.size} distinct stacks`);
+      return walked.map((w, i) => ({ names: w.frames.map((f) => table.frame(f.code, f.instrPtr, false).qualname).reverse(), status: w.status, record: mine[i]! }));
     } finally {
       source.close();
       child.kill('SIGKILL');
     }
+  }
+  // every record trusted; 3.15 proves each stack whole by its base frame
+  const trusted = minorOf(py.label) >= 15 ? 'complete' : 'complete-unverifiable';
+
+  it('each running thread’s state and frames, copied in the kernel at its ticks, walk to the program’s stacks', async (ctx) => {
+    const why = cannotTry();
+    if (why) skipTest(ctx, 'kernel-copy', py.label, why);
+    const walked = await recordAndWalk(SPIN, ['spin', 'gen', 'middle', 'leaf'], 100);
+    const statuses = new Map<string, number>();
+    const stacks = new Map<string, number>();
+    for (const { names, status, record } of walked) {
+      statuses.set(status, (statuses.get(status) ?? 0) + 1);
+      const key = `${record.tid}: ${names.join(' > ')}`;
+      stacks.set(key, (stacks.get(key) ?? 0) + 1);
+      expect(names.length, key).toBeGreaterThanOrEqual(4);
+      expect(names, key).toEqual(EXPECTED.slice(0, names.length));
+    }
+    expect([...statuses.keys()], JSON.stringify(Object.fromEntries(statuses))).toEqual([trusted]);
+    console.log(`[kernel-copy] ${py.label}: ${walked.length} records walked, ${JSON.stringify(Object.fromEntries(statuses))}, ${stacks.size} distinct stacks`);
+  });
+
+  it('a recursion 1,500 deep: the data stack’s older chunks are copied whole, every frame walks', async (ctx) => {
+    const why = cannotTry();
+    if (why) skipTest(ctx, 'kernel-copy', py.label, why);
+    const walked = await recordAndWalk(DEEP, ['down', 'spin', 'leaf'], 50);
+    const statuses = new Map<string, number>();
+    for (const { names, status, record } of walked) {
+      statuses.set(status, (statuses.get(status) ?? 0) + 1);
+      // (some ticks land in the thread's start or in spin itself: the stack is then cut there)
+      const expected = [...EXPECTED.slice(0, 3), ...Array<string>(DEPTH + 1).fill('down'), 'spin', 'leaf'];
+      expect(names.length, names.slice(-3).join(' > ')).toBeGreaterThanOrEqual(DEPTH + 5);
+      expect(names).toEqual(expected.slice(0, names.length));
+      // the frames live in more than one chunk of 16 KiB, and the kernel copied them as chunks
+      expect(record.regions.filter((r) => r.chunk).length).toBeGreaterThan(2);
+    }
+    expect([...statuses.keys()], JSON.stringify(Object.fromEntries(statuses))).toEqual([trusted]);
+    const chunks = walked.map((w) => w.record.regions.filter((r) => r.chunk).length);
+    const bytes = walked.map((w) => w.record.regions.reduce((n, r) => n + r.bytes.length, 0));
+    console.log(`[kernel-copy] ${py.label}, ${DEPTH} deep: ${walked.length} records walked, ${JSON.stringify(Object.fromEntries(statuses))}, ${Math.min(...chunks)}–${Math.max(...chunks)} chunks, ${Math.max(...bytes)} bytes`);
   });
 });
 

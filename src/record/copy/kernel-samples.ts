@@ -2,8 +2,8 @@
 // bpf/copier.bpf.c, src/record/linux/kernel-copier.ts).
 //
 // A record is one moment of a thread that was running: the timer interrupted it on its CPU and
-// the BPF program copied its thread state, the top of its data stack and the headers of the
-// frames of its chain outside it, while it could not run. Nothing here reads its frames again:
+// the BPF program copied its thread state, the top of its data stack (with the chunks before it)
+// and the headers of the frames of its chain outside them, while it could not run. Nothing here reads its frames again:
 // the sample's regions are the record's, and the walk judges them as it judges any copy.
 //
 // What the kernel does not copy is read here, later: the code objects the frames refer to
@@ -36,7 +36,7 @@ import { codesOf, followFrames, innermostFits } from './thread-copy.js';
 import { liveThreadStates } from './thread-list.js';
 import { emptySnapshot, type ThreadSnapshot } from './thread-snapshot.js';
 
-/** frames followed per record (the BPF program copies at most 256 outside the data stack's top) */
+/** frames followed per record (the BPF program follows at most 2048) */
 const MAX_FRAMES = 8192;
 
 /** What the recorder's last pass told of a thread the kernel copies. */
@@ -134,10 +134,11 @@ export class KernelSamples {
       snap.handlingException = handlingException(L.tstate, dv, 0, P);
       // interrupted on its CPU: it was running
       snap.onCpu = true;
-      // (the data stack's top: the region that ends at datastack_top — a chunk, for maskFrames)
+      // (the data stack's top — the region that ends at datastack_top — and the chunks before
+      // it: chunks, for maskFrames)
       const top = readPointer(tsb, L.tstate.datastackTop, P);
       const mem = new GrowingMemory([], P);
-      for (const region of r.regions) mem.add(region, region !== ts && region.address + BigInt(region.bytes.length) === top);
+      for (const region of r.regions) mem.add(region, region !== ts && (region.chunk || region.address + BigInt(region.bytes.length) === top));
       const frame = readPointer(tsb, L.tstate.currentFrame, P);
       const base = L.tstate.baseFrame !== null ? readPointer(tsb, L.tstate.baseFrame, P) : 0n;
       // (what the kernel did not copy is not read now: it would be of another moment)

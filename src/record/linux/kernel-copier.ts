@@ -5,8 +5,8 @@
 // with the process however it ends: the kernel drops the program, its maps and perf events when
 // their last file descriptor closes.
 //
-// Each record holds an interrupted thread's state, the top of its data stack and the frames of
-// its chain outside it, copied in the kernel at the tick, as regions a walk reads: record --copy
+// Each record holds an interrupted thread's state, the top of its data stack (and the chunks
+// before it, for deep stacks) and the frames of its chain outside them, copied in the kernel at the tick, as regions a walk reads: record --copy
 // interrupt makes them samples (src/record/copy/kernel-samples.ts). A second program follows the
 // target's context switches (runState, watch): which thread is on a CPU — the timer's program
 // copies those — and, for the others, whether one ran while the recorder copied it.
@@ -30,11 +30,11 @@ export interface KernelRecord {
   timeNs: bigint;
   /** the thread-state address the recorder gave for the thread */
   threadStateAddress: bigint;
-  /** what the program copied: the thread state first, then the data stack's top, then frames outside it */
-  regions: { address: bigint; bytes: Uint8Array }[];
+  /** what the program copied: the thread state first, then the data stack's top and the chunks before it, then frames outside them */
+  regions: { address: bigint; bytes: Uint8Array; chunk: boolean }[];
 }
 
-/** A record as the program writes it (bpf/copier.bpf.c): tid, region count, time, thread state, then each region (address, length, pad, bytes padded to 8). Null: not whole. */
+/** A record as the program writes it (bpf/copier.bpf.c): tid, region count, time, thread state, then each region (address, length, flags, bytes padded to 8). Null: not whole. */
 export function decodeRecord(bytes: Uint8Array): KernelRecord | null {
   if (bytes.length < RECORD_HEADER) return null;
   const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -46,7 +46,7 @@ export function decodeRecord(bytes: Uint8Array): KernelRecord | null {
     const address = dv.getBigUint64(at, true);
     const length = dv.getUint32(at + 8, true);
     if (at + 16 + length > bytes.length) return null;
-    regions.push({ address, bytes: bytes.slice(at + 16, at + 16 + length) });
+    regions.push({ address, bytes: bytes.slice(at + 16, at + 16 + length), chunk: (dv.getUint32(at + 12, true) & REGION_CHUNK) !== 0 });
     at += 16 + ((length + 7) & ~7);
   }
   return { tid: dv.getUint32(0, true), timeNs: dv.getBigUint64(8, true), threadStateAddress: dv.getBigUint64(16, true), regions };
@@ -72,6 +72,8 @@ const MAX_TSTATE = 4096;
 const MAX_FRAME_HEADER = 256;
 /** a record's header: tid, region count (u32), time_ns, thread state (u64) */
 const RECORD_HEADER = 24;
+/** a region's flag: a data-stack chunk, from its start (bpf/copier.bpf.c) */
+const REGION_CHUNK = 1;
 const PERF_TYPE_SOFTWARE = 1;
 const PERF_COUNT_SW_CPU_CLOCK = 0n;
 const PERF_ATTR_SIZE = 128;
@@ -274,7 +276,8 @@ export class KernelCopier {
       // struct config (bpf/copier.bpf.c): the target, and where the fields are
       const T = layout.tstate;
       const generation = layout.interp.codeObjectGeneration ?? 0;
-      const config = new Uint32Array([pid, options.tstateSize, T.currentFrame, T.datastackChunk, T.datastackTop, layout.frame.previous, layout.frame.size, T.interp, generation, layout.interp.gcCollecting ?? 0]);
+      const C = layout.chunk;
+      const config = new Uint32Array([pid, options.tstateSize, T.currentFrame, T.datastackChunk, T.datastackTop, layout.frame.previous, layout.frame.size, T.interp, generation, layout.interp.gcCollecting ?? 0, C.previous, C.top, C.data]);
       if (Number(L.update(fd('config'), new Uint32Array([0]), config, 0)) !== 0) throw new KernelCopyError('copies at the interrupt: cannot configure the BPF program');
       // the context switches of the target's threads: which is on a CPU (KernelCopier.watch)
       const switches = L.attachAuto(L.findProgram(object, 'on_switch'));

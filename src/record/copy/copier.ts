@@ -272,6 +272,20 @@ export class MemoryCopier {
     }
   }
 
+  /**
+   * Is the thread left out of this pass (CopierOptions.leaveOut)? Asked once a pass: when its
+   * read is planned, and again when it is copied.
+   */
+  private leavesOut(cache: ThreadCache): boolean {
+    if (!this.leaveOut || cache.nativeThreadId <= 0n) return false;
+    if (cache.leftInPass === this.passes) return cache.leftOut;
+    cache.leftInPass = this.passes;
+    return (cache.leftOut = this.leaveOut(cache.nativeThreadId));
+  }
+
+  /** passes over the threads begun (leavesOut's: a decision holds for one pass) */
+  private passes = 0;
+
   /** copyAll's `some`, while it runs */
   private heldSome: HeldSome | null = null;
 
@@ -291,6 +305,7 @@ export class MemoryCopier {
     const source = this.source;
     if (this.used.size > 0) this.used.clear();
     this.codes.beginPass(performance.now());
+    this.passes++;
     const threads: ThreadSnapshot[] = [];
     const f = L.interp;
     const { lo, hi } = this.interpSpan;
@@ -312,7 +327,10 @@ export class MemoryCopier {
         if (!cache.live || this.mayStopFirst(cache)) continue;
         // (a thread with a steady copy reads on its own)
         if (this.inPass(cache)) continue;
-        const p = planOf(this.ctx, tstate, cache.interp, cache, !this.allStopped);
+        // (one left out — copied elsewhere, at the interrupt — needs its thread state alone:
+        // decided here, for the pass, not read in full and dropped at every tick)
+        const left = this.leavesOut(cache);
+        const p = left ? [{ address: tstate, length: this.layout.tstate.size }] : planOf(this.ctx, tstate, cache.interp, cache, !this.allStopped);
         planned.push({ tstate, at: plan.length, plan: p });
         plan.push(...p);
       }
@@ -543,7 +561,7 @@ export class MemoryCopier {
    */
   private thread(interp: bigint, interpreterId: bigint, tstate: bigint, prefetched?: Prefetched, gilHolder: bigint | null = null): { snap: ThreadSnapshot; entry: ListEntry } {
     const cache = this.threads.get(tstate);
-    if (cache && cache.nativeThreadId > 0n && this.leaveOut?.(cache.nativeThreadId)) {
+    if (cache && this.leavesOut(cache)) {
       const left = this.leftOut(interp, interpreterId, tstate, prefetched);
       if (left) return left;
     }

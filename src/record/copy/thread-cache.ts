@@ -62,6 +62,10 @@ export interface ThreadCache {
    * of it now (MemoryCopier.quietAgain)
    */
   quietCopy: { mark: bigint; snap: ThreadSnapshot } | null;
+
+  /** whether the pass numbered `leftInPass` left it out (copied elsewhere: MemoryCopier.leavesOut) */
+  leftOut: boolean;
+  leftInPass: number;
 }
 
 export function newThreadCache(tstateLength: number): ThreadCache {
@@ -85,5 +89,7 @@ export function newThreadCache(tstateLength: number): ThreadCache {
     preread: null,
     steadyHooks: null,
     quietCopy: null,
+    leftOut: false,
+    leftInPass: -1,
   };
 }

@@ -22,6 +22,7 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { formatVersion, type Layout } from '../../layout/index.js';
 import { OffCpuWatch } from './off-cpu.js';
+import { RingReader } from './ring-buffer.js';
 
 /** One thread's copy at a tick: its thread state, its frames' memory, as regions. */
 export interface KernelRecord {
@@ -35,8 +36,11 @@ export interface KernelRecord {
 }
 
 /** A record as the program writes it (bpf/copier.bpf.c): tid, region count, time, thread state, then each region (address, length, flags, bytes padded to 8). Null: not whole. */
-export function decodeRecord(bytes: Uint8Array): KernelRecord | null {
-  if (bytes.length < RECORD_HEADER) return null;
+export function decodeRecord(view: Uint8Array): KernelRecord | null {
+  if (view.length < RECORD_HEADER) return null;
+  // (one copy of the whole record, its regions views of it: a record is read out of the ring
+  // buffer, which the kernel writes again once it is consumed)
+  const bytes = view.slice();
   const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const count = dv.getUint32(4, true);
   const regions: KernelRecord['regions'] = [];
@@ -46,7 +50,7 @@ export function decodeRecord(bytes: Uint8Array): KernelRecord | null {
     const address = dv.getBigUint64(at, true);
     const length = dv.getUint32(at + 8, true);
     if (at + 16 + length > bytes.length) return null;
-    regions.push({ address, bytes: bytes.slice(at + 16, at + 16 + length), chunk: (dv.getUint32(at + 12, true) & REGION_CHUNK) !== 0 });
+    regions.push({ address, bytes: bytes.subarray(at + 16, at + 16 + length), chunk: (dv.getUint32(at + 12, true) & REGION_CHUNK) !== 0 });
     at += 16 + ((length + 7) & ~7);
   }
   return { tid: dv.getUint32(0, true), timeNs: dv.getBigUint64(8, true), threadStateAddress: dv.getBigUint64(16, true), regions };
@@ -99,15 +103,15 @@ type Fn = (...args: unknown[]) => unknown;
 interface Libs {
   koffi: {
     load(name: string): { func(signature: string): Fn };
-    proto(signature: string): unknown;
-    pointer(type: unknown): unknown;
-    register(f: Fn, type: unknown): unknown;
-    unregister(f: unknown): void;
     view(p: unknown, n: number): ArrayBuffer;
+    address(p: unknown): bigint;
     errno(): number;
   };
   syscall: Fn;
   close: Fn;
+  mmap: Fn;
+  munmap: Fn;
+  pageSize: number;
   openMem: Fn;
   load: Fn;
   findProgram: Fn;
@@ -121,10 +125,7 @@ interface Libs {
   update: Fn;
   remove: Fn;
   lookup: Fn;
-  ringNew: Fn;
-  ringConsume: Fn;
-  ringFree: Fn;
-  sampleType: unknown;
+  maxEntries: Fn;
 }
 
 let libs: Libs | string | null = null;
@@ -149,13 +150,15 @@ function loadLibs(): Libs | string {
   } catch {
     return (libs = 'libbpf is not installed (apt install libbpf1)');
   }
-  const sampleType = koffi.proto('int pyunwind_sample_cb(void *ctx, void *data, size_t size)');
   // libbpf's own messages to stderr: off (what went wrong is said in one line, from its result)
   bpf.func('void *libbpf_set_print(void *fn)')(null);
   return (libs = {
     koffi,
     syscall: libc.func('long syscall(long n, void *attr, int pid, int cpu, int group, unsigned long flags)'),
     close: libc.func('int close(int fd)'),
+    mmap: libc.func('void *mmap(void *addr, size_t length, int prot, int flags, int fd, long offset)'),
+    munmap: libc.func('int munmap(void *addr, size_t length)'),
+    pageSize: Number(libc.func('long sysconf(int name)')(30 /* _SC_PAGESIZE */)),
     openMem: bpf.func('void *bpf_object__open_mem(const void *buf, size_t size, void *opts)'),
     load: bpf.func('int bpf_object__load(void *obj)'),
     findProgram: bpf.func('void *bpf_object__find_program_by_name(void *obj, const char *name)'),
@@ -169,11 +172,43 @@ function loadLibs(): Libs | string {
     update: bpf.func('int bpf_map_update_elem(int fd, const void *key, const void *value, unsigned long long flags)'),
     remove: bpf.func('int bpf_map_delete_elem(int fd, const void *key)'),
     lookup: bpf.func('int bpf_map_lookup_elem(int fd, const void *key, void *value)'),
-    ringNew: bpf.func('void *ring_buffer__new(int fd, pyunwind_sample_cb *cb, void *ctx, void *opts)'),
-    ringConsume: bpf.func('int ring_buffer__consume(void *rb)'),
-    ringFree: bpf.func('void ring_buffer__free(void *rb)'),
-    sampleType,
+    maxEntries: bpf.func('unsigned int bpf_map__max_entries(void *map)'),
   });
+}
+
+/** The ring buffer mapped into the recorder (ring-buffer.ts): its two mappings, and the reader over them. */
+interface RingMapping {
+  consumer: unknown;
+  rest: unknown;
+  restLength: number;
+  pageSize: number;
+  reader: RingReader;
+}
+
+const PROT_READ = 1;
+const PROT_WRITE = 2;
+const MAP_SHARED = 1;
+
+/** Map the ring buffer `fd` of `size` data bytes as libbpf does: the consumer's page read-write, the producer's page and the data (twice) read-only. */
+function mapRing(L: Libs, fd: number, size: number): RingMapping {
+  const page = L.pageSize;
+  const failed = (p: unknown): boolean => !p || L.koffi.address(p) === 0xffffffffffffffffn;
+  const consumer = L.mmap(null, page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (failed(consumer)) throw new KernelCopyError(`copies at the interrupt: cannot map the ring buffer (errno ${L.koffi.errno()})`);
+  const restLength = page + 2 * size;
+  const rest = L.mmap(null, restLength, PROT_READ, MAP_SHARED, fd, page);
+  if (failed(rest)) {
+    const errno = L.koffi.errno();
+    L.munmap(consumer, page);
+    throw new KernelCopyError(`copies at the interrupt: cannot map the ring buffer's data (errno ${errno})`);
+  }
+  const reader = new RingReader(L.koffi.view(consumer, page), L.koffi.view(rest, restLength), page, size);
+  return { consumer, rest, restLength, pageSize: page, reader };
+}
+
+function unmapRing(L: Libs, ring: RingMapping): void {
+  L.munmap(ring.rest, ring.restLength);
+  L.munmap(ring.consumer, ring.pageSize);
 }
 
 export class KernelCopyError extends Error {
@@ -191,10 +226,7 @@ export class KernelCopier {
     private readonly tstatesFd: number,
     private readonly lostFd: number,
     private readonly runningFd: number,
-    private readonly ring: unknown,
-    private readonly callback: unknown,
-    /** what the ring buffer's callback has decoded, not yet taken by poll() */
-    private readonly sink: { records: KernelRecord[]; damaged: number },
+    private readonly ring: RingMapping,
     /** the threads' counts of arrivals on a CPU, from /proc (null: no schedstat) */
     private readonly arrivals: OffCpuWatch | null,
   ) {
@@ -252,14 +284,12 @@ export class KernelCopier {
     }
     const links: unknown[] = [];
     const events: number[] = [];
-    let ring: unknown = null;
-    let callback: unknown = null;
+    let ring: RingMapping | null = null;
     const undo = (): void => {
-      if (ring) L.ringFree(ring);
+      if (ring) unmapRing(L, ring);
       for (const l of links) L.destroyLink(l);
       for (const fd of events) L.close(fd);
       L.closeObject(object);
-      if (callback) L.koffi.unregister(callback);
     };
     try {
       if (loaded !== 0) {
@@ -304,17 +334,8 @@ export class KernelCopier {
         if (!link) throw new KernelCopyError(`copies at the interrupt: cannot attach the BPF program to CPU ${cpu}'s timer`);
         links.push(link);
       }
-      const sink = { records: [] as KernelRecord[], damaged: 0 };
-      callback = L.koffi.register((_ctx: unknown, data: unknown, size: unknown) => {
-        // (a view of the ring buffer's bytes: decodeRecord copies each region out of it)
-        const record = decodeRecord(new Uint8Array(L.koffi.view(data, Number(size))));
-        if (record) sink.records.push(record);
-        else sink.damaged++;
-        return 0;
-      }, L.koffi.pointer(L.sampleType));
-      ring = L.ringNew(fd('records'), callback, null, null);
-      if (!ring) throw new KernelCopyError('copies at the interrupt: cannot open the ring buffer');
-      return new KernelCopier(L, object, links, events, fd('tstates'), fd('lost'), fd('running'), ring, callback, sink, OffCpuWatch.open(pid));
+      ring = mapRing(L, fd('records'), Number(L.maxEntries(L.findMap(object, 'records'))));
+      return new KernelCopier(L, object, links, events, fd('tstates'), fd('lost'), fd('running'), ring, OffCpuWatch.open(pid));
     } catch (e) {
       undo();
       throw e;
@@ -347,9 +368,17 @@ export class KernelCopier {
   /** The records the kernel wrote since the last call, oldest first. */
   poll(): KernelRecord[] {
     if (this.closed) return [];
-    this.L.ringConsume(this.ring);
-    return this.sink.records.splice(0);
+    const out: KernelRecord[] = [];
+    this.ring.reader.consume((bytes) => {
+      const record = decodeRecord(bytes);
+      if (record) out.push(record);
+      else this.damaged++;
+    });
+    return out;
   }
+
+  /** records that were not whole (never seen: the program writes them whole) */
+  damaged = 0;
 
   /**
    * Is thread `tid` on a CPU now (by the context switches seen since the program was attached),
@@ -405,11 +434,10 @@ export class KernelCopier {
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    this.L.ringFree(this.ring);
+    unmapRing(this.L, this.ring);
     for (const l of this.links) this.L.destroyLink(l);
     for (const fd of this.events) this.L.close(fd);
     this.L.closeObject(this.object);
-    this.L.koffi.unregister(this.callback);
     this.arrivals?.close();
   }
 }

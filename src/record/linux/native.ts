@@ -59,6 +59,12 @@ export interface NativeCalls {
   threadCpuMicros(): number | null;
   /** Set this thread's timer slack (how late the kernel may wake it), ns; false if refused. */
   setTimerSlack(ns: number): boolean;
+  /**
+   * Run this thread (not the process's others) under the round-robin real-time policy at
+   * `priority` (1: the lowest), or back under the normal one (null); its children never inherit
+   * it. False if refused (it needs CAP_SYS_NICE).
+   */
+  setRealtime(priority: number | null): boolean;
 }
 
 /** See NativeCalls.prepare. */
@@ -89,6 +95,9 @@ const CLD_EXITED = 1;
 const CLD_KILLED = 2;
 const CLD_DUMPED = 3;
 const ESRCH = 3;
+const SCHED_OTHER = 0;
+const SCHED_RR = 2;
+const SCHED_RESET_ON_FORK = 0x40000000;
 const PR_SET_TIMERSLACK = 29;
 const CLOCK_THREAD_CPUTIME_ID = 3;
 const IOVEC = 16;
@@ -151,6 +160,8 @@ function load(): NativeCalls | string {
   const waitpid = libc.func('int waitpid(int pid, _Out_ int *status, int options)');
   const schedYield = libc.func('int sched_yield()');
   const prctl = libc.func('int prctl(int option, unsigned long arg2, unsigned long arg3, unsigned long arg4, unsigned long arg5)');
+  // (pid 0: the calling thread alone, on Linux)
+  const schedSetscheduler = libc.func('int sched_setscheduler(int pid, int policy, const int *param)');
   const clockGettime = libc.func('int clock_gettime(int clock, void *ts)');
   const timespec = new DataView(new ArrayBuffer(16));
   const timespecAddress = koffi.address(timespec);
@@ -293,6 +304,10 @@ function load(): NativeCalls | string {
     },
     setTimerSlack(ns) {
       return Number(prctl(PR_SET_TIMERSLACK, ns, 0, 0, 0)) === 0;
+    },
+    setRealtime(priority) {
+      const policy = priority === null ? SCHED_OTHER : SCHED_RR | SCHED_RESET_ON_FORK;
+      return Number(schedSetscheduler(0, policy, [priority ?? 0])) === 0;
     },
     prepare(pid, ranges) {
       let length = 0;

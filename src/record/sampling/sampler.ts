@@ -142,6 +142,9 @@ export interface SamplerStats {
 /** How long stretches of skipped ticks are kept for the kernel's records in them (µs): records are taken at every tick. */
 const SKIPPED_KEPT_US = 2_000_000;
 
+/** Copies at the interrupt: how often the thread lists are read while every thread runs (ms; see allRunning). */
+const FULL_PASS_MS = 5;
+
 /** How often the kernel's count of lost records is read (ms): a system call, not needed at every tick. */
 const LOST_EVERY_MS = 10;
 
@@ -390,7 +393,15 @@ export class TargetSampler {
         held = options.stopper!.stopAll();
         if (options.native) natives = options.native.copyHeld();
       }
-      threads = held ? this.copier.copyAll({ stopped: true, ...(some ? { some } : {}) }) : copyThreads(this.copier, tickMode);
+      const running = hold ? null : this.allRunning(now);
+      if (running) threads = running;
+      else {
+        threads = held ? this.copier.copyAll({ stopped: true, ...(some ? { some } : {}) }) : copyThreads(this.copier, tickMode);
+        if (this.kernelSamples) {
+          this.lastPass = threads;
+          this.lastPassAt = now;
+        }
+      }
       // (a copy nothing proved is not walked: its tasks would not be looked at)
       if (tasks) for (const t of threads) if (!t.unproven) tasks.copy(t);
     } catch (e) {
@@ -488,6 +499,26 @@ export class TargetSampler {
     }
     return false;
   }
+
+  /**
+   * Copies at the interrupt: the last pass's threads, when every one of them was left to the
+   * kernel and still runs (the kernel takes their samples at this tick too) and that pass is
+   * less than FULL_PASS_MS old — this tick then reads nothing of the target. Null: make a pass.
+   * A pass reads the thread lists and each thread state (a process_vm_readv that pins every
+   * page it reads: a seventh of the recorder's time at 10 kHz); the lists are read again every
+   * FULL_PASS_MS, so a thread started meanwhile is sampled from at most that long after.
+   */
+  private allRunning(now: number): ThreadSnapshot[] | null {
+    const last = this.lastPass;
+    const kernel = this.options.kernel;
+    if (!kernel || !last || last.length === 0 || now - this.lastPassAt >= FULL_PASS_MS) return null;
+    for (const t of last) if (!t.leftToKernel || kernel.mayRun(Number(t.nativeThreadId)) !== true) return null;
+    return last;
+  }
+
+  /** copy `interrupt`: the threads of the last pass over the thread lists, and when it was made (performance.now(), ms) */
+  private lastPass: ThreadSnapshot[] | null = null;
+  private lastPassAt = 0;
 
   /** A kernel record's time (CLOCK_MONOTONIC, ns) as a sample's: µs since the start, never before it. */
   private kernelTime(timeNs: bigint): number {

@@ -39,6 +39,9 @@ import { emptySnapshot, type ThreadSnapshot } from './thread-snapshot.js';
 /** frames followed per record (the BPF program follows at most 2048) */
 const MAX_FRAMES = 8192;
 
+/** How long a thread's confirmed code objects stand for its next records at the same count, ms (KernelSamples.confirmed). */
+const CONFIRMED_FOR_MS = 10;
+
 /** What the recorder's last pass told of a thread the kernel copies. */
 interface Known {
   threadStateAddress: bigint;
@@ -73,6 +76,8 @@ export class KernelSamples {
   private known = new Map<number, Known>();
   /** records that were not of the thread the recorder knew at that address (exited, or its state reused) */
   stale = 0;
+  /** each thread's last record whose code objects were all confirmed at its count of code-object deaths: that count, and them */
+  private readonly confirmed = new Map<number, { interp: bigint; generation: bigint; codes: bigint[]; at: number }>();
 
   constructor(
     private readonly source: MemorySource,
@@ -105,9 +110,13 @@ export class KernelSamples {
    */
   take(records: readonly KernelRecord[]): KernelSnapshot[] {
     const L = this.L;
+    const now = performance.now();
     const P = L.pointerSize;
     const out: KernelSnapshot[] = [];
-    const byInterp = new Map<bigint, { codes: Set<bigint>; made: { snap: ThreadSnapshot; mem: GrowingMemory; first: bigint | undefined; codes: bigint[]; tickGeneration: bigint | null }[] }>();
+    const byInterp = new Map<
+      bigint,
+      { codes: Set<bigint>; made: { snap: ThreadSnapshot; mem: GrowingMemory; first: bigint | undefined; codes: bigint[]; tickGeneration: bigint | null; tid: number; again: boolean }[] }
+    >();
     for (const r of records) {
       const known = this.known.get(r.tid);
       const ts = r.regions[0];
@@ -157,8 +166,16 @@ export class KernelSamples {
       maskFrames(mem, chain.frames, L.frame.localsplus, L.chunk.data);
       snap.frames = { addresses: chain.frames.map(Number), size: L.frame.size, wordBytes: P };
       const codes = codesOf(L, chain.frames, mem);
-      for (const c of codes) group.codes.add(c);
-      group.made.push({ snap, mem, first: chain.frames[0], codes, tickGeneration });
+      // (a record whose code objects are its thread's last record's, confirmed at this same
+      // count — a stack that repeats, the common case — needs none of them looked up again:
+      // hashing and looking up bigints per record cost more than comparing them; for
+      // CONFIRMED_FOR_MS only, as a code object's bytecode is read again when it is due, which
+      // only a look-up finds)
+      const had = this.confirmed.get(r.tid);
+      const again =
+        tickGeneration !== null && had !== undefined && had.interp === interp && had.generation === tickGeneration && now - had.at < CONFIRMED_FOR_MS && sameCodes(had.codes, codes);
+      if (!again) for (const c of codes) group.codes.add(c);
+      group.made.push({ snap, mem, first: chain.frames[0], codes, tickGeneration, tid: r.tid, again });
       out.push({ snap, timeNs: r.timeNs });
     }
     for (const [interp, group] of byInterp) {
@@ -167,8 +184,16 @@ export class KernelSamples {
       // confirmation and the ticks, so each is the frame's own and nothing is read now
       const tickGeneration = group.made[0]!.tickGeneration;
       if (tickGeneration !== null && group.made.every((m) => m.tickGeneration === tickGeneration) && this.copier.codesConfirmed(group.codes, interp, tickGeneration)) {
-        for (const m of group.made) if (!innermostFits(L, m.first, m.mem, (c) => this.copier.bytecodeOf(c))) m.snap.unproven = true;
+        for (const m of group.made) {
+          if (!innermostFits(L, m.first, m.mem, (c) => this.copier.bytecodeOf(c))) m.snap.unproven = true;
+          if (!m.again) this.confirmed.set(m.tid, { interp, generation: tickGeneration, codes: m.codes, at: now });
+        }
         continue;
+      }
+      // (below, every code object of the batch is looked at)
+      for (const m of group.made) {
+        this.confirmed.delete(m.tid);
+        if (m.again) for (const c of m.codes) group.codes.add(c);
       }
       const known = new Set([...group.codes].filter((a) => this.copier.codeObject(a) !== null));
       const first = this.copier.recordCodesOf(group.codes, interp);
@@ -201,4 +226,11 @@ export class KernelSamples {
     }
     return out;
   }
+}
+
+/** The same code objects, in the same order? */
+function sameCodes(a: readonly bigint[], b: readonly bigint[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }

@@ -18,6 +18,8 @@
 //   thread's count still;
 // - a thread waiting in one function, then another, every 100 ms: each has at least 30 % of
 //   its samples (its copy is made again without reading only while it has not run);
+// - Python making a system call every ~100 µs: the call's share of the samples is within 2
+//   points of the share of its time the program measures for it (--blocking's logged beside);
 // - 3.11/3.12: refused in one line, and no capture file is left;
 // - without root's capabilities: the one line that says what is needed, exit 1, no file; a rate
 //   above 10 kHz: refused in one line;
@@ -290,6 +292,87 @@ describe.each(nativeInterpreters().filter((p) => minorOf(p.label) >= 13))('recor
       expect(a + b, shown).toBeGreaterThanOrEqual(0.9 * t!.summary.attempted);
       expect(Math.min(a, b), shown).toBeGreaterThanOrEqual(0.3 * (a + b));
       console.log(`[record-interrupt] ${py.label} mover: ${shown}`);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+});
+
+// Python that makes a system call every ~100 µs (a select that returns at once) and measures
+// the time it spends in it. A sample taken at the interrupt is of the tick's own moment: the
+// call gets the share of the samples the program measures for it. (A stop is not: on this
+// machine a ptrace stop takes 100-150 µs to land, and a thread that enters a system call
+// meanwhile stops there — `--blocking` gave the same call 10-11 % against 1.4 % measured;
+// logged here beside, not held: docs/validation.md.)
+const SYSCALLS = `
+import select, sys, threading, time
+spent = [0.0]
+start = time.perf_counter()
+def compute(n):
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
+def poll():
+    select.select([], [], [], 0)
+def tell():
+    for line in sys.stdin:
+        print(f"{100 * spent[0] / (time.perf_counter() - start):.3f}", flush=True)
+threading.Thread(target=tell, daemon=True).start()
+print("up", flush=True)
+while True:
+    compute(2000)
+    t0 = time.perf_counter()
+    poll()
+    spent[0] += time.perf_counter() - t0
+`;
+
+describe.each(nativeInterpreters().filter((p) => minorOf(p.label) >= 13))('record --copy interrupt, a system call between stretches of Python, $label', (py) => {
+  if (py.missing) {
+    cannotRun('record-interrupt', `${py.label} syscalls`, py.missing!);
+    return;
+  }
+  it('the call has the share of the samples the program measures for it', async (ctx) => {
+    const why = cannotTryKernelCopies();
+    if (why) skipTest(ctx, 'record-interrupt', `${py.label} syscalls`, why);
+    const { child } = await start(py.command, SYSCALLS);
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    /** the program's own share of its time in poll so far (%) */
+    const measured = async (): Promise<number> => {
+      const had = out.length;
+      child.stdin!.write('\n');
+      await waitUntil(() => out.length > had && out.endsWith('\n'), 'the program to tell its share', 10_000);
+      return Number(out.slice(had).trim());
+    };
+    /** the share of the main thread's samples whose innermost function is poll (%) */
+    const sampled = (file: string): { share: number; n: number } => {
+      const r = pyunwind(['report', '-q', file, '-f', 'json']);
+      expect(r.status, r.stderr).toBe(0);
+      const t = (JSON.parse(r.stdout) as ReportJson).threads.find((x) => x.label.includes('MainThread'))!;
+      let inPoll = 0;
+      let all = 0;
+      for (const [names, weight] of stacksOf(t)) {
+        all += weight;
+        if (names.at(-1) === 'poll') inPoll += weight;
+      }
+      return { share: (100 * inPoll) / all, n: all };
+    };
+    try {
+      const file = path.join(dir, `syscalls-${py.label}.pyuw`);
+      const rec = pyunwind(['record', '--copy', 'interrupt', '-r', '1000', '-d', '3', '-o', file, '--pid', String(child.pid)]);
+      expect(rec.status, rec.stderr).toBe(0);
+      const own = await measured();
+      const { share, n } = sampled(file);
+      expect(n).toBeGreaterThan(500);
+      // (measured here: 1.1-1.4 % sampled against 1.5-2.1 % measured — the program's timing also
+      // counts the call into poll and the return, which samples put in the loop; 2 points is
+      // nine standard deviations of a share of 3,000 samples, and a fifth of what a stop adds)
+      expect(Math.abs(share - own), `poll: ${share.toFixed(2)} % of ${n} samples, the program measured ${own.toFixed(2)} %`).toBeLessThanOrEqual(2);
+      const blocked = path.join(dir, `syscalls-blocking-${py.label}.pyuw`);
+      const b = pyunwind(['record', '--blocking', '-r', '1000', '-d', '3', '-o', blocked, '--pid', String(child.pid)]);
+      const beside = b.status === 0 ? `${sampled(blocked).share.toFixed(2)} %` : `not recorded (${b.stderr.trim()})`;
+      console.log(`[record-interrupt] ${py.label} syscalls: poll ${share.toFixed(2)} % of ${n} samples at the interrupt, ${own.toFixed(2)} % measured by the program, --blocking ${beside}`);
     } finally {
       child.kill('SIGKILL');
     }

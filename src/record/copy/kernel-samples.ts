@@ -2,9 +2,10 @@
 // bpf/copier.bpf.c, src/record/linux/kernel-copier.ts).
 //
 // A record is one moment of a thread that was running: the timer interrupted it on its CPU and
-// the BPF program copied its thread state, the top of its data stack (with the chunks before it)
-// and the headers of the frames of its chain outside them, while it could not run. Nothing here reads its frames again:
-// the sample's regions are the record's, and the walk judges them as it judges any copy.
+// the BPF program copied its thread state, the top of its data stack (with the chunks before
+// it) and the headers of the frames of its chain outside them, while it could not run. Nothing
+// here reads its frames again: the sample's regions are the record's, and the walk judges them
+// as it judges any copy.
 //
 // What the kernel does not copy is read here, later: the code objects the frames refer to
 // (code-cache.ts, shared with the recorder's own copies, so that each is recorded once). A
@@ -100,6 +101,8 @@ export class KernelSamples {
       states.set(tid, t.threadStateAddress);
     }
     this.known = known;
+    // (the threads gone are forgotten here too)
+    for (const tid of this.confirmed.keys()) if (!known.has(tid)) this.confirmed.delete(tid);
     return states;
   }
 

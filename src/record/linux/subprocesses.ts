@@ -233,6 +233,16 @@ export interface WatcherEvents {
   execed(pid: number): void;
 }
 
+/**
+ * A new descendant whose program cannot be told (its memory unreadable) is tried again at this
+ * many polls before the recorder is asked about it (and says why it is not followed). A process
+ * caught in the middle of an execve is unreadable for a moment: its AT_RANDOM address read from
+ * the old program's auxv, the bytes looked for in the new one's memory. (Seen: 1 in 100 shells
+ * starting a child on a loaded machine; marked unreadable at once, such a child was never
+ * looked at again.) A permission that is refused stays refused, and is reported this late.
+ */
+const UNREADABLE_POLLS = 3;
+
 /** A process's threads are listed again at least every this many polls (a child started by a thread newer than that is found that much later). */
 const TASKS_EVERY = 5;
 
@@ -261,6 +271,8 @@ export class DescendantWatcher {
   constructor(
     readonly root: number,
     private readonly events: WatcherEvents,
+    /** what program a process runs (tests stand in for a process caught mid-execve) */
+    private readonly identify: typeof programIdentity = programIdentity,
   ) {}
 
   /** Polls made, and the CPU time they took (µs, without what the handlers of its events did): what watching cost the recorder. */
@@ -305,22 +317,27 @@ export class DescendantWatcher {
       if (children === null) continue;
       for (const pid of children) {
         if (pid === this.root || this.known.has(pid)) continue;
-        const id = programIdentity(pid);
+        const id = this.identify(pid);
         if (id === 'gone') continue;
-        if ('why' in id) {
-          // it cannot be read: no use waiting for it to settle
-          this.known.set(pid, { parentPid: parent, state: 'other', id: null, since: poll });
-          this.settle(pid, parent);
-          continue;
-        }
-        this.known.set(pid, { parentPid: parent, state: 'new', id, since: poll });
+        // (one that cannot be read yet is identified again at the next polls: see UNREADABLE_POLLS)
+        this.known.set(pid, { parentPid: parent, state: 'new', id: 'why' in id ? null : id, since: poll });
       }
     }
     // what the others run now
     for (const [pid, e] of this.known) {
-      if (e.since === poll || e.id === null) continue;
+      if (e.since === poll) continue;
+      if (e.id === null) {
+        if (e.state !== 'new') continue;
+        const id = this.identify(pid);
+        if (id === 'gone') this.forget(pid);
+        else if (!('why' in id)) {
+          e.id = id;
+          e.since = poll;
+        } else if (poll - e.since >= UNREADABLE_POLLS) this.settle(pid, e.parentPid);
+        continue;
+      }
       if (!sameProgram(pid, e.id)) {
-        const id = programIdentity(pid);
+        const id = this.identify(pid);
         if (id === 'gone') {
           // (a recorded one is forgotten when its recording sees it gone)
           if (e.state !== 'recorded') this.forget(pid);

@@ -14,6 +14,10 @@
 //   garbage collector was running (3.13+: a `<GC>` frame above a thread holding the GIL);
 // - the header of each frame of the chain (`current_frame` → `previous`) that lies outside those
 //   (a generator's frame, an entry frame on the C stack), up to MAX_FRAMES frames.
+// - with native stacks asked for (`native_stack`): the thread's user registers (rip, rsp, rbp, as
+//   it will resume: saved on its kernel stack at the interrupt or system call) and its native
+//   stack from just below rsp (the red zone) up to the end of rsp's mapping, at most
+//   `native_stack` bytes — as record --native copies a stopped thread's.
 // A full ring buffer drops the record and counts it (`lost`): a missed tick is counted, never a
 // silent gap. CPython 3.13+ (3.11/3.12 reach the current frame through a C-stack cframe: not
 // copied here yet).
@@ -35,6 +39,11 @@ struct task_struct {
   int pid;
   int tgid;
   struct sched_info sched_info;
+} __attribute__((preserve_access_index));
+
+struct vm_area_struct {
+  unsigned long vm_start;
+  unsigned long vm_end;
 } __attribute__((preserve_access_index));
 
 /** set by the recorder before attaching: the target, and where the fields are (its Layout) */
@@ -59,17 +68,34 @@ struct config {
   __u32 chunk_previous;
   __u32 chunk_top;
   __u32 chunk_data;
+  /** native stacks: the most bytes of a thread's native stack to copy (0: no registers or
+   * native stack copied) */
+  __u32 native_stack;
 };
 
 /** a record is built here first: SCRATCH bytes of regions, the last one at most MAX_REGION long
- * (256 KiB: the thread state, ~15 chunks of a deep recursion, the headers of frames outside) */
+ * (256 KiB: the thread state, ~15 chunks of a deep recursion, the headers of frames outside);
+ * then, with native stacks, the registers and up to NATIVE_MAX bytes of stack, a page a step
+ * (pages are where a read can fail: the copy ends at the first that cannot be read) */
 #define SCRATCH (1 << 18)
 #define MAX_REGION (1 << 15)
+#define NATIVE_MAX (1 << 18)
+#define PAGE 4096
+/** where the native stack's pages are written: below WHOLE, which bounds a record */
+#define WHOLE (1 << 20)
+/** a native stack copy starts at a PAGE below the red zone, and stays where the thread's last one
+ * started while the stack pointer is within NATIVE_SLACK above it: a copy that starts where the
+ * last one did is stored as the words that changed (docs/capture-format.md) */
+#define NATIVE_SLACK (1 << 14)
+#define RED_ZONE 128
 #define MAX_FRAMES 2048
 /** data-stack chunks copied before the current one */
 #define MAX_CHUNKS 16
-/** a region's flag (its pad word): a data-stack chunk from its start */
+/** a region's flag (its pad word): a data-stack chunk from its start; the thread's registers
+ * (address 0: rip, rsp, rbp); its native stack */
 #define REGION_CHUNK 1
+#define REGION_REGISTERS 2
+#define REGION_NATIVE_STACK 4
 #define MAX_TSTATE 4096
 #define MAX_FRAME_HEADER 256
 /** a record: tid, region count (u32), time (u64), thread state (u64); then each region: address
@@ -77,7 +103,7 @@ struct config {
 #define HEADER 24
 
 struct scratch {
-  __u8 b[SCRATCH + MAX_REGION + 64];
+  __u8 b[WHOLE + PAGE];
   /** the walk's progress: kept here, not on the stack, so that the verifier does not follow
    * every value they take (it checks a step of the frame walk once for any of them) */
   __u32 used;
@@ -126,6 +152,12 @@ struct run {
   __u32 preempted;
   __u32 pad;
   __u64 pcount_out;
+  /** with native stacks: its user registers when it last left its CPU (what it resumes with,
+   * while it stays off), and whether they were read */
+  __u64 rip;
+  __u64 rsp;
+  __u64 rbp;
+  __u64 regs_read;
 };
 
 struct {
@@ -134,6 +166,14 @@ struct {
   __type(key, __u32);
   __type(value, struct run);
 } running SEC(".maps");
+
+/** where each thread's last native stack copy started (NATIVE_SLACK) */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 65536);
+  __type(key, __u32);
+  __type(value, __u64);
+} stack_starts SEC(".maps");
 
 /** records dropped because the ring buffer was full */
 struct {
@@ -246,6 +286,88 @@ static __always_inline __u64 field(struct scratch *s, __u32 at, __u32 offset) {
   return v;
 }
 
+/** A task's user registers as it will resume (saved on its kernel stack when it entered the
+ * kernel: the interrupt, a system call); 0 if they cannot be read. */
+static __always_inline int user_registers(struct task_struct *task, __u64 *rip, __u64 *rsp, __u64 *rbp) {
+  struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+  if (!regs) return 0;
+  if (bpf_probe_read_kernel(rip, 8, &regs->rip) != 0) return 0;
+  if (bpf_probe_read_kernel(rsp, 8, &regs->rsp) != 0) return 0;
+  if (bpf_probe_read_kernel(rbp, 8, &regs->rbp) != 0) return 0;
+  return 1;
+}
+
+/** The end of the mapping an address is in (bpf_find_vma's callback). */
+struct vma_end {
+  __u64 end;
+};
+
+static long vma_found(struct task_struct *task, struct vm_area_struct *vma, void *ctx) {
+  struct vma_end *e = ctx;
+  e->end = BPF_CORE_READ(vma, vm_end);
+  return 0;
+}
+
+/** The native stack, a page a step into the scratch from `at`. */
+struct native {
+  struct scratch *s;
+  __u64 address;
+  __u64 end;
+  __u32 at;
+  __u32 copied;
+};
+
+static long page_step(__u64 index, void *ctx) {
+  struct native *n = ctx;
+  __u64 from = n->address + n->copied;
+  if (from >= n->end || n->copied >= NATIVE_MAX) return 1;
+  __u32 at = n->at + n->copied;
+  if (at > WHOLE - PAGE) return 1;
+  if (bpf_probe_read_user(&n->s->b[at & (WHOLE - 1)], PAGE, (const void *)from) != 0) return 1;
+  n->copied += PAGE;
+  return 0;
+}
+
+/** Append the registers and native stack of the running task (thread `tid`); the new end, or `used` if not. */
+static __always_inline __u32 append_native(struct scratch *s, __u32 used, __u32 tid, __u32 limit) {
+  struct task_struct *task = bpf_get_current_task_btf();
+  __u64 rip = 0, rsp = 0, rbp = 0;
+  if (!user_registers(task, &rip, &rsp, &rbp) || rsp < PAGE) return used;
+  if (used > SCRATCH + MAX_REGION) return used;
+  /* the registers */
+  __u32 at = used & (WHOLE - 8);
+  *(__u64 *)&s->b[at] = 0;
+  *(__u32 *)&s->b[(at + 8) & (WHOLE - 4)] = 24;
+  *(__u32 *)&s->b[(at + 12) & (WHOLE - 4)] = REGION_REGISTERS;
+  *(__u64 *)&s->b[(at + 16) & (WHOLE - 8)] = rip;
+  *(__u64 *)&s->b[(at + 24) & (WHOLE - 8)] = rsp;
+  *(__u64 *)&s->b[(at + 32) & (WHOLE - 8)] = rbp;
+  s->regions++;
+  used = at + 40;
+  /* the stack: from a page boundary below the red zone (or the last copy's start) to the end of
+   * rsp's mapping, or `limit` bytes; the pages are written from a page-aligned offset + 16 so
+   * that the region's header sits just before them */
+  __u64 start = (rsp - RED_ZONE) & ~(__u64)(PAGE - 1);
+  __u64 *last = bpf_map_lookup_elem(&stack_starts, &tid);
+  if (last && *last <= start && start - *last <= NATIVE_SLACK) start = *last;
+  else bpf_map_update_elem(&stack_starts, &tid, &start, BPF_ANY);
+  struct vma_end e = {.end = 0};
+  /* (the mapping's end: bpf_find_vma fails while the address space's lock is taken, then the
+   * copy runs to `limit` or the first page that cannot be read) */
+  if (bpf_find_vma(task, rsp, vma_found, &e, 0) != 0 || e.end <= start) e.end = start + limit;
+  if (e.end > start + limit) e.end = start + limit;
+  __u32 header = used;
+  struct native n = {.s = s, .address = start, .end = e.end, .at = header + 16, .copied = 0};
+  bpf_loop(NATIVE_MAX / PAGE, page_step, &n, 0);
+  if (n.copied == 0) return used;
+  __u32 h = header & (WHOLE - 8);
+  *(__u64 *)&s->b[h] = start;
+  *(__u32 *)&s->b[(h + 8) & (WHOLE - 4)] = n.copied;
+  *(__u32 *)&s->b[(h + 12) & (WHOLE - 4)] = REGION_NATIVE_STACK;
+  s->regions++;
+  return header + 16 + n.copied;
+}
+
 SEC("perf_event")
 int copy_at_tick(struct bpf_perf_event_data *ctx) {
   __u32 zero = 0;
@@ -315,12 +437,13 @@ int copy_at_tick(struct bpf_perf_event_data *ctx) {
     struct walk w = {.s = s, .frame = frame, .tstate = tstate, .tsize = tsize, .previous = c->frame_previous, .frame_size = fsize};
     bpf_loop(MAX_FRAMES, step, &w, 0);
     used = s->used;
+    if (c->native_stack) used = append_native(s, used, tid, c->native_stack < NATIVE_MAX ? c->native_stack : NATIVE_MAX);
     regions = s->regions;
   } else used = HEADER;
   *(__u32 *)&s->b[4] = regions;
   __u32 size = used;
   asm volatile("" : "+r"(size));
-  if (size > SCRATCH + MAX_REGION) return 0;
+  if (size > WHOLE) return 0;
   if (bpf_ringbuf_output(&records, s->b, size, 0) != 0) {
     __u64 *n = bpf_map_lookup_elem(&lost, &zero);
     if (n) __sync_fetch_and_add(n, 1);
@@ -342,14 +465,21 @@ int on_switch(__u64 *ctx) {
     /* (sched_switch's last argument, prev_state: 0 (TASK_RUNNING) when `prev` stays runnable) */
     __u32 preempted = ctx[3] == 0;
     __u64 pcount = BPF_CORE_READ(prev, sched_info.pcount);
+    /* with native stacks, the registers it will resume with: a thread off its CPU is copied by
+     * the recorder, whose own look (/proc's syscall file) has no rbp */
+    __u64 rip = 0, rsp = 0, rbp = 0, read = c->native_stack ? user_registers(prev, &rip, &rsp, &rbp) : 0;
     struct run *r = bpf_map_lookup_elem(&running, &tid);
     if (r) {
       r->off_ns = now;
       r->preempted = preempted;
       r->pcount_out = pcount;
+      r->rip = rip;
+      r->rsp = rsp;
+      r->rbp = rbp;
+      r->regs_read = read;
       r->on = 0;
     } else {
-      struct run n = {.on = 0, .ins = 0, .off_ns = now, .preempted = preempted, .pcount_out = pcount};
+      struct run n = {.on = 0, .ins = 0, .off_ns = now, .preempted = preempted, .pcount_out = pcount, .rip = rip, .rsp = rsp, .rbp = rbp, .regs_read = read};
       bpf_map_update_elem(&running, &tid, &n, BPF_NOEXIST);
     }
   }

@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util';
 import type { CodeRecord, SampleRecord, ThreadNameRecord } from '../capture/types.js';
 import type { NativeObject } from '../native/objects.js';
 import type { Layout } from '../layout/index.js';
+import { KERNEL_NATIVE_MAX } from '../record/linux/kernel-copier.js';
 import { MAX_INTERRUPT_RATE_HZ, MAX_RATE_HZ, recordProcess, type RecordProcessResult } from '../record/linux/record-process.js';
 import type { SamplerStats } from '../record/sampling/sampler.js';
 import { commandLine } from '../record/linux/subprocesses.js';
@@ -45,8 +46,10 @@ Options:
       --subprocesses     also record the target's Python subprocesses, each to FILE.PID.pyuw
       --native           also copy each thread's registers and native stack, and the unwind
                          tables and symbols of the libraries it runs: report --native then
-                         shows C frames (every thread is stopped with ptrace at each sample)
-      --native-stack KIB most native stack copied per thread and sample (default 256)
+                         shows C frames (a running thread is stopped with ptrace at each
+                         sample; with --copy interrupt, copied in the kernel, never stopped)
+      --native-stack KIB most native stack copied per thread and sample (default 256; at most
+                         256 with --copy interrupt)
       --live             show the live view (pyunwind top) while recording; q quits
       --no-gc            with --live: no <GC> frames (with --native the live view shows C frames)
       --opcodes          with --live: instructions instead of functions
@@ -107,7 +110,7 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
   if (!Number.isInteger(stackKib) || stackKib < 4 || stackKib > 65536) throw new UsageError(`--native-stack ${values['native-stack']}: a whole number of KiB from 4 to 65536`);
   if (values.native && subprocesses) throw new UsageError('--native records one process: not with --subprocesses');
   if (copy === 'interrupt' && rateHz > MAX_INTERRUPT_RATE_HZ) throw new UsageError(`--rate ${rateHz}: copies at the interrupt go up to ${MAX_INTERRUPT_RATE_HZ} Hz (what the recorder can make samples of)`);
-  if (values.native && copy === 'interrupt') throw new UsageError('--native: native stacks are not copied at the interrupt yet: not with --copy interrupt');
+  if (values.native && copy === 'interrupt' && stackKib * 1024 > KERNEL_NATIVE_MAX) throw new UsageError(`--native-stack ${stackKib}: copies at the interrupt take at most ${KERNEL_NATIVE_MAX / 1024} KiB of a thread's native stack`);
   if (subprocesses && copy === 'interrupt') throw new UsageError('--subprocesses: not with --copy interrupt yet');
   if (values.native && copy === 'optimistic') throw new UsageError('--native stops every thread at each sample: not with --copy optimistic');
   if (subprocesses && values.live) throw new UsageError('--live shows one process: record --subprocesses without it');

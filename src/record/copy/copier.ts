@@ -29,6 +29,7 @@ import { readMany, type MemorySource, type PreparedRead } from './source.js';
 import { SteadyCopy, type SteadyHooks } from './steady-copy.js';
 import { learn, mayRunPython, STOP_FIRST_RATE, stopsFirst } from './stop-policy.js';
 import type { Stopper } from '../linux/stopper.js';
+import type { NativeCopy } from '../linux/native-recorder.js';
 import { newThreadCache, type ThreadCache } from './thread-cache.js';
 import { copyThread, FROZEN, planOf, type Attempt, type CopyContext, type Prefetched } from './thread-copy.js';
 import { AddressSet, liveThreadStates, MAX_INTERPRETERS, ThreadListPass, type ListEntry } from './thread-list.js';
@@ -80,6 +81,12 @@ export interface CopierOptions {
    * place of the stopper's (off-cpu.ts), which is tried only before a stop.
    */
   quiet?: QuietWatch;
+  /**
+   * With `quiet`: the registers and native stack of thread `tid`, off its CPU since `mark` — made
+   * within its copy's window (after the mark, before the proof that it stayed off), so of the
+   * same moment as its Python frames (record --native --copy interrupt). Null: none.
+   */
+  quietNative?: (tid: number, mark: bigint) => NativeCopy | null;
 }
 
 /** Tells that a thread stayed off its CPU: `mark` before a copy (null: it is on one), `stillOff` after. */
@@ -172,6 +179,8 @@ export class MemoryCopier {
   private readonly leaveOut: ((nativeThreadId: bigint) => boolean) | null;
   /** CopierOptions.quiet */
   private readonly quiet: QuietWatch | null;
+  /** CopierOptions.quietNative */
+  private readonly quietNative: ((tid: number, mark: bigint) => NativeCopy | null) | null;
   /**
    * The fields of the GIL each interpreter of the last pass runs under (Layout.gil: its last
    * holder through its count of hand-overs), read with each pass for the GIL facts of the
@@ -220,6 +229,7 @@ export class MemoryCopier {
     this.keepAgreeing = options.keepAgreeing ?? false;
     this.leaveOut = options.leaveOut ?? null;
     this.quiet = options.quiet ?? null;
+    this.quietNative = options.quiet ? (options.quietNative ?? null) : null;
     // eslint-disable-next-line @typescript-eslint/no-this-alias
     const self = this;
     this.ctx = {
@@ -704,7 +714,11 @@ export class MemoryCopier {
     // thread was off its CPU, or is not kept — so it is read once, as a stopped thread's is)
     const own = watch === this.quiet;
     const attempt = (own ? null : this.steadyCopy(interp, interpreterId, tstate)) ?? this.copyThread(interp, interpreterId, tstate, own);
-    if (attempt.entry !== 'thread' || !watch.stillOff(Number(tid), mark)) return null;
+    if (attempt.entry !== 'thread') return null;
+    // (its native copy inside the same window: proven with the frames, by the same look)
+    const native = own && this.quietNative ? this.quietNative(Number(tid), mark) : null;
+    if (!watch.stillOff(Number(tid), mark)) return null;
+    if (native) attempt.snap.native = native;
     attempt.snap.unproven = false;
     attempt.snap.offCpuProof = true;
     this.offCpuProofs++;

@@ -146,6 +146,7 @@ export class KernelSamples {
       snap.handlingException = handlingException(L.tstate, dv, 0, P);
       // interrupted on its CPU: it was running
       snap.onCpu = true;
+      if (r.native) snap.native = r.native;
       // (the data stack's top — the region that ends at datastack_top — and the chunks before
       // it: chunks, for maskFrames)
       const top = readPointer(tsb, L.tstate.datastackTop, P);

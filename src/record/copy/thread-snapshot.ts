@@ -2,6 +2,7 @@
 
 import type { Region } from '../../walk/types.js';
 import type { CodeRecord, FrameHint } from '../../capture/types.js';
+import type { NativeCopy } from '../linux/native-recorder.js';
 
 export interface ThreadSnapshot {
   interpreterId: bigint;
@@ -49,6 +50,8 @@ export interface ThreadSnapshot {
   codeReplaced: boolean;
   /** not copied here: its sample is copied in the kernel at the interrupt (CopierOptions.leaveOut) */
   leftToKernel?: boolean;
+  /** its registers and native stack, of the same moment as its frames (copied at the interrupt, or off its CPU beside them) */
+  native?: NativeCopy;
 }
 
 /** A snapshot not filled in yet: the ids, regions and outcome are set as the copy goes. */

@@ -23,6 +23,9 @@ import { fileURLToPath } from 'node:url';
 import { formatVersion, type Layout } from '../../layout/index.js';
 import { OffCpuWatch } from './off-cpu.js';
 import { RingReader } from './ring-buffer.js';
+import type { NativeCopy } from './native-recorder.js';
+import type { NativeRegisters } from '../../native/unwind.js';
+import type { Region } from '../../capture/types.js';
 
 /** One thread's copy at a tick: its thread state, its frames' memory, as regions. */
 export interface KernelRecord {
@@ -33,6 +36,8 @@ export interface KernelRecord {
   threadStateAddress: bigint;
   /** what the program copied: the thread state first, then the data stack's top and the chunks before it, then frames outside them */
   regions: { address: bigint; bytes: Uint8Array; chunk: boolean }[];
+  /** with native stacks: the thread's registers and native stack at the tick (absent: not copied) */
+  native?: NativeCopy;
 }
 
 /** A record as the program writes it (bpf/copier.bpf.c): tid, region count, time, thread state, then each region (address, length, flags, bytes padded to 8). Null: not whole. */
@@ -44,16 +49,26 @@ export function decodeRecord(view: Uint8Array): KernelRecord | null {
   const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const count = dv.getUint32(4, true);
   const regions: KernelRecord['regions'] = [];
+  let registers: NativeRegisters | null = null;
+  let stack: Region | null = null;
   let at = RECORD_HEADER;
   for (let i = 0; i < count; i++) {
     if (at + 16 > bytes.length) return null;
     const address = dv.getBigUint64(at, true);
     const length = dv.getUint32(at + 8, true);
+    const flags = dv.getUint32(at + 12, true);
     if (at + 16 + length > bytes.length) return null;
-    regions.push({ address, bytes: bytes.subarray(at + 16, at + 16 + length), chunk: (dv.getUint32(at + 12, true) & REGION_CHUNK) !== 0 });
+    if (flags & REGION_REGISTERS) {
+      if (length !== 24) return null;
+      registers = { rip: dv.getBigUint64(at + 16, true), rsp: dv.getBigUint64(at + 24, true), rbp: dv.getBigUint64(at + 32, true) };
+    } else if (flags & REGION_NATIVE_STACK) stack = { address, bytes: bytes.subarray(at + 16, at + 16 + length) };
+    else regions.push({ address, bytes: bytes.subarray(at + 16, at + 16 + length), chunk: (flags & REGION_CHUNK) !== 0 });
     at += 16 + ((length + 7) & ~7);
   }
-  return { tid: dv.getUint32(0, true), timeNs: dv.getBigUint64(8, true), threadStateAddress: dv.getBigUint64(16, true), regions };
+  const record: KernelRecord = { tid: dv.getUint32(0, true), timeNs: dv.getBigUint64(8, true), threadStateAddress: dv.getBigUint64(16, true), regions };
+  // (registers without a stack: its pages could not be read — no native copy)
+  if (registers && stack) record.native = { registers, stack };
+  return record;
 }
 
 /** A thread of the target as its context switches tell (bpf/copier.bpf.c, struct run). */
@@ -67,6 +82,8 @@ export interface RunState {
   preempted: boolean;
   /** its count of arrivals on a CPU when it last left one (sched_info.pcount) */
   arrivalsOut: bigint;
+  /** with native stacks: its user registers when it last left its CPU (null: not read) */
+  registers: NativeRegisters | null;
 }
 
 /** What copies at the interrupt need, in one line: null when they can run here. */
@@ -76,8 +93,12 @@ const MAX_TSTATE = 4096;
 const MAX_FRAME_HEADER = 256;
 /** a record's header: tid, region count (u32), time_ns, thread state (u64) */
 const RECORD_HEADER = 24;
-/** a region's flag: a data-stack chunk, from its start (bpf/copier.bpf.c) */
+/** a region's flags (bpf/copier.bpf.c): a data-stack chunk, from its start; the registers; the native stack */
 const REGION_CHUNK = 1;
+const REGION_REGISTERS = 2;
+const REGION_NATIVE_STACK = 4;
+/** bpf/copier.bpf.c's NATIVE_MAX: the most native stack a record holds */
+export const KERNEL_NATIVE_MAX = 1 << 18;
 const PERF_TYPE_SOFTWARE = 1;
 const PERF_COUNT_SW_CPU_CLOCK = 0n;
 const PERF_ATTR_SIZE = 128;
@@ -251,7 +272,7 @@ export class KernelCopier {
    * Load the program and attach it to every CPU at `rateHz` for process `pid`, copying
    * `tstateSize` bytes of each thread state. Throws KernelCopyError with one line saying why not.
    */
-  static open(pid: number, options: { rateHz: number; layout: Layout; tstateSize: number }): KernelCopier {
+  static open(pid: number, options: { rateHz: number; layout: Layout; tstateSize: number; nativeStackBytes?: number }): KernelCopier {
     const layout = options.layout;
     if (layout.pointerSize !== 8 || layout.tstate.cframeCurrentFrame !== null) {
       throw new KernelCopyError(`copies at the interrupt: CPython 3.13+ on 64-bit Linux (${formatVersion(layout.version)} reaches its current frame through a C-stack cframe, which the program does not copy yet)`);
@@ -307,7 +328,7 @@ export class KernelCopier {
       const T = layout.tstate;
       const generation = layout.interp.codeObjectGeneration ?? 0;
       const C = layout.chunk;
-      const config = new Uint32Array([pid, options.tstateSize, T.currentFrame, T.datastackChunk, T.datastackTop, layout.frame.previous, layout.frame.size, T.interp, generation, layout.interp.gcCollecting ?? 0, C.previous, C.top, C.data]);
+      const config = new Uint32Array([pid, options.tstateSize, T.currentFrame, T.datastackChunk, T.datastackTop, layout.frame.previous, layout.frame.size, T.interp, generation, layout.interp.gcCollecting ?? 0, C.previous, C.top, C.data, Math.min(options.nativeStackBytes ?? 0, KERNEL_NATIVE_MAX)]);
       if (Number(L.update(fd('config'), new Uint32Array([0]), config, 0)) !== 0) throw new KernelCopyError('copies at the interrupt: cannot configure the BPF program');
       // the context switches of the target's threads: which is on a CPU (KernelCopier.watch)
       const switches = L.attachAuto(L.findProgram(object, 'on_switch'));
@@ -389,15 +410,38 @@ export class KernelCopier {
     const v = this.run;
     v.fill(0);
     if (Number(this.L.lookup(this.runningFd, this.key(tid), v)) !== 0) return null;
-    return { on: v[0] !== 0, ins: v[1]!, offNs: (BigInt(v[3]!) << 32n) | BigInt(v[2]!), preempted: v[4] !== 0, arrivalsOut: (BigInt(v[7]!) << 32n) | BigInt(v[6]!) };
+    const w = this.runWords;
+    return {
+      on: v[0] !== 0,
+      ins: v[1]!,
+      offNs: (BigInt(v[3]!) << 32n) | BigInt(v[2]!),
+      preempted: v[4] !== 0,
+      arrivalsOut: (BigInt(v[7]!) << 32n) | BigInt(v[6]!),
+      registers: w[7] !== 0n ? { rip: w[4]!, rsp: w[5]!, rbp: w[6]! } : null,
+    };
   }
 
-  /** struct run (bpf/copier.bpf.c) */
-  private readonly run = new Uint32Array(8);
+  /** struct run (bpf/copier.bpf.c), as 32-bit and 64-bit words */
+  private readonly run = new Uint32Array(16);
+  private readonly runWords = new BigUint64Array(this.run.buffer);
   private readonly keyBuf = new Uint32Array(1);
   private key(tid: number): Uint32Array {
     this.keyBuf[0] = tid;
     return this.keyBuf;
+  }
+
+  /**
+   * The user registers thread `tid` resumes with, off its CPU since `mark` (KernelCopier.watch's):
+   * those the program saw it leave its CPU with (native stacks asked for at open), that switch's
+   * count of arrivals being the mark; for a thread not seen switching since the program was
+   * attached (blocked since before), the stack and instruction pointers /proc gives, rbp unknown
+   * (0: an unwind that needs it ends with a status). Null: not known.
+   */
+  registersOff(tid: number, mark: bigint): NativeRegisters | null {
+    const r = this.runState(tid);
+    if (r) return !r.on && r.arrivalsOut === mark ? r.registers : null;
+    const at = this.arrivals?.blockedAt(tid);
+    return at && at.mark === mark ? { rip: at.pc, rsp: at.sp, rbp: 0n } : null;
   }
 
   /**

@@ -69,7 +69,8 @@ export class NativeRecorder {
 
   constructor(
     readonly pid: number,
-    private readonly stopper: ThreadStopper,
+    /** null: nothing is stopped — copies at the interrupt, whose records carry the running threads' registers and stacks */
+    private readonly stopper: ThreadStopper | null,
     /** where the objects go (null: none are read — dump reads them before it stops anything) */
     private readonly addObject: ((o: NativeObject) => void) | null,
     readonly limit = DEFAULT_STACK_BYTES,
@@ -109,8 +110,8 @@ export class NativeRecorder {
   copyHeld(): Map<bigint, NativeCopy> {
     this.refreshObjects();
     const out = new Map<bigint, NativeCopy>();
-    for (const tid of this.stopper.heldThreads) {
-      const registers = this.stopper.registers(tid);
+    for (const tid of this.stopper?.heldThreads ?? []) {
+      const registers = this.stopper!.registers(tid);
       const copy = registers && this.copyStack(tid, registers);
       if (!copy) {
         this.failed++;
@@ -130,7 +131,7 @@ export class NativeRecorder {
    * watch): then every thread is to be stopped, as before. Call resume() on the stopper after.
    */
   holdNeeded(watch: OffCpuWatch | null): NativeHold | null {
-    if (!watch) return null;
+    if (!watch || !this.stopper) return null;
     this.refreshObjects();
     let tids: number[];
     try {
@@ -179,7 +180,7 @@ export class NativeRecorder {
   woke = 0;
 
   /** The thread's stack from `registers` on (null: rsp in no mapping, or nothing could be read). */
-  private copyStack(tid: number, registers: NativeRegisters): NativeCopy | null {
+  copyStack(tid: number, registers: NativeRegisters): NativeCopy | null {
     let range = stackRange(this.maps, registers, this.limit);
     if (!range) return null;
     // A copy that starts where the thread's last one started is stored as the words that

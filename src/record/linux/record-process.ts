@@ -13,7 +13,7 @@ import { asyncioOffsetsNow, openLinuxProcess, processIsRunning, TargetError, typ
 import type { AsyncioOffsets } from '../../layout/asyncio-offsets.js';
 import type { AsyncMode } from '../../walk/task-graph.js';
 import { neverStops, type CopyMode } from '../copy/modes.js';
-import { KernelCopier } from './kernel-copier.js';
+import { KERNEL_NATIVE_MAX, KernelCopier } from './kernel-copier.js';
 import { kernelTstateSize } from '../copy/kernel-samples.js';
 import { CpuStates } from './cpu-states.js';
 import type { SampleFact, SamplingMode } from '../../capture/types.js';
@@ -275,7 +275,7 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
   if (copy === 'interrupt') {
     if (rateHz > MAX_INTERRUPT_RATE_HZ) throw new RangeError(`copies at the interrupt: at most ${MAX_INTERRUPT_RATE_HZ} Hz (the recorder makes about that many of the kernel's copies into samples a second; more fill its ring buffer and are lost)`);
     // (each needs what is read with a thread's frames at the same moment: not copied in the kernel yet)
-    if (options.native) throw new RangeError('native stacks are not copied at the interrupt yet: not with copy interrupt');
+    if (options.native && (options.native.stackBytes ?? DEFAULT_STACK_BYTES) > KERNEL_NATIVE_MAX) throw new RangeError(`native stacks copied at the interrupt: at most ${KERNEL_NATIVE_MAX} bytes a thread`);
     if (options.asyncio) throw new RangeError('asyncio tasks are read with the stack at one moment: not with copy interrupt yet');
     if (follow) throw new RangeError('subprocesses are not recorded with copy interrupt yet');
   }
@@ -308,7 +308,7 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
       if (sampling === 'gil' && source.layout.tstate.holdsGil === null) throw new RangeError(`--mode gil with copy interrupt: which thread holds the GIL is in the thread state from CPython 3.15 on (${source.description})`);
       if (!CpuStates.available(pid)) throw new TargetError('unsupported', `${source.description}: copies at the interrupt need the threads' states from /proc, which cannot be read here`);
       // (before the capture file: a recorder that cannot copy at the interrupt writes nothing)
-      kernel = KernelCopier.open(pid, { rateHz, layout: source.layout, tstateSize: kernelTstateSize(source) });
+      kernel = KernelCopier.open(pid, { rateHz, layout: source.layout, tstateSize: kernelTstateSize(source), ...(options.native ? { nativeStackBytes: stackBytes } : {}) });
     }
     if (options.asyncio) asyncio = await asyncioOffsets(source, options.signal, alive);
     main = openRecorder(
@@ -323,7 +323,8 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
       },
       how,
     );
-    if (options.native && !(main.stopper instanceof ThreadStopper)) {
+    // (copies at the interrupt stop nothing: the kernel gives the registers)
+    if (options.native && copy !== 'interrupt' && !(main.stopper instanceof ThreadStopper)) {
       closeRecorder(main, source);
       throw new TargetError('unsupported', `${source.description}: native stacks need ptrace (for each thread's registers), which is not allowed on this process here`);
     }
@@ -335,7 +336,7 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
   }
   const { writer, stopper, cpuStates } = main;
   const native = options.native
-    ? new NativeRecorder(pid, stopper as ThreadStopper, (o) => {
+    ? new NativeRecorder(pid, copy === 'interrupt' ? null : (stopper as ThreadStopper), (o) => {
         writer.addObject(o);
         options.onObject?.(o);
       }, stackBytes)

@@ -13,6 +13,7 @@
 import type { Region, SampleRecord, SamplingMode } from '../../capture/types.js';
 import type { NativeCopy, NativeHold } from '../linux/native-recorder.js';
 import type { OffCpuWatch } from '../linux/off-cpu.js';
+import type { NativeRegisters } from '../../native/unwind.js';
 import { withStackRegion } from '../../native/stack-region.js';
 import { FACT_FLAG, FACT_UNKNOWN_FLAG, SAMPLE_FLAG } from '../../capture/types.js';
 import type { Consistency } from '../copy/consistency.js';
@@ -81,6 +82,10 @@ export interface SamplerOptions {
   native?: {
     copyHeld(): Map<bigint, NativeCopy>;
     holdNeeded?(watch: OffCpuWatch | null): NativeHold | null;
+    /** record the objects mapped since (with copies at the interrupt, which call nothing else) */
+    refreshObjects?(): void;
+    /** the native copy of a thread off its CPU, from `registers` (with copies at the interrupt) */
+    copyStack?(tid: number, registers: NativeRegisters): NativeCopy | null;
   };
   /**
    * copy `interrupt`: the copies made in the kernel at the timer's interrupt (KernelCopier). A
@@ -95,6 +100,8 @@ export interface SamplerOptions {
     setThreadStates(map: ReadonlyMap<number, bigint>): void;
     runState(tid: number): RunState | null;
     mayRun(tid: number): boolean | null;
+    /** the registers thread `tid` resumes with, off its CPU since `mark` (with native stacks; null: not known) */
+    registersOff?(tid: number, mark: bigint): NativeRegisters | null;
     watch: { mark(tid: number): bigint | null; stillOff(tid: number, mark: bigint): boolean } | null;
   };
 }
@@ -214,6 +221,22 @@ function lowerTimerSlack(): void {
  * (one target), or SamplerGroup (several, one loop: the ticks of every target in time order)
  * — by asking `due`, and taking the tick with `tick` once it is.
  */
+/**
+ * The native copy of a thread off its CPU since `mark` (record --native --copy interrupt): the
+ * registers the kernel saw it leave its CPU with (what it resumes with), its stack read from
+ * them — and the registers looked at again after, the same (not a look at the kernel's entry
+ * while a context switch wrote it). The copier proves the thread stayed off throughout.
+ */
+function quietNative(kernel: NonNullable<SamplerOptions['kernel']>, native: NonNullable<SamplerOptions['native']>): (tid: number, mark: bigint) => NativeCopy | null {
+  return (tid, mark) => {
+    const regs = kernel.registersOff!(tid, mark);
+    const copy = regs && native.copyStack!(tid, regs);
+    if (!copy) return null;
+    const again = kernel.registersOff!(tid, mark);
+    return again && again.rip === regs.rip && again.rsp === regs.rsp && again.rbp === regs.rbp ? copy : null;
+  };
+}
+
 export class TargetSampler {
   readonly stats: SamplerStats = {
     scheduled: 0,
@@ -298,6 +321,7 @@ export class TargetSampler {
               return run ? run.preempted && run.offNs >= this.tickNs : this.cpuStates?.onCpu(tid) === true;
             },
             ...(options.kernel.watch ? { quiet: options.kernel.watch } : {}),
+            ...(options.native?.copyStack && options.kernel.registersOff ? { quietNative: quietNative(options.kernel, options.native) } : {}),
           }
         : {}),
     });
@@ -377,7 +401,10 @@ export class TargetSampler {
     // With native stacks: every thread that runs stopped, for its registers and its stack of
     // one moment with its Python frames (a blocked one, where the kernel's word is enough, not:
     // below).
-    const hold = (tasks !== null || options.native !== undefined) && options.stopper !== undefined && tickMode.copy !== 'optimistic';
+    // (copies at the interrupt stop nothing: the native copies come with the kernel's records,
+    // and with the copies of threads off their CPUs — CopierOptions.quietNative)
+    const hold = (tasks !== null || options.native !== undefined) && options.stopper !== undefined && tickMode.copy !== 'optimistic' && this.kernelSamples === null;
+    if (this.kernelSamples && options.native) options.native.refreshObjects?.();
     // (held: every thread to stop was seen stopped; a stop that timed out is resumed all the same)
     let held = false;
     let natives: Map<bigint, NativeCopy> | null = null;
@@ -565,7 +592,7 @@ export class TargetSampler {
       t.cpuUnknown = on === null;
     }
     let s = sampleRecord(t, time);
-    const n = natives?.get(t.nativeThreadId);
+    const n = t.native ?? natives?.get(t.nativeThreadId);
     // (its native stack among its regions: the entry frames its Python copy holds are in it)
     if (n) s = { ...s, registers: n.registers, regions: withStackRegion(s.regions, n.stack) };
     // (the code objects go to the file whatever the mode keeps: the copier sends each once)

@@ -8,6 +8,11 @@
 // - almost every sample shows native frames (the rest are counted, never shown);
 // - in pprof, its functions' locations are in its mapping, which has its build id;
 // - top --native shows them live.
+// With --copy interrupt (3.13+, where the kernel copies can be made): the same, the running
+// thread's registers and stack copied in the kernel at the tick, and nothing stopped; and a
+// thread that naps in time.sleep beside it — copied by the recorder while it stays off its CPU,
+// from the registers the kernel saw it leave its CPU with — shows C frames down to libc below
+// its Python caller in almost every sample.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -18,6 +23,7 @@ import { Profile as PprofProfile } from 'pprof-format';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import { parseElf } from '../src/record/linux/elf.js';
 import { cannotRun, recordCoverage, skipTest } from './helpers/coverage.js';
+import { cannotTryKernelCopies } from './helpers/bpf.js';
 
 const BIN = path.resolve('bin/pyunwind.js');
 const SOURCE = path.resolve('workloads/cext/cwork.c');
@@ -30,14 +36,36 @@ function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = {}): { status
   return { status: r.status, stdout: r.stdout ?? '', stderr: r.stderr ?? String(r.error ?? '') };
 }
 
-describe.each(nativeInterpreters())('record --native, $label', (py) => {
+const minorOf = (label: string): number => Number(/3\.(\d+)/.exec(label)?.[1]);
+
+/** share.py with a thread beside it that naps in time.sleep (`nap`), for the recorder to copy off its CPU */
+const NAPPING = `import runpy, sys, threading, time
+def nap():
+    while True:
+        time.sleep(0.002)
+threading.Thread(target=nap, name="napper", daemon=True).start()
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+`;
+
+const cases = [
+  ...nativeInterpreters().map((py) => ({ py, interrupt: false })),
+  ...nativeInterpreters()
+    .filter((py) => minorOf(py.label) >= 13)
+    .map((py) => ({ py, interrupt: true })),
+];
+
+describe.each(cases)('record --native, $py.label, copied at the interrupt: $interrupt', ({ py, interrupt }) => {
+  const what = interrupt ? 'native-record interrupt' : 'native-record';
   if (py.missing) {
-    cannotRun('native-record', py.label, py.missing!);
+    cannotRun(what, py.label, py.missing!);
     return;
   }
   it('a C extension without frame pointers, under its Python caller, with the share the program measures', (ctx) => {
-    if (run('gcc', ['--version']).status !== 0) skipTest(ctx, 'native-record', py.label, 'gcc is not installed (apt install gcc)');
-    const out = path.join(dir, py.label);
+    if (run('gcc', ['--version']).status !== 0) skipTest(ctx, what, py.label, 'gcc is not installed (apt install gcc)');
+    const why = interrupt ? cannotTryKernelCopies() : null;
+    if (why) skipTest(ctx, what, py.label, why);
+    const out = path.join(dir, `${py.label}${interrupt ? '-interrupt' : ''}`);
     fs.mkdirSync(out, { recursive: true });
     const where = run(py.command, ['-c', "import sysconfig; print(sysconfig.get_paths()['include']); print(sysconfig.get_config_var('EXT_SUFFIX'))"]);
     expect(where.status, where.stderr).toBe(0);
@@ -48,15 +76,28 @@ describe.each(nativeInterpreters())('record --native, $label', (py) => {
 
     const file = path.join(out, 'share.pyuw');
     // (10 s: on a loaded machine the recorder gets ~150 ticks/s, and the share rests on the samples it got)
-    const rec = run(process.execPath, [BIN, 'record', '-q', '--native', '-r', '1000', '-o', file, '--', py.command, PROGRAM, '10'], { PYTHONPATH: out });
+    const napping = path.join(out, 'napping.py');
+    fs.writeFileSync(napping, NAPPING);
+    const rec = interrupt
+      ? run(process.execPath, [BIN, 'record', '--native', '--copy', 'interrupt', '-r', '1000', '-o', file, '--', py.command, napping, PROGRAM, '10'], { PYTHONPATH: out })
+      : run(process.execPath, [BIN, 'record', '-q', '--native', '-r', '1000', '-o', file, '--', py.command, PROGRAM, '10'], { PYTHONPATH: out });
     expect(rec.status, rec.stderr).toBe(0);
     const own = JSON.parse(rec.stdout.trim().split('\n').pop()!) as { c_share: number };
+    if (interrupt) {
+      // nothing stopped; the running thread's samples copied in the kernel
+      expect(rec.stderr).toMatch(/copied with the target stopped 0\.0% \(stopped 0\.0% of the time\)/);
+      const kernel = /copied in the kernel ([\d.]+)%/.exec(rec.stderr);
+      expect(kernel, rec.stderr).not.toBeNull();
+      expect(Number(kernel![1])).toBeGreaterThan(20);
+    }
 
     // top --native: the same C functions, live (three refreshes: on a loaded machine the first
     // can come before the recorder has more than a sample or two; the view adds up the run)
-    const top = run(process.execPath, [BIN, 'top', '--native', '--iterations', '3', '--interval', '2', '--', py.command, PROGRAM, '8'], { PYTHONPATH: out });
-    expect(top.status, top.stderr).toBe(0);
-    expect(top.stdout, top.stdout).toMatch(/mix_inner\S* \(\S*cwork/);
+    if (!interrupt) {
+      const top = run(process.execPath, [BIN, 'top', '--native', '--iterations', '3', '--interval', '2', '--', py.command, PROGRAM, '8'], { PYTHONPATH: out });
+      expect(top.status, top.stderr).toBe(0);
+      expect(top.stdout, top.stdout).toMatch(/mix_inner\S* \(\S*cwork/);
+    }
 
     // the extension is gone: the capture alone unwinds and names its frames
     const so = path.join(out, `cwork${suffix}`);
@@ -66,10 +107,19 @@ describe.each(nativeInterpreters())('record --native, $label', (py) => {
     expect(rep.status, rep.stderr).toBe(0);
     let total = 0;
     let inC = 0;
+    // the napping thread's samples, and those whose leaf is in libc below its Python caller
+    let naps = 0;
+    let napsInLibc = 0;
     for (const line of rep.stdout.trim().split('\n')) {
       const at = line.lastIndexOf(' ');
       const frames = line.slice(0, at).split(';');
       const n = Number(line.slice(at + 1));
+      if (frames[0]!.includes('napper')) {
+        naps += n;
+        const caller = frames.findIndex((f) => f.startsWith('nap ('));
+        if (caller > 0 && /^\S+ \(\S*libc\.so/.test(frames[frames.length - 1]!) && frames.slice(caller + 1).every((f) => !f.includes('.py:'))) napsInLibc += n;
+        continue;
+      }
       if (!frames[0]!.includes('MainThread')) continue;
       total += n;
       const names = frames.slice(1).map((f) => f.replace(/ \(.*\)$/, ''));
@@ -97,10 +147,17 @@ describe.each(nativeInterpreters())('record --native, $label', (py) => {
     expect(Number(loc.mappingId)).toBe(Number(mapping!.id));
     const summary = run(process.execPath, [BIN, 'report', '--native', '--format', 'json', file]);
     const stats = (JSON.parse(summary.stdout) as { summary: { attempted: number; trusted: number; statuses: Record<string, number> } }).summary;
-    console.log(`[native-record] ${py.label}: ${total} main-thread samples, ${inC} in cwork (${((100 * inC) / total).toFixed(1)} %), program ${(100 * own.c_share).toFixed(1)} %; statuses ${JSON.stringify(stats.statuses)}`);
+    console.log(
+      `[${what}] ${py.label}: ${total} main-thread samples, ${inC} in cwork (${((100 * inC) / total).toFixed(1)} %), program ${(100 * own.c_share).toFixed(1)} %; statuses ${JSON.stringify(stats.statuses)}` +
+        (interrupt ? `; napper ${naps} samples, ${napsInLibc} with C frames down to libc` : ''),
+    );
     expect(total).toBeGreaterThan(100);
     expect(Math.abs(inC / total - own.c_share)).toBeLessThanOrEqual(0.05);
     expect(stats.trusted / stats.attempted).toBeGreaterThan(0.95);
-    recordCoverage('native-record', py.label, true);
+    if (interrupt) {
+      expect(naps).toBeGreaterThan(100);
+      expect(napsInLibc / naps).toBeGreaterThan(0.9);
+    }
+    recordCoverage(what, py.label, true);
   }, 300_000);
 });

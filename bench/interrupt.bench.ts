@@ -9,7 +9,9 @@
 //              the capture, and the recorder's own CPU while it samples (from 2 s in: start-up
 //              and the BPF program's load left out), as a share of one CPU and per sample
 //
-//   node --import tsx bench/interrupt.bench.ts [SECONDS [RATES]]      (root; RATES: 1000,10000)
+//   node --import tsx bench/interrupt.bench.ts [SECONDS [RATES [MODES]]]
+//     (root; RATES: 1000,10000; MODES: adaptive,interrupt — a mode `X+native` records
+//     --copy X --native: each thread's registers and native stack too)
 //
 // Needs root, the BPF program built (npm run build) and bpftool; Debian's 3.15
 // (npm run provision). Figures go to docs/benchmarks.md with the date and the machine.
@@ -20,6 +22,7 @@ import path from 'node:path';
 
 const SECONDS = Number(process.argv[2] ?? 6);
 const RATES = (process.argv[3] ?? '1000,10000').split(',').map(Number);
+const MODES = (process.argv[4] ?? 'adaptive,interrupt').split(',');
 const PY = path.resolve('.cache/cpython/bin/python3.15');
 const BIN = path.resolve('bin/pyunwind.js');
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pyunwind-interrupt-'));
@@ -71,7 +74,9 @@ interface Row {
 
 async function record(program: (typeof PROGRAMS)[number], rate: number, copy: string): Promise<Row> {
   const file = path.join(dir, 'r.pyuw');
-  const child = spawn(process.execPath, [BIN, 'record', '-o', file, '-r', String(rate), '-d', String(SECONDS), '--copy', copy, '--', PY, ...program.args], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const [how, native] = copy.split('+');
+  const args = ['record', '-o', file, '-r', String(rate), '-d', String(SECONDS), '--copy', how!, ...(native === 'native' ? ['--native'] : []), '--', PY, ...program.args];
+  const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
   const recorder = (): number => child.pid!;
@@ -146,7 +151,7 @@ async function main(): Promise<void> {
     const rows: Row[] = [];
     for (const program of PROGRAMS) {
       for (const rate of RATES) {
-        for (const copy of ['adaptive', 'interrupt']) rows.push(await record(program, rate, copy));
+        for (const copy of MODES) rows.push(await record(program, rate, copy));
       }
     }
     console.table(rows);

@@ -22,7 +22,10 @@ import { exportCollapsed, processLabel, threadLabel } from '../src/export/index.
 import { combineProcesses, makeSeveral, type ProcessInput } from '../src/export/formats.js';
 import type { CaptureReport } from '../src/pipeline/process-capture.js';
 import { loadNative } from '../src/record/linux/native.js';
-import { recordCoverage, cannotRun } from './helpers/coverage.js';
+import { recordCoverage, cannotRun, skipTest } from './helpers/coverage.js';
+import { cannotTryKernelCopies } from './helpers/bpf.js';
+import { readCaptureBytes } from '../src/capture/index.js';
+import { SAMPLE_FLAG } from '../src/capture/types.js';
 
 const BIN = path.resolve('bin/pyunwind.js');
 const WORKLOAD = path.resolve('workloads/subprocs.py');
@@ -171,16 +174,28 @@ describe('a stopped subprocess that ends', () => {
   });
 });
 
-describe.each(nativeInterpreters())('record --subprocesses, $label', (py) => {
+const minorOf = (label: string): number => Number(/3\.(\d+)/.exec(label)?.[1]);
+// (with --copy interrupt too, where the kernel copies can be made: each process its own copier)
+const cases = [
+  ...nativeInterpreters().map((py) => ({ py, interrupt: false })),
+  ...nativeInterpreters()
+    .filter((py) => minorOf(py.label) >= 13)
+    .map((py) => ({ py, interrupt: true })),
+];
+
+describe.each(cases)('record --subprocesses, $py.label, copied at the interrupt: $interrupt', ({ py, interrupt }) => {
+  const what = interrupt ? 'subprocesses interrupt' : 'subprocesses';
   if (py.missing) {
-    cannotRun('subprocesses', py.label, py.missing!);
+    cannotRun(what, py.label, py.missing!);
     return;
   }
-  it('a parent and its two Python children (Popen: fork+exec; multiprocessing: fork): three captures, each its own hottest function', async () => {
-    const sub = path.join(dir, py.label);
+  it('a parent and its two Python children (Popen: fork+exec; multiprocessing: fork): three captures, each its own hottest function', async (ctx) => {
+    const why = interrupt ? cannotTryKernelCopies() : null;
+    if (why) skipTest(ctx, what, py.label, why);
+    const sub = path.join(dir, `${py.label}${interrupt ? '-interrupt' : ''}`);
     fs.mkdirSync(sub);
     const out = path.join(sub, 'out.pyuw');
-    const rec = pyunwind(['record', '-q', '--subprocesses', '-r', '1000', '-o', out, '--', runnable(py), WORKLOAD, String(SECONDS)]);
+    const rec = pyunwind(['record', '-q', '--subprocesses', ...(interrupt ? ['--copy', 'interrupt'] : []), '-r', '1000', '-o', out, '--', runnable(py), WORKLOAD, String(SECONDS)]);
     expect(rec.status, rec.stderr).toBe(0);
     const pids = printedPids(rec.stdout);
     expect(new Set(Object.values(pids)).size).toBe(3);
@@ -189,9 +204,14 @@ describe.each(nativeInterpreters())('record --subprocesses, $label', (py) => {
     const file: Record<Role, string> = { parent: out, popen: path.join(sub, `out.${pids.popen}.pyuw`), forked: path.join(sub, `out.${pids.forked}.pyuw`) };
     expect(fs.readdirSync(sub).sort()).toEqual(['out.pyuw', `out.${pids.popen}.pyuw`, `out.${pids.forked}.pyuw`].sort());
     // the summary: a line per process (pid, samples, capture, command line)
-    expect(rec.stderr).toMatch(/3 processes recorded \(pid, samples, capture, command line\):/);
+    // (copies at the interrupt: and the share of each one's samples copied in the kernel — each
+    // has a thread that spins, the parent two more that wait: a third of its samples)
+    expect(rec.stderr).toMatch(interrupt ? /3 processes recorded \(pid, samples, share copied in the kernel, capture, command line\):/ : /3 processes recorded \(pid, samples, capture, command line\):/);
     for (const role of ['parent', 'popen', 'forked'] as const) {
-      expect(rec.stderr).toMatch(new RegExp(`\\n\\s+${pids[role]}\\s+\\d+\\s+${file[role].replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\s+\\S`));
+      const kernel = interrupt ? '\\s+([\\d.]+)% in the kernel' : '()';
+      const row = new RegExp(`\\n\\s+${pids[role]}\\s+\\d+${kernel}\\s+${file[role].replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\s+\\S`).exec(rec.stderr);
+      expect(row, rec.stderr).not.toBeNull();
+      if (interrupt) expect(Number(row![1]), `${role}: ${rec.stderr}`).toBeGreaterThan(20);
     }
     expect(rec.stderr).toMatch(/looked for subprocesses \d+ times/);
 
@@ -200,6 +220,12 @@ describe.each(nativeInterpreters())('record --subprocesses, $label', (py) => {
       // complete: closed properly, nothing damaged — the children exited before the recording ended
       const r = await reportCapture(file[role]);
       expect(r.closedCleanly, role).toBe(true);
+      if (interrupt) {
+        // nothing stopped, in any of the processes
+        let stopped = 0;
+        for (const b of readCaptureBytes(fs.readFileSync(file[role])).blocks()) for (const smp of b.samples) if (smp.flags & SAMPLE_FLAG.STOPPED) stopped++;
+        expect(stopped, role).toBe(0);
+      }
       expect(r.warnings, role).toEqual([]);
       expect(r.header.pid, role).toBe(pids[role]);
       if (role === 'parent') {
@@ -243,8 +269,8 @@ describe.each(nativeInterpreters())('record --subprocesses, $label', (py) => {
       // a process's stacks hold only its own function
       for (const other of ['parent', 'popen', 'forked'] as const) if (other !== role) expect(mine.some((l) => l.includes(`;${SPIN[other]} (`)), `${role} has ${other}'s`).toBe(false);
     }
-    console.log(`[subprocesses] ${py.label}: ${lines.join('; ')}`);
-    recordCoverage('subprocesses', py.label, true);
+    console.log(`[${what}] ${py.label}: ${lines.join('; ')}`);
+    recordCoverage(what, py.label, true);
   }, 180_000);
 });
 

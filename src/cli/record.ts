@@ -111,7 +111,6 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
   if (values.native && subprocesses) throw new UsageError('--native records one process: not with --subprocesses');
   if (copy === 'interrupt' && rateHz > MAX_INTERRUPT_RATE_HZ) throw new UsageError(`--rate ${rateHz}: copies at the interrupt go up to ${MAX_INTERRUPT_RATE_HZ} Hz (what the recorder can make samples of)`);
   if (values.native && copy === 'interrupt' && stackKib * 1024 > KERNEL_NATIVE_MAX) throw new UsageError(`--native-stack ${stackKib}: copies at the interrupt take at most ${KERNEL_NATIVE_MAX / 1024} KiB of a thread's native stack`);
-  if (subprocesses && copy === 'interrupt') throw new UsageError('--subprocesses: not with --copy interrupt yet');
   if (values.native && copy === 'optimistic') throw new UsageError('--native stops every thread at each sample: not with --copy optimistic');
   if (subprocesses && values.live) throw new UsageError('--live shows one process: record --subprocesses without it');
   // what is recorded, and how: the same with or without the live view
@@ -201,17 +200,20 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
       (sampling !== 'wall' ? `; mode ${sampling}: ${stats.leftOut} samples of threads it leaves out were not written` : '') +
       '\n',
   );
-  if (subprocesses) err(subprocessSummary(result, values.output, command.length ? command : commandLine(result.pid)));
+  if (subprocesses) err(subprocessSummary(result, values.output, command.length ? command : commandLine(result.pid), copy === 'interrupt'));
   return 0;
 }
 
 /** record --subprocesses: one line per process recorded (pid, samples, file, command line), one per descendant not followed, and what looking for them cost. */
-function subprocessSummary(result: RecordProcessResult, output: string, command: string[]): string {
+function subprocessSummary(result: RecordProcessResult, output: string, command: string[], interrupt: boolean): string {
+  // (copies at the interrupt: the share of each process's samples copied in the kernel)
+  const kernel = (s: RecordProcessResult['stats']): string => (interrupt ? `  ${percent(s.kernel.samples, s.samples).padStart(6)} in the kernel` : '');
   const rows = [
-    { pid: result.pid, samples: result.stats.samples, file: output, command, note: '' },
+    { pid: result.pid, samples: result.stats.samples, kernel: kernel(result.stats), file: output, command, note: '' },
     ...result.subprocesses.map((s) => ({
       pid: s.pid,
       samples: s.stats.samples,
+      kernel: kernel(s.stats),
       file: s.output ?? '',
       command: s.command,
       note: s.ended === 'failed' ? ` (failed: ${s.error})` : s.ended === 'exec' ? ' (ran a new program)' : s.ended === 'exited' ? ' (exited)' : '',
@@ -220,9 +222,9 @@ function subprocessSummary(result: RecordProcessResult, output: string, command:
   const pw = Math.max(...rows.map((r) => String(r.pid).length));
   const sw = Math.max(...rows.map((r) => String(r.samples).length));
   const fw = Math.max(...rows.map((r) => r.file.length));
-  const lines = [`pyunwind: ${rows.length} process${rows.length === 1 ? '' : 'es'} recorded (pid, samples, capture, command line):`];
+  const lines = [`pyunwind: ${rows.length} process${rows.length === 1 ? '' : 'es'} recorded (pid, samples, ${interrupt ? 'share copied in the kernel, ' : ''}capture, command line):`];
   for (const r of rows) {
-    lines.push(`  ${String(r.pid).padStart(pw)}  ${String(r.samples).padStart(sw)}  ${r.file.padEnd(fw)}  ${printableCommand(r.command)}${r.note}`);
+    lines.push(`  ${String(r.pid).padStart(pw)}  ${String(r.samples).padStart(sw)}${r.kernel}  ${r.file.padEnd(fw)}  ${printableCommand(r.command)}${r.note}`);
   }
   for (const n of result.notFollowed) lines.push(`pyunwind: not followed: pid ${n.pid} (${printableCommand(n.command)}, child of ${n.parentPid}): ${n.why}`);
   if (result.watching) {

@@ -272,7 +272,7 @@ export class KernelCopier {
    * Load the program and attach it to every CPU at `rateHz` for process `pid`, copying
    * `tstateSize` bytes of each thread state. Throws KernelCopyError with one line saying why not.
    */
-  static open(pid: number, options: { rateHz: number; layout: Layout; tstateSize: number; nativeStackBytes?: number }): KernelCopier {
+  static open(pid: number, options: { rateHz: number; layout: Layout; tstateSize: number; nativeStackBytes?: number; ringBytes?: number }): KernelCopier {
     const layout = options.layout;
     if (layout.pointerSize !== 8 || layout.tstate.cframeCurrentFrame !== null) {
       throw new KernelCopyError(`copies at the interrupt: CPython 3.13+ on 64-bit Linux (${formatVersion(layout.version)} reaches its current frame through a C-stack cframe, which the program does not copy yet)`);
@@ -299,6 +299,8 @@ export class KernelCopier {
       // the scratch buffer: one per CPU (a perf-event program runs with its CPU to itself)
       const scratch = L.findMap(object, 'scratch');
       if (scratch) L.setMaxEntries(scratch, os.cpus().length);
+      // (the ring buffer's size: a power of 2 pages, 64 MiB as built)
+      if (options.ringBytes !== undefined) L.setMaxEntries(L.findMap(object, 'records'), options.ringBytes);
       loaded = Number(L.load(object));
       if (loaded !== -EAGAIN || tries >= LOAD_TRIES) break;
       L.closeObject(object);

@@ -175,6 +175,9 @@ export const FACT_MISSING: Readonly<Record<SamplingMode, string>> = {
 /** Largest rate a recording may ask for. */
 export const MAX_RATE_HZ = 100_000;
 
+/** The ring buffer of a subprocess's copier in the kernel (the main target's: 64 MiB), bytes. */
+const SUBPROCESS_RING_BYTES = 16 << 20;
+
 /**
  * Largest rate of copies at the interrupt: every CPU's timer fires at the rate, and the
  * recorder turns about 10,000 of the kernel's copies a second into samples here (measured: at
@@ -277,7 +280,6 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
     // (each needs what is read with a thread's frames at the same moment: not copied in the kernel yet)
     if (options.native && (options.native.stackBytes ?? DEFAULT_STACK_BYTES) > KERNEL_NATIVE_MAX) throw new RangeError(`native stacks copied at the interrupt: at most ${KERNEL_NATIVE_MAX} bytes a thread`);
     if (options.asyncio) throw new RangeError('asyncio tasks are read with the stack at one moment: not with copy interrupt yet');
-    if (follow) throw new RangeError('subprocesses are not recorded with copy interrupt yet');
   }
   if (options.native && copy === 'optimistic') throw new RangeError('native stacks need the threads stopped: not with copy optimistic');
   if (options.native && follow) throw new RangeError('native stacks are not recorded with subprocesses');
@@ -461,6 +463,20 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
         const nth = (recordings.get(cpid) ?? 0) + 1;
         let out: string | CaptureSink;
         let rec: Recorder;
+        // its own copier in the kernel (before its capture file: one that cannot copy at the
+        // interrupt is not followed, and writes nothing), with a smaller ring buffer than the
+        // main target's: a pool of workers each holds one
+        let kern: KernelCopier | null = null;
+        try {
+          if (copy === 'interrupt') {
+            if (sampling === 'gil' && src.layout.tstate.holdsGil === null) throw new RangeError(`--mode gil with copy interrupt: which thread holds the GIL is in the thread state from CPython 3.15 on (${src.description})`);
+            if (!CpuStates.available(cpid)) throw new TargetError('unsupported', `${src.description}: copies at the interrupt need the threads' states from /proc, which cannot be read here`);
+            kern = KernelCopier.open(cpid, { rateHz, layout: src.layout, tstateSize: kernelTstateSize(src), ringBytes: SUBPROCESS_RING_BYTES });
+          }
+        } catch (e) {
+          src.close();
+          return refuse(cpid, parentPid, cmd, attachFailure(cpid, e));
+        }
         try {
           out = follow.output ? follow.output(cpid, nth) : subprocessOutput(options.output as string, cpid, nth);
           rec = openRecorder(
@@ -471,6 +487,7 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
             stopper,
           );
         } catch (e) {
+          kern?.close();
           src.close();
           return refuse(cpid, parentPid, cmd, attachFailure(cpid, e));
         }
@@ -486,10 +503,12 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
             ...(rec.stopper ? { stopper: rec.stopper } : {}),
             ...(options.bytecode === false ? { bytecode: false } : {}),
             ...(tasks ? { asyncio: { offsets: tasks.offsets, mode: options.asyncio! } } : {}),
+            ...(kern ? { kernel: kern } : {}),
             shouldStop: () => f.execed,
             isAlive: () => processIsRunning(cpid),
           });
         } catch (e) {
+          kern?.close();
           try {
             closeRecorder(rec, src);
           } catch {
@@ -502,6 +521,7 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
         const attached = performance.now();
         group.add(f.sampler, (s, error) => {
           let why = error;
+          kern?.close();
           try {
             closeRecorder(rec, src);
           } catch (e) {

@@ -347,7 +347,8 @@ static __always_inline __u32 append_native(struct scratch *s, __u32 used, __u32 
   /* the stack: from a page boundary below the red zone (or the last copy's start) to the end of
    * rsp's mapping, or `limit` bytes; the pages are written from a page-aligned offset + 16 so
    * that the region's header sits just before them */
-  __u64 start = (rsp - RED_ZONE) & ~(__u64)(PAGE - 1);
+  __u64 aligned = (rsp - RED_ZONE) & ~(__u64)(PAGE - 1);
+  __u64 start = aligned;
   __u64 *last = bpf_map_lookup_elem(&stack_starts, &tid);
   if (last && *last <= start && start - *last <= NATIVE_SLACK) start = *last;
   else bpf_map_update_elem(&stack_starts, &tid, &start, BPF_ANY);
@@ -359,6 +360,13 @@ static __always_inline __u32 append_native(struct scratch *s, __u32 used, __u32 
   __u32 header = used;
   struct native n = {.s = s, .address = start, .end = e.end, .at = header + 16, .copied = 0};
   bpf_loop(NATIVE_MAX / PAGE, page_step, &n, 0);
+  if (n.copied == 0 && start != aligned) {
+    /* (a last start that cannot be read: another thread's, whose id this one reuses) */
+    start = aligned;
+    n.address = aligned;
+    bpf_map_update_elem(&stack_starts, &tid, &start, BPF_ANY);
+    bpf_loop(NATIVE_MAX / PAGE, page_step, &n, 0);
+  }
   if (n.copied == 0) return used;
   __u32 h = header & (WHOLE - 8);
   *(__u64 *)&s->b[h] = start;

@@ -217,11 +217,6 @@ function lowerTimerSlack(): void {
 }
 
 /**
- * One target's sampling: its schedule, copier and statistics. A loop drives it — runSampler
- * (one target), or SamplerGroup (several, one loop: the ticks of every target in time order)
- * — by asking `due`, and taking the tick with `tick` once it is.
- */
-/**
  * The native copy of a thread off its CPU since `mark` (record --native --copy interrupt): the
  * registers the kernel saw it leave its CPU with (what it resumes with), its stack read from
  * them — and the registers looked at again after, the same (not a look at the kernel's entry
@@ -237,6 +232,11 @@ function quietNative(kernel: NonNullable<SamplerOptions['kernel']>, native: NonN
   };
 }
 
+/**
+ * One target's sampling: its schedule, copier and statistics. A loop drives it — runSampler
+ * (one target), or SamplerGroup (several, one loop: the ticks of every target in time order)
+ * — by asking `due`, and taking the tick with `tick` once it is.
+ */
 export class TargetSampler {
   readonly stats: SamplerStats = {
     scheduled: 0,

@@ -9,6 +9,8 @@
 //   below `datastack_top`, up to it — where the thread's own frames are — and the chunks before
 //   it, each from its start to its saved `top`, up to MAX_CHUNKS of them while they fit (a deep
 //   recursion's frames: a chunk is 16 KiB, ~100 frames);
+// - the fields of the GIL the interpreter runs under (3.13, 3.14: whether the thread holds it is
+//   not in its thread state);
 // - the interpreter's count of code-object deaths (3.14+), so that the recorder can tell that the
 //   code objects it reads later are the ones the frames held at the tick, and whether its
 //   garbage collector was running (3.13+: a `<GC>` frame above a thread holding the GIL);
@@ -71,6 +73,12 @@ struct config {
   /** native stacks: the most bytes of a thread's native stack to copy (0: no registers or
    * native stack copied) */
   __u32 native_stack;
+  /** the GIL the interpreter runs under: offset in the interpreter state of its pointer
+   * (`ceval.gil`; 0: not copied — 3.15 says in the thread state whether it holds it), and the
+   * span of its fields copied (last holder through count of hand-overs) */
+  __u32 gil_pointer;
+  __u32 gil_from;
+  __u32 gil_length;
 };
 
 /** a record is built here first: SCRATCH bytes of regions, the last one at most MAX_REGION long
@@ -92,10 +100,11 @@ struct config {
 /** data-stack chunks copied before the current one */
 #define MAX_CHUNKS 16
 /** a region's flag (its pad word): a data-stack chunk from its start; the thread's registers
- * (address 0: rip, rsp, rbp); its native stack */
+ * (address 0: rip, rsp, rbp); its native stack; the GIL's fields */
 #define REGION_CHUNK 1
 #define REGION_REGISTERS 2
 #define REGION_NATIVE_STACK 4
+#define REGION_GIL 8
 #define MAX_TSTATE 4096
 #define MAX_FRAME_HEADER 256
 /** a record: tid, region count (u32), time (u64), thread state (u64); then each region: address
@@ -417,6 +426,17 @@ int copy_at_tick(struct bpf_perf_event_data *ctx) {
       if (next) {
         used = next;
         regions++;
+      }
+    }
+    /* which thread holds the GIL, at the tick (3.13, 3.14: not in the thread state) */
+    if (c->gil_pointer && interp && c->gil_length && c->gil_length <= 64) {
+      __u64 gil = 0;
+      if (bpf_probe_read_user(&gil, 8, (const void *)(interp + c->gil_pointer)) == 0 && gil) {
+        __u32 next = append_flagged(s, used, gil + c->gil_from, c->gil_length, REGION_GIL);
+        if (next) {
+          used = next;
+          regions++;
+        }
       }
     }
     s->ranges = 0;

@@ -17,7 +17,8 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readCaptureBytes } from '../src/capture/reader.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
-import { recordCoverage, cannotRun } from './helpers/coverage.js';
+import { recordCoverage, cannotRun, skipTest } from './helpers/coverage.js';
+import { cannotTryKernelCopies } from './helpers/bpf.js';
 
 const BIN = path.resolve('bin/pyunwind.js');
 const WORKLOAD = path.resolve('workloads/modes.py');
@@ -86,15 +87,28 @@ function recordEnough(what: string, python: string, file: string, extra: string[
   }
 }
 
-describe.each(nativeInterpreters())('sampling modes, $label', (py) => {
+const minorOf = (label: string): number => Number(/3\.(\d+)/.exec(label)?.[1]);
+// (with --copy interrupt too, where the kernel copies can be made: a running thread's facts —
+// the GIL held, the collector running, an exception handled — are copied at the tick with it)
+const cases = [
+  ...nativeInterpreters().map((py) => ({ py, interrupt: false })),
+  ...nativeInterpreters()
+    .filter((py) => minorOf(py.label) >= 13)
+    .map((py) => ({ py, interrupt: true })),
+];
+
+describe.each(cases)('sampling modes, $py.label, copied at the interrupt: $interrupt', ({ py, interrupt }) => {
+  const what = interrupt ? 'modes interrupt' : 'modes';
   if (py.missing) {
-    cannotRun('modes', py.label, py.missing!);
+    cannotRun(what, py.label, py.missing!);
     return;
   }
-  it('one wall capture, reported in every mode its Python tells: each thread as the program measured itself', () => {
-    const file = path.join(dir, `${py.label}.pyuw`);
+  it('one wall capture, reported in every mode its Python tells: each thread as the program measured itself', (ctx) => {
+    const why = interrupt ? cannotTryKernelCopies() : null;
+    if (why) skipTest(ctx, what, py.label, why);
+    const file = path.join(dir, `${py.label}${interrupt ? '-interrupt' : ''}.pyuw`);
     // (the shares below need enough samples of each thread to mean something: see recordEnough)
-    const { truth, report: wall } = recordEnough(py.label, py.command, file, [], SECONDS, (r) => Math.min(...[...roles(r).values()].map((label) => samplesOf(r, label))));
+    const { truth, report: wall } = recordEnough(py.label, py.command, file, interrupt ? ['--copy', 'interrupt'] : [], SECONDS, (r) => Math.min(...[...roles(r).values()].map((label) => samplesOf(r, label))));
     const who = roles(wall);
     const header = readCaptureBytes(fs.readFileSync(file)).header;
     expect(header.sampling).toBe('wall');
@@ -152,8 +166,8 @@ describe.each(nativeInterpreters())('sampling modes, $label', (py) => {
       expect(r.status).toBe(1);
       expect(r.stderr).toMatch(/mode exception: the capture does not tell which samples had it/);
     }
-    console.log(`[modes] ${py.label} (${header.pythonVersion}): wall ${wall.summary.attempted} samples; ${lines.join('; ')}`);
-    recordCoverage('modes', py.label, true);
+    console.log(`[${what}] ${py.label} (${header.pythonVersion}): wall ${wall.summary.attempted} samples; ${lines.join('; ')}`);
+    recordCoverage(what, py.label, true);
   }, 180_000);
 });
 

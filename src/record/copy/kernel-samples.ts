@@ -25,7 +25,7 @@
 // The thread's ids, interpreter and main-thread fact come from the recorder's pass over the
 // thread lists (know), which is also what tells the kernel which thread state each thread has.
 
-import type { Layout } from '../../layout/layout.js';
+import type { GilLayout, Layout } from '../../layout/layout.js';
 import { readPointer } from '../../walk/region-memory.js';
 import type { KernelRecord } from '../linux/kernel-copier.js';
 import type { MemorySource } from './source.js';
@@ -142,7 +142,9 @@ export class KernelSamples {
       snap.nativeThreadId = nativeThreadId;
       snap.mainThread = known.mainThread;
       const dv = new DataView(tsb.buffer, tsb.byteOffset, tsb.byteLength);
-      snap.holdsGil = holdsGilField(L.tstate, dv, 0) ?? false;
+      // (3.15: the thread state says; 3.13, 3.14: the GIL's fields copied at the tick — taken,
+      // and this thread state its last holder)
+      snap.holdsGil = holdsGilField(L.tstate, dv, 0) ?? (r.gil !== undefined && L.gil !== null && gilHeldBy(r.gil.bytes, L.gil, r.threadStateAddress, P));
       snap.handlingException = handlingException(L.tstate, dv, 0, P);
       // interrupted on its CPU: it was running
       snap.onCpu = true;
@@ -156,8 +158,7 @@ export class KernelSamples {
       const base = L.tstate.baseFrame !== null ? readPointer(tsb, L.tstate.baseFrame, P) : 0n;
       // (what the kernel did not copy is not read now: it would be of another moment)
       const chain = followFrames(L, MAX_FRAMES, frame, base, mem, errors, new Map(), () => null);
-      // the collector running, in the thread holding the GIL (known from the thread state on
-      // 3.15; before, which thread holds it is not in the record: no <GC> frame)
+      // the collector running, in the thread holding the GIL
       const gcAt = L.interp.gcCollecting;
       const gc = gcAt === null ? null : mem.bytes(interp + BigInt(gcAt), 4);
       snap.inGc = gc !== null && new DataView(gc.buffer, gc.byteOffset, 4).getInt32(0, true) !== 0 && snap.holdsGil;
@@ -230,6 +231,13 @@ export class KernelSamples {
     }
     return out;
   }
+}
+
+/** Do the GIL's fields (from `last_holder` on) say it is taken, by thread state `tstate`? */
+function gilHeldBy(fields: Uint8Array, G: GilLayout, tstate: bigint, P: Layout['pointerSize']): boolean {
+  const lockedAt = G.locked - G.lastHolder;
+  if (fields.length < P || lockedAt < 0 || lockedAt + 4 > fields.length) return false;
+  return readPointer(fields, 0, P) === tstate && new DataView(fields.buffer, fields.byteOffset + lockedAt, 4).getInt32(0, true) !== 0;
 }
 
 /** The same code objects, in the same order? */

@@ -38,6 +38,8 @@ export interface KernelRecord {
   regions: { address: bigint; bytes: Uint8Array; chunk: boolean }[];
   /** with native stacks: the thread's registers and native stack at the tick (absent: not copied) */
   native?: NativeCopy;
+  /** the GIL's fields at the tick, from its last holder (3.13, 3.14; absent: not copied) */
+  gil?: Region;
 }
 
 /** A record as the program writes it (bpf/copier.bpf.c): tid, region count, time, thread state, then each region (address, length, flags, bytes padded to 8). Null: not whole. */
@@ -51,6 +53,7 @@ export function decodeRecord(view: Uint8Array): KernelRecord | null {
   const regions: KernelRecord['regions'] = [];
   let registers: NativeRegisters | null = null;
   let stack: Region | null = null;
+  let gil: Region | null = null;
   let at = RECORD_HEADER;
   for (let i = 0; i < count; i++) {
     if (at + 16 > bytes.length) return null;
@@ -62,12 +65,14 @@ export function decodeRecord(view: Uint8Array): KernelRecord | null {
       if (length !== 24) return null;
       registers = { rip: dv.getBigUint64(at + 16, true), rsp: dv.getBigUint64(at + 24, true), rbp: dv.getBigUint64(at + 32, true) };
     } else if (flags & REGION_NATIVE_STACK) stack = { address, bytes: bytes.subarray(at + 16, at + 16 + length) };
+    else if (flags & REGION_GIL) gil = { address, bytes: bytes.subarray(at + 16, at + 16 + length) };
     else regions.push({ address, bytes: bytes.subarray(at + 16, at + 16 + length), chunk: (flags & REGION_CHUNK) !== 0 });
     at += 16 + ((length + 7) & ~7);
   }
   const record: KernelRecord = { tid: dv.getUint32(0, true), timeNs: dv.getBigUint64(8, true), threadStateAddress: dv.getBigUint64(16, true), regions };
   // (registers without a stack: its pages could not be read — no native copy)
   if (registers && stack) record.native = { registers, stack };
+  if (gil) record.gil = gil;
   return record;
 }
 
@@ -97,6 +102,7 @@ const RECORD_HEADER = 24;
 const REGION_CHUNK = 1;
 const REGION_REGISTERS = 2;
 const REGION_NATIVE_STACK = 4;
+const REGION_GIL = 8;
 /** bpf/copier.bpf.c's NATIVE_MAX: the most native stack a record holds */
 export const KERNEL_NATIVE_MAX = 1 << 18;
 const PERF_TYPE_SOFTWARE = 1;
@@ -232,6 +238,17 @@ function unmapRing(L: Libs, ring: RingMapping): void {
   L.munmap(ring.consumer, ring.pageSize);
 }
 
+/**
+ * struct config's GIL fields (bpf/copier.bpf.c): where the interpreter keeps its GIL's pointer,
+ * and the span of the GIL's fields to copy — where the thread state does not say whether the
+ * thread holds it (3.13, 3.14); zeros otherwise.
+ */
+function gilConfig(layout: Layout): [number, number, number] {
+  const G = layout.gil;
+  if (layout.tstate.holdsGil !== null || !G || G.interpPointer === null) return [0, 0, 0];
+  return [G.interpPointer, G.lastHolder, G.switchNumber - G.lastHolder + layout.pointerSize];
+}
+
 export class KernelCopyError extends Error {
   override name = 'KernelCopyError';
 }
@@ -330,7 +347,7 @@ export class KernelCopier {
       const T = layout.tstate;
       const generation = layout.interp.codeObjectGeneration ?? 0;
       const C = layout.chunk;
-      const config = new Uint32Array([pid, options.tstateSize, T.currentFrame, T.datastackChunk, T.datastackTop, layout.frame.previous, layout.frame.size, T.interp, generation, layout.interp.gcCollecting ?? 0, C.previous, C.top, C.data, Math.min(options.nativeStackBytes ?? 0, KERNEL_NATIVE_MAX)]);
+      const config = new Uint32Array([pid, options.tstateSize, T.currentFrame, T.datastackChunk, T.datastackTop, layout.frame.previous, layout.frame.size, T.interp, generation, layout.interp.gcCollecting ?? 0, C.previous, C.top, C.data, Math.min(options.nativeStackBytes ?? 0, KERNEL_NATIVE_MAX), ...gilConfig(layout)]);
       if (Number(L.update(fd('config'), new Uint32Array([0]), config, 0)) !== 0) throw new KernelCopyError('copies at the interrupt: cannot configure the BPF program');
       // the context switches of the target's threads: which is on a CPU (KernelCopier.watch)
       const switches = L.attachAuto(L.findProgram(object, 'on_switch'));

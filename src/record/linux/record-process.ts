@@ -175,6 +175,11 @@ export const FACT_MISSING: Readonly<Record<SamplingMode, string>> = {
 /** Largest rate a recording may ask for. */
 export const MAX_RATE_HZ = 100_000;
 
+/** Is which thread holds the GIL copied at the interrupt's tick: in the thread state (3.15+), or the GIL's fields through the interpreter's pointer (3.12+)? */
+function gilAtTick(layout: Layout): boolean {
+  return layout.tstate.holdsGil !== null || (layout.gil?.interpPointer ?? null) !== null;
+}
+
 /** The ring buffer of a subprocess's copier in the kernel (the main target's: 64 MiB), bytes. */
 const SUBPROCESS_RING_BYTES = 16 << 20;
 
@@ -307,7 +312,7 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
   let kernel: KernelCopier | null = null;
   try {
     if (copy === 'interrupt') {
-      if (sampling === 'gil' && source.layout.tstate.holdsGil === null) throw new RangeError(`--mode gil with copy interrupt: which thread holds the GIL is in the thread state from CPython 3.15 on (${source.description})`);
+      if (sampling === 'gil' && !gilAtTick(source.layout)) throw new RangeError(`--mode gil with copy interrupt: which thread holds the GIL cannot be copied at the tick (${source.description})`);
       if (!CpuStates.available(pid)) throw new TargetError('unsupported', `${source.description}: copies at the interrupt need the threads' states from /proc, which cannot be read here`);
       // (before the capture file: a recorder that cannot copy at the interrupt writes nothing)
       kernel = KernelCopier.open(pid, { rateHz, layout: source.layout, tstateSize: kernelTstateSize(source), ...(options.native ? { nativeStackBytes: stackBytes } : {}) });
@@ -469,7 +474,7 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
         let kern: KernelCopier | null = null;
         try {
           if (copy === 'interrupt') {
-            if (sampling === 'gil' && src.layout.tstate.holdsGil === null) throw new RangeError(`--mode gil with copy interrupt: which thread holds the GIL is in the thread state from CPython 3.15 on (${src.description})`);
+            if (sampling === 'gil' && !gilAtTick(src.layout)) throw new RangeError(`--mode gil with copy interrupt: which thread holds the GIL cannot be copied at the tick (${src.description})`);
             if (!CpuStates.available(cpid)) throw new TargetError('unsupported', `${src.description}: copies at the interrupt need the threads' states from /proc, which cannot be read here`);
             kern = KernelCopier.open(cpid, { rateHz, layout: src.layout, tstateSize: kernelTstateSize(src), ringBytes: SUBPROCESS_RING_BYTES });
           }

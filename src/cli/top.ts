@@ -41,9 +41,10 @@ Options:
   -- COMMAND [ARGS...]   start COMMAND and watch it (stopped with SIGTERM when top quits first)
   -r, --rate HZ          samples per second (default 1000)
   -m, --mode MODE        wall (default), cpu, gil or exception, as for record
-      --copy COPY        adaptive (default), optimistic or blocking, as for record
-      --native           C frames too, in one stack with the Python ones (every thread is
-                         stopped with ptrace at each sample, for its registers and stack)
+      --copy COPY        adaptive (default), optimistic, blocking or interrupt, as for record
+      --native           C frames too, in one stack with the Python ones (a running thread is
+                         stopped with ptrace at each sample for its registers and stack; with
+                         --copy interrupt copied in the kernel, never stopped)
       --no-gc            no <GC> frames
   -s, --sort KEY         self (default) or total
   -i, --interval SECS    time between two refreshes (default 1)

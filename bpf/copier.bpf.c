@@ -471,8 +471,8 @@ int copy_at_tick(struct bpf_perf_event_data *ctx) {
   *(__u32 *)&s->b[4] = regions;
   __u32 size = used;
   asm volatile("" : "+r"(size));
-  if (size > WHOLE) return 0;
-  if (bpf_ringbuf_output(&records, s->b, size, 0) != 0) {
+  /* (never past WHOLE, as the parts are bounded; a record that were would be counted lost) */
+  if (size > WHOLE || bpf_ringbuf_output(&records, s->b, size, 0) != 0) {
     __u64 *n = bpf_map_lookup_elem(&lost, &zero);
     if (n) __sync_fetch_and_add(n, 1);
   }

@@ -21,8 +21,11 @@
 // - Python making a system call every ~100 µs: the call's share of the samples is within 2
 //   points of the share of its time the program measures for it (--blocking's logged beside);
 // - 3.11/3.12: refused in one line, and no capture file is left;
-// - without root's capabilities: the one line that says what is needed, exit 1, no file; a rate
-//   above 10 kHz: refused in one line;
+// - without root's capabilities: the one line that says what is needed, exit 1, no file (and
+//   the default mode's recording then says nothing of --copy interrupt); a rate above 10 kHz:
+//   refused in one line;
+// - a default-mode recording that stopped a call-heavy program for 5 % of its time or more
+//   ends with the line that says --copy interrupt would not have (none below 5 %, none with it);
 // - a recorder killed with SIGKILL mid-recording leaves no program of ours (bpftool prog).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -398,10 +401,36 @@ describe('record --copy interrupt: the rights, and nothing left behind', () => {
       expect(r.stderr).toBe('pyunwind record: copies at the interrupt need root, or CAP_BPF and CAP_PERFMON (loading the BPF program was refused)\n');
       expect(r.status).toBe(1);
       expect(fs.existsSync(file)).toBe(false);
-      // and today's copies work as they did, with the same rights
+      // and today's copies work as they did, with the same rights — never pointing at the mode
+      // these rights cannot load
       const today = pyunwind(['record', '-d', '1', '-o', file, '--pid', String(child.pid)], drop);
       expect(today.status, today.stderr).toBe(0);
+      expect(today.stderr).not.toMatch(/--copy interrupt would/);
       expect(fs.statSync(file).size).toBeGreaterThan(0);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+
+  it('a recording that stopped the target for 5 % of its time or more says --copy interrupt could have been used; one with it, not', async (ctx) => {
+    const why = cannotTryKernelCopies();
+    if (why) skipTest(ctx, 'record-interrupt', 'hint', why);
+    // call-heavy Python: the default mode stops it for most of its copies
+    const program = 'import sys\nprint("up", flush=True)\ndef f(n): return n if n < 2 else f(n - 1) + f(n - 2)\nwhile True: f(18)';
+    const { child } = await start(py.command, program);
+    try {
+      const hint = /^pyunwind: the target was stopped ([\d.]+)% of its time; --copy interrupt would copy its running threads in the kernel instead, never stopping it \(docs\/recording\.md\)$/m;
+      const file = path.join(dir, 'hint.pyuw');
+      const adaptive = pyunwind(['record', '-q', '-d', '1', '-o', file, '--pid', String(child.pid)]);
+      expect(adaptive.status, adaptive.stderr).toBe(0);
+      const stopped = Number(/\(stopped ([\d.]+)% of the time\)/.exec(adaptive.stderr)?.[1]);
+      // (the share the summary says decides it: at 5 % and above, the line; below, none)
+      if (stopped >= 5) expect(hint.exec(adaptive.stderr)?.[1], adaptive.stderr).toBe(String(stopped.toFixed(1)));
+      else expect(adaptive.stderr).not.toMatch(hint);
+      const interrupt = pyunwind(['record', '-q', '--copy', 'interrupt', '-d', '1', '-o', file, '--pid', String(child.pid)]);
+      expect(interrupt.status, interrupt.stderr).toBe(0);
+      expect(interrupt.stderr).not.toMatch(/--copy interrupt would/);
+      console.log(`[record-interrupt] hint: adaptive stopped the target ${stopped} % of its time`);
     } finally {
       child.kill('SIGKILL');
     }

@@ -116,6 +116,25 @@ const EAGAIN = 11;
 /** loads tried again when the verifier was interrupted (EAGAIN) */
 const LOAD_TRIES = 20;
 
+/**
+ * Does this process hold what loading the program needs — CAP_BPF and CAP_PERFMON, or
+ * CAP_SYS_ADMIN — among its effective capabilities (/proc/self/status)? A look, not a load: the
+ * kernel may still refuse (a lockdown, a sysctl).
+ */
+export function mayLoadKernelCopier(): boolean {
+  let status: string;
+  try {
+    status = fs.readFileSync('/proc/self/status', 'latin1');
+  } catch {
+    return false;
+  }
+  const m = /^CapEff:\s*([0-9a-f]+)$/m.exec(status);
+  if (!m) return false;
+  const caps = BigInt(`0x${m[1]}`);
+  const has = (n: bigint): boolean => ((caps >> n) & 1n) === 1n;
+  return has(21n) /* CAP_SYS_ADMIN */ || (has(38n) /* CAP_PERFMON */ && has(39n)) /* CAP_BPF */;
+}
+
 /** Where the built BPF object is: dist/bpf/, beside dist/record/linux/ (or the source tree's dist/). */
 export function bpfObjectPath(): string {
   const here = path.dirname(fileURLToPath(import.meta.url));

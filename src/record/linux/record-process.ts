@@ -13,7 +13,7 @@ import { asyncioOffsetsNow, openLinuxProcess, processIsRunning, TargetError, typ
 import type { AsyncioOffsets } from '../../layout/asyncio-offsets.js';
 import type { AsyncMode } from '../../walk/task-graph.js';
 import { neverStops, type CopyMode } from '../copy/modes.js';
-import { KERNEL_NATIVE_MAX, KernelCopier } from './kernel-copier.js';
+import { bpfObjectPath, KERNEL_NATIVE_MAX, KernelCopier, mayLoadKernelCopier } from './kernel-copier.js';
 import { kernelTstateSize } from '../copy/kernel-samples.js';
 import { CpuStates } from './cpu-states.js';
 import type { SampleFact, SamplingMode } from '../../capture/types.js';
@@ -152,6 +152,12 @@ export interface RecordProcessResult {
   notFollowed: NotFollowed[];
   /** with `subprocesses`: what looking for descendants cost the recorder (polls made, time they took) */
   watching?: { polls: number; micros: number; viaChildrenFiles: boolean };
+  /**
+   * Copies at the interrupt look possible for this recording, made another way (its Python
+   * 3.13+, the BPF program built, the rights to load it, a rate and options that mode takes): a
+   * CLI that stopped the target much then says so (a hint, never a choice made for the user).
+   */
+  interruptPossible: boolean;
 }
 
 /** What a recording of this target tells of each sample besides its memory. */
@@ -602,6 +608,15 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
     stats,
     stoppedMicros: stopper?.stoppedMicros ?? 0,
     targetExited: stats.ended === 'target-exited',
+    interruptPossible:
+      copy !== 'interrupt' &&
+      source.layout.pointerSize === 8 &&
+      source.layout.tstate.cframeCurrentFrame === null &&
+      rateHz <= MAX_INTERRUPT_RATE_HZ &&
+      !options.asyncio &&
+      !options.readOnly &&
+      mayLoadKernelCopier() &&
+      fs.existsSync(bpfObjectPath()),
     subprocesses: results.sort((a, b) => a.pid - b.pid),
     notFollowed,
     ...(watcher ? { watching: watcher.cost } : {}),

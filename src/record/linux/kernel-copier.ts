@@ -135,6 +135,11 @@ export function mayLoadKernelCopier(): boolean {
   return has(21n) /* CAP_SYS_ADMIN */ || (has(38n) /* CAP_PERFMON */ && has(39n)) /* CAP_BPF */;
 }
 
+/** Can the program reach this Python's frames: 64-bit, its current frame in the thread state (3.13+; 3.11/3.12 keep it in a C-stack cframe)? */
+export function kernelCopiesReach(layout: Layout): boolean {
+  return layout.pointerSize === 8 && layout.tstate.cframeCurrentFrame === null;
+}
+
 /** Where the built BPF object is: dist/bpf/, beside dist/record/linux/ (or the source tree's dist/). */
 export function bpfObjectPath(): string {
   const here = path.dirname(fileURLToPath(import.meta.url));
@@ -310,7 +315,7 @@ export class KernelCopier {
    */
   static open(pid: number, options: { rateHz: number; layout: Layout; tstateSize: number; nativeStackBytes?: number; ringBytes?: number }): KernelCopier {
     const layout = options.layout;
-    if (layout.pointerSize !== 8 || layout.tstate.cframeCurrentFrame !== null) {
+    if (!kernelCopiesReach(layout)) {
       throw new KernelCopyError(`copies at the interrupt: CPython 3.13+ on 64-bit Linux (${formatVersion(layout.version)} reaches its current frame through a C-stack cframe, which the program does not copy yet)`);
     }
     const L = loadLibs();

@@ -13,7 +13,7 @@ import { asyncioOffsetsNow, openLinuxProcess, processIsRunning, TargetError, typ
 import type { AsyncioOffsets } from '../../layout/asyncio-offsets.js';
 import type { AsyncMode } from '../../walk/task-graph.js';
 import { neverStops, type CopyMode } from '../copy/modes.js';
-import { bpfObjectPath, KERNEL_NATIVE_MAX, KernelCopier, mayLoadKernelCopier } from './kernel-copier.js';
+import { bpfObjectPath, KERNEL_NATIVE_MAX, KernelCopier, kernelCopiesReach, mayLoadKernelCopier } from './kernel-copier.js';
 import { kernelTstateSize } from '../copy/kernel-samples.js';
 import { CpuStates } from './cpu-states.js';
 import type { SampleFact, SamplingMode } from '../../capture/types.js';
@@ -186,6 +186,16 @@ function gilAtTick(layout: Layout): boolean {
   return layout.tstate.holdsGil !== null || (layout.gil?.interpPointer ?? null) !== null;
 }
 
+/**
+ * The copier in the kernel for `source` (the main target, or a subprocess), once what its
+ * samples need of the moment can be copied there; throws with the one line that says why not.
+ */
+function openKernelCopier(source: LinuxProcessSource, sampling: SamplingMode, options: { rateHz: number; nativeStackBytes?: number; ringBytes?: number }): KernelCopier {
+  if (sampling === 'gil' && !gilAtTick(source.layout)) throw new RangeError(`--mode gil with copy interrupt: which thread holds the GIL cannot be copied at the tick (${source.description})`);
+  if (!CpuStates.available(source.pid)) throw new TargetError('unsupported', `${source.description}: copies at the interrupt need the threads' states from /proc, which cannot be read here`);
+  return KernelCopier.open(source.pid, { ...options, layout: source.layout, tstateSize: kernelTstateSize(source) });
+}
+
 /** The ring buffer of a subprocess's copier in the kernel (the main target's: 64 MiB), bytes. */
 const SUBPROCESS_RING_BYTES = 16 << 20;
 
@@ -318,10 +328,8 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
   let kernel: KernelCopier | null = null;
   try {
     if (copy === 'interrupt') {
-      if (sampling === 'gil' && !gilAtTick(source.layout)) throw new RangeError(`--mode gil with copy interrupt: which thread holds the GIL cannot be copied at the tick (${source.description})`);
-      if (!CpuStates.available(pid)) throw new TargetError('unsupported', `${source.description}: copies at the interrupt need the threads' states from /proc, which cannot be read here`);
       // (before the capture file: a recorder that cannot copy at the interrupt writes nothing)
-      kernel = KernelCopier.open(pid, { rateHz, layout: source.layout, tstateSize: kernelTstateSize(source), ...(options.native ? { nativeStackBytes: stackBytes } : {}) });
+      kernel = openKernelCopier(source, sampling, { rateHz, ...(options.native ? { nativeStackBytes: stackBytes } : {}) });
     }
     if (options.asyncio) asyncio = await asyncioOffsets(source, options.signal, alive);
     main = openRecorder(
@@ -479,11 +487,7 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
         // main target's: a pool of workers each holds one
         let kern: KernelCopier | null = null;
         try {
-          if (copy === 'interrupt') {
-            if (sampling === 'gil' && !gilAtTick(src.layout)) throw new RangeError(`--mode gil with copy interrupt: which thread holds the GIL cannot be copied at the tick (${src.description})`);
-            if (!CpuStates.available(cpid)) throw new TargetError('unsupported', `${src.description}: copies at the interrupt need the threads' states from /proc, which cannot be read here`);
-            kern = KernelCopier.open(cpid, { rateHz, layout: src.layout, tstateSize: kernelTstateSize(src), ringBytes: SUBPROCESS_RING_BYTES });
-          }
+          if (copy === 'interrupt') kern = openKernelCopier(src, sampling, { rateHz, ringBytes: SUBPROCESS_RING_BYTES });
         } catch (e) {
           src.close();
           return refuse(cpid, parentPid, cmd, attachFailure(cpid, e));
@@ -610,8 +614,7 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
     targetExited: stats.ended === 'target-exited',
     interruptPossible:
       copy !== 'interrupt' &&
-      source.layout.pointerSize === 8 &&
-      source.layout.tstate.cframeCurrentFrame === null &&
+      kernelCopiesReach(source.layout) &&
       rateHz <= MAX_INTERRUPT_RATE_HZ &&
       !options.asyncio &&
       !options.readOnly &&

@@ -18,7 +18,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { readCaptureBytes } from '../src/capture/reader.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import { recordCoverage, cannotRun, skipTest } from './helpers/coverage.js';
-import { cannotTryKernelCopies } from './helpers/bpf.js';
+import { cannotTryKernelCopies, withInterruptCases } from './helpers/bpf.js';
 
 const BIN = path.resolve('bin/pyunwind.js');
 const WORKLOAD = path.resolve('workloads/modes.py');
@@ -87,15 +87,9 @@ function recordEnough(what: string, python: string, file: string, extra: string[
   }
 }
 
-const minorOf = (label: string): number => Number(/3\.(\d+)/.exec(label)?.[1]);
 // (with --copy interrupt too, where the kernel copies can be made: a running thread's facts —
 // the GIL held, the collector running, an exception handled — are copied at the tick with it)
-const cases = [
-  ...nativeInterpreters().map((py) => ({ py, interrupt: false })),
-  ...nativeInterpreters()
-    .filter((py) => minorOf(py.label) >= 13)
-    .map((py) => ({ py, interrupt: true })),
-];
+const cases = withInterruptCases(nativeInterpreters());
 
 describe.each(cases)('sampling modes, $py.label, copied at the interrupt: $interrupt', ({ py, interrupt }) => {
   const what = interrupt ? 'modes interrupt' : 'modes';

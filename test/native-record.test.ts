@@ -23,7 +23,7 @@ import { Profile as PprofProfile } from 'pprof-format';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import { parseElf } from '../src/record/linux/elf.js';
 import { cannotRun, recordCoverage, skipTest } from './helpers/coverage.js';
-import { cannotTryKernelCopies } from './helpers/bpf.js';
+import { cannotTryKernelCopies, withInterruptCases } from './helpers/bpf.js';
 
 const BIN = path.resolve('bin/pyunwind.js');
 const SOURCE = path.resolve('workloads/cext/cwork.c');
@@ -36,7 +36,6 @@ function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = {}): { status
   return { status: r.status, stdout: r.stdout ?? '', stderr: r.stderr ?? String(r.error ?? '') };
 }
 
-const minorOf = (label: string): number => Number(/3\.(\d+)/.exec(label)?.[1]);
 
 /** share.py with a thread beside it that naps in time.sleep (`nap`), for the recorder to copy off its CPU */
 const NAPPING = `import runpy, sys, threading, time
@@ -48,12 +47,7 @@ sys.argv = sys.argv[1:]
 runpy.run_path(sys.argv[0], run_name="__main__")
 `;
 
-const cases = [
-  ...nativeInterpreters().map((py) => ({ py, interrupt: false })),
-  ...nativeInterpreters()
-    .filter((py) => minorOf(py.label) >= 13)
-    .map((py) => ({ py, interrupt: true })),
-];
+const cases = withInterruptCases(nativeInterpreters());
 
 describe.each(cases)('record --native, $py.label, copied at the interrupt: $interrupt', ({ py, interrupt }) => {
   const what = interrupt ? 'native-record interrupt' : 'native-record';

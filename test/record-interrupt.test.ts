@@ -34,7 +34,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { nativeInterpreters } from '../harness/interpreters.js';
-import { cannotTryKernelCopies, programsOf, stillLoaded, startPython } from './helpers/bpf.js';
+import { cannotTryKernelCopies, minorOf, programsOf, stillLoaded, startPython } from './helpers/bpf.js';
 import { cannotRun, skipTest } from './helpers/coverage.js';
 import { waitUntil } from './helpers/wait.js';
 
@@ -122,7 +122,6 @@ function stacksOf(t: ReportJson['threads'][number]): Map<string[], number> {
   return out;
 }
 
-const minorOf = (label: string): number => Number(/3\.(\d+)/.exec(label)?.[1]);
 
 /**
  * Report a recording of PROGRAM and check what every copy mode must hold: no sample copied

@@ -23,7 +23,7 @@ import { combineProcesses, makeSeveral, type ProcessInput } from '../src/export/
 import type { CaptureReport } from '../src/pipeline/process-capture.js';
 import { loadNative } from '../src/record/linux/native.js';
 import { recordCoverage, cannotRun, skipTest } from './helpers/coverage.js';
-import { cannotTryKernelCopies } from './helpers/bpf.js';
+import { cannotTryKernelCopies, withInterruptCases } from './helpers/bpf.js';
 import { readCaptureBytes } from '../src/capture/index.js';
 import { SAMPLE_FLAG } from '../src/capture/types.js';
 
@@ -174,14 +174,8 @@ describe('a stopped subprocess that ends', () => {
   });
 });
 
-const minorOf = (label: string): number => Number(/3\.(\d+)/.exec(label)?.[1]);
 // (with --copy interrupt too, where the kernel copies can be made: each process its own copier)
-const cases = [
-  ...nativeInterpreters().map((py) => ({ py, interrupt: false })),
-  ...nativeInterpreters()
-    .filter((py) => minorOf(py.label) >= 13)
-    .map((py) => ({ py, interrupt: true })),
-];
+const cases = withInterruptCases(nativeInterpreters());
 
 describe.each(cases)('record --subprocesses, $py.label, copied at the interrupt: $interrupt', ({ py, interrupt }) => {
   const what = interrupt ? 'subprocesses interrupt' : 'subprocesses';

@@ -31,6 +31,7 @@ const PROGRAMS = [
   { name: 'deep (32 frames, steady)', args: ['workloads/deep.py', String(SECONDS + 2), '32'] },
   { name: 'configs (call-heavy)', args: ['workloads/configs.py', String(SECONDS + 2)] },
   { name: 'threadpool (5 threads)', args: ['workloads/threadpool.py', String(SECONDS + 2)] },
+  { name: 'recursion (200-1,000 frames)', args: ['workloads/recursion.py', String(SECONDS + 2)] },
 ];
 
 interface ProgStats {

@@ -55,7 +55,7 @@ async function main(): Promise<void> {
       if (interrupt) rows.push(await recordWithPyunwind(py, program, { mode: 'interrupt', seconds: SECONDS, rateHz: RATE, dir }));
       if (tachyon) rows.push(recordWithTachyon(pyp, program, { blocking: true, seconds: SECONDS, rateHz: RATE, dir }));
       const after = baseline(py, program, SECONDS);
-      const base = (before + after) / 2;
+      const base = (before.rounds + after.rounds) / 2;
       for (const r of rows) {
         const gap = r === blocking ? null : largestGap(r.shares, blocking.shares);
         console.log(

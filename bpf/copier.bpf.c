@@ -471,8 +471,10 @@ int copy_at_tick(struct bpf_perf_event_data *ctx) {
   *(__u32 *)&s->b[4] = regions;
   __u32 size = used;
   asm volatile("" : "+r"(size));
-  /* (never past WHOLE, as the parts are bounded; a record that were would be counted lost) */
-  if (size > WHOLE || bpf_ringbuf_output(&records, s->b, size, 0) != 0) {
+  /* (never past WHOLE, as the parts are bounded; a record that were would be counted lost. No
+   * wake-up: the recorder reads the ring's memory at its ticks and never waits on it — a wake-up
+   * is an interrupt queued on the target's CPU at each record) */
+  if (size > WHOLE || bpf_ringbuf_output(&records, s->b, size, BPF_RB_NO_WAKEUP) != 0) {
     __u64 *n = bpf_map_lookup_elem(&lost, &zero);
     if (n) __sync_fetch_and_add(n, 1);
   }

@@ -42,14 +42,22 @@ export interface Recording {
   shares: Shares;
   /** work the program got done (its "rounds" line) */
   rounds: number;
+  /** its rate of rounds in the second half of its run, per second (its "late" figure) */
+  late: number;
+}
+
+/** What a program's output line says it got done: its rounds, and its rate of them a second in the second half of its run. */
+export interface Work {
+  rounds: number;
+  late: number;
 }
 
 const fnKey = (qualname: string, filename: string): string => `${qualname} (${path.basename(filename)})`;
 
-function roundsOf(stdout: string): number {
-  const m = /"rounds": (\d+)/.exec(stdout);
+function workOf(stdout: string): Work {
+  const m = /"rounds": (\d+).*"late": ([\d.]+)/.exec(stdout);
   if (!m) throw new Error(`no rounds line in the program's output: ${stdout.slice(-300)}`);
-  return Number(m[1]);
+  return { rounds: Number(m[1]), late: Number(m[2]) };
 }
 
 interface ReportJson {
@@ -72,11 +80,11 @@ export function sharesOfReport(rep: ReportJson): Shares {
   return shares;
 }
 
-/** Run the program unprofiled: its rounds in `seconds`. */
-export function baseline(py: string, program: RealProgram, seconds: number): number {
+/** Run the program unprofiled: the work it got done in `seconds`. */
+export function baseline(py: string, program: RealProgram, seconds: number): Work {
   const r = spawnSync(py, [program.script, String(seconds)], { encoding: 'utf8', timeout: 120_000 });
   if (r.status !== 0) throw new Error(`${program.name} failed: ${r.stderr}`);
-  return roundsOf(r.stdout);
+  return workOf(r.stdout);
 }
 
 /**
@@ -110,7 +118,7 @@ export async function recordWithPyunwind(
     stopped: json.metadata.recording.stopped,
     stoppedTime: Number(/stopped ([\d.]+)% of the time/.exec(err)?.[1] ?? NaN),
     shares: sharesOfReport(json),
-    rounds: roundsOf(out),
+    ...workOf(out),
   };
 }
 
@@ -151,7 +159,7 @@ export function recordWithTachyon(py: string, program: RealProgram, options: { b
     stopped: options.blocking ? attempted : 0,
     stoppedTime: null,
     shares,
-    rounds: roundsOf(r.stdout),
+    ...workOf(r.stdout),
   };
 }
 

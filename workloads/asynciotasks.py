@@ -18,8 +18,9 @@ compute tasks:
 
 Every task yields with `await asyncio.sleep(0)` every fraction of a millisecond, so the
 profile also has the event loop's own frames (BaseEventLoop._run_once, Handle._run, the
-Task steps, Queue.get/put). At the end it prints one JSON line {"rounds": N, "check": C} and
-flushes (C: a checksum of the results). No files are written.
+Task steps, Queue.get/put). At the end it prints one JSON line {"rounds": N, "check": C,
+"late": R} and flushes (C: a checksum of the results; R: rounds a second in the second half of
+the run). No files are written.
 
 Runs unchanged on CPython 3.11-3.15.
 """
@@ -285,17 +286,23 @@ async def one_round(seed):
 async def run(seconds):
     clock = time.perf_counter
     end = clock() + seconds
+    # (the rate of rounds in the second half: what a recorder started with the program costs it
+    # once started, apart from its start)
+    half = end - seconds / 2
+    late = None
     rounds = 0
     check = 0
     while clock() < end:
         check ^= await one_round(rounds)
         rounds += 1
-    return rounds, check
+        if late is None and clock() >= half:
+            late = (rounds, clock())
+    return rounds, check, (rounds - late[0]) / (clock() - late[1]) if late and clock() > late[1] else 0.0
 
 
 def main(seconds):
-    rounds, check = asyncio.run(run(seconds))
-    print('{"rounds": %d, "check": %d}' % (rounds, check))
+    rounds, check, late = asyncio.run(run(seconds))
+    print('{"rounds": %d, "check": %d, "late": %.3f}' % (rounds, check, late))
     sys.stdout.flush()
 
 

@@ -19,7 +19,8 @@ random.Random(seed):
 
 A round is one batch of 16 jobs (four of each kind), each lasting 5-15 ms of CPU. Every job
 returns a small deterministic result; the main thread folds them into a checksum. No files are
-written. At the end it prints one JSON line {"rounds": N, "check": C} and flushes.
+written. At the end it prints one JSON line {"rounds": N, "check": C, "late": R} and flushes
+(R: rounds a second in the second half of the run).
 
 In wall-clock samples of all threads, the main thread's Condition.wait takes a fifth (one
 thread of five) and the workers' _worker (idle in get(), or waiting for the GIL on return from
@@ -212,13 +213,19 @@ def run_batch(pool, batch):
 def main(seconds):
     clock = time.perf_counter
     end = clock() + seconds
+    # (the rate of rounds in the second half: what a recorder started with the program costs it
+    # once started, apart from its start)
+    half = end - seconds / 2
+    late = None
     rounds = 0
     check = 0
     with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
         while clock() < end:
             check ^= run_batch(pool, rounds)
             rounds += 1
-    print('{"rounds": %d, "check": %d}' % (rounds, check))
+            if late is None and clock() >= half:
+                late = (rounds, clock())
+    print('{"rounds": %d, "check": %d, "late": %.3f}' % (rounds, check, (rounds - late[0]) / (clock() - late[1]) if late and clock() > late[1] else 0.0))
     sys.stdout.flush()
 
 

@@ -347,6 +347,8 @@ export function walkOne(tstate: u64, frames: u32): void {
   let last: u64 = 0;
   let lastOwner: u32 = 0xffffffff;
   let lastIsEntry: u32 = 0;
+  // 3.11, in an eval loop called from C: its entry frame not met yet
+  let entryPending = enteredFrom != 0;
   // 1 when C code lies between the last Python frame and the next one: an entry frame (3.12+:
   // owned by the C stack / the interpreter) was visited since, or (3.11) that frame is_entry
   let throughC: u32 = 0;
@@ -458,6 +460,19 @@ export function walkOne(tstate: u64, frames: u32): void {
       // (its caller's flag then depends on more than the frame: no splice onto an older walk)
       spliceOld = 0;
     }
+    // 3.11: the running eval loop's entry frame leads to the calling loop's current frame (see
+    // the reference walker): a walk whose first entry frame does not is of no one moment
+    if (lastIsEntry != 0 && entryPending) {
+      entryPending = false;
+      if (prev != enteredFrom) {
+        outStatus = INCOMPLETE;
+        outFail = frame;
+        outVisited = visited;
+        outLast = last;
+        outFrames = pyCount;
+        return;
+      }
+    }
     // (a function of this frame alone, so a walk spliced onto an older one after it agrees)
     throughC = ownerIn(ownerPython, owner) ? (lastIsEntry != 0 ? FRAME_CALLS_THROUGH_C : 0) : FRAME_CALLS_THROUGH_C;
     visited++;
@@ -467,7 +482,9 @@ export function walkOne(tstate: u64, frames: u32): void {
       store<u32>(t, f, TRACE_BYTES_AT);
       store<u32>(t, pyCount, TRACE_PY);
     }
-    if (spliceOld != 0) {
+    // (no splice onto an older walk before the entry frame is checked: that walk's was checked
+    // against its own calling loop)
+    if (spliceOld != 0 && !entryPending) {
       const hi = spliceFrom + SPLICE_WINDOW < spliceCount ? spliceFrom + SPLICE_WINDOW : spliceCount;
       let at: u32 = NO_SPLICE;
       for (let j = spliceFrom; j < hi; j++) {

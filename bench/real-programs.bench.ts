@@ -1,6 +1,6 @@
 // The real-program suite side by side: each program of workloads/ (see
 // harness/real-programs.ts) recorded by pyunwind in its default mode, with --blocking and,
-// where the recorder can load its BPF program (root, dist/bpf/copier.bpf.o; 3.13+), with --copy
+// where the recorder can load its BPF program (root, dist/bpf/copier.bpf.o), with --copy
 // interrupt, and — on 3.15 — by CPython's own profiler with --blocking (exact), one after the other on one
 // machine. Per program: samples, rejected %, copied stopped %, target slowdown against
 // unprofiled runs, and the largest per-function gap of self share against pyunwind --blocking.
@@ -30,7 +30,7 @@ const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pyunwind-programs-'));
 
 const pct = (n: number, d: number): string => (d ? `${((100 * n) / d).toFixed(1)} %` : '–');
 
-/** copies at the interrupt can be recorded here (the Python must be 3.13+ too) */
+/** copies at the interrupt can be recorded here */
 const interrupt = process.getuid?.() === 0 && fs.existsSync('dist/bpf/copier.bpf.o');
 
 async function main(): Promise<void> {

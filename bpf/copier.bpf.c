@@ -15,14 +15,15 @@
 //   code objects it reads later are the ones the frames held at the tick, and whether its
 //   garbage collector was running (3.13+: a `<GC>` frame above a thread holding the GIL);
 // - the header of each frame of the chain (`current_frame` → `previous`) that lies outside those
-//   (a generator's frame, an entry frame on the C stack), up to MAX_FRAMES frames.
+//   (a generator's frame, an entry frame on the C stack), up to MAX_FRAMES frames;
+// - 3.11, 3.12: the running eval loop's _PyCFrame, through which the thread state reaches its
+//   current frame (and, 3.11, the calling loop's: which frame the running one was entered with).
 // - with native stacks asked for (`native_stack`): the thread's user registers (rip, rsp, rbp, as
 //   it will resume: saved on its kernel stack at the interrupt or system call) and its native
 //   stack from just below rsp (the red zone) up to the end of rsp's mapping, at most
 //   `native_stack` bytes — as record --native copies a stopped thread's.
 // A full ring buffer drops the record and counts it (`lost`): a missed tick is counted, never a
-// silent gap. CPython 3.13+ (3.11/3.12 reach the current frame through a C-stack cframe: not
-// copied here yet).
+// silent gap. CPython 3.11+ on 64-bit Linux.
 //
 // Built with clang's BPF target (scripts/build-bpf.sh), loaded through libbpf
 // (src/record/linux/kernel-copier.ts). bpf_probe_read_user needs a GPL-compatible license.
@@ -79,7 +80,24 @@ struct config {
   __u32 gil_pointer;
   __u32 gil_from;
   __u32 gil_length;
+  /** 3.11, 3.12: the thread state's `current_frame` field (above) is its `cframe` pointer, to
+   * the running eval loop's _PyCFrame (on the C stack, or the root one inside the thread
+   * state), whose current_frame is the frame: that field's offset in it (NO_CFRAME: 3.13+, the
+   * frame is in the thread state), of its `previous`, and the bytes of it copied; `outer_cframe`
+   * (3.11): the calling eval loop's _PyCFrame copied too, through its current_frame (the frame
+   * the running loop was entered with) */
+  __u32 cframe_current;
+  __u32 cframe_previous;
+  __u32 cframe_length;
+  __u32 outer_cframe;
+  /** 3.11: the one GIL is in _PyRuntime, at this address (low and high words; 0: reached through
+   * `gil_pointer` in the interpreter state, or not copied) */
+  __u32 gil_address_lo;
+  __u32 gil_address_hi;
 };
+
+#define NO_CFRAME 0xffffffff
+#define MAX_CFRAME 64
 
 /** a record is built here first: SCRATCH bytes of regions, the last one at most MAX_REGION long
  * (256 KiB: the thread state, ~15 chunks of a deep recursion, the headers of frames outside);
@@ -414,6 +432,29 @@ int copy_at_tick(struct bpf_perf_event_data *ctx) {
     __u64 chunk = field(s, at, c->datastack_chunk);
     __u64 top = field(s, at, c->datastack_top);
     __u64 interp = field(s, at, c->tstate_interp);
+    /* 3.11, 3.12: `frame` is the thread state's cframe pointer; the frame is its current_frame.
+     * A _PyCFrame inside the thread state (root_cframe) is in its copy already */
+    if (c->cframe_current != NO_CFRAME && c->cframe_length <= MAX_CFRAME && c->cframe_current <= MAX_CFRAME - 8 && frame) {
+      __u64 cframe = frame;
+      frame = 0;
+      if (!(cframe >= tstate && cframe + c->cframe_length <= tstate + tsize)) {
+        __u32 next = append(s, used, cframe, c->cframe_length);
+        if (next) {
+          used = next;
+          regions++;
+        }
+      }
+      bpf_probe_read_user(&frame, 8, (const void *)(cframe + c->cframe_current));
+      __u64 outer = 0;
+      if (c->outer_cframe && c->cframe_previous <= MAX_CFRAME - 8 && bpf_probe_read_user(&outer, 8, (const void *)(cframe + c->cframe_previous)) == 0 && outer &&
+          !(outer >= tstate && outer + c->cframe_current + 8 <= tstate + tsize)) {
+        __u32 next = append(s, used, outer, c->cframe_current + 8);
+        if (next) {
+          used = next;
+          regions++;
+        }
+      }
+    }
     if (c->interp_generation && interp) {
       __u32 next = append(s, used, interp + c->interp_generation, 8);
       if (next) {
@@ -428,10 +469,11 @@ int copy_at_tick(struct bpf_perf_event_data *ctx) {
         regions++;
       }
     }
-    /* which thread holds the GIL, at the tick (3.13, 3.14: not in the thread state) */
-    if (c->gil_pointer && interp && c->gil_length && c->gil_length <= 64) {
-      __u64 gil = 0;
-      if (bpf_probe_read_user(&gil, 8, (const void *)(interp + c->gil_pointer)) == 0 && gil) {
+    /* which thread holds the GIL, at the tick (3.11-3.14: not in the thread state) */
+    __u64 gil_address = ((__u64)c->gil_address_hi << 32) | c->gil_address_lo;
+    if ((gil_address || (c->gil_pointer && interp)) && c->gil_length && c->gil_length <= 64) {
+      __u64 gil = gil_address;
+      if (gil || (bpf_probe_read_user(&gil, 8, (const void *)(interp + c->gil_pointer)) == 0 && gil)) {
         __u32 next = append_flagged(s, used, gil + c->gil_from, c->gil_length, REGION_GIL);
         if (next) {
           used = next;

@@ -1,5 +1,5 @@
 // npm run churn: the consistency soak. Records workloads/churn.py — shapes and thread counts
-// taking turns — on each Debian CPython 3.13+ in each copy mode until a million samples (or
+// taking turns — on each Debian CPython 3.13+ (or the interpreters named) in each copy mode until a million samples (or
 // --samples) were accepted, and judges every accepted stack against the stacks the program
 // says it can have. Prints each recording as it ends, then a table: samples, rejected, the
 // impossible stacks and their rate, the share of copies made with the target stopped and of its
@@ -96,7 +96,6 @@ async function run(pythons: ReturnType<typeof nativeInterpreters>, modes: ModeNa
       for (const name of modes) {
         const mode = MODES[name];
         if (mode.readOnly && !anchor) continue; // the same as optimistic there
-        if (mode.copy === 'interrupt' && Number(/3\.(\d+)/.exec(py.label)?.[1] ?? 0) < 13) continue; // (3.13+)
         const exact = mode.copy !== 'optimistic' || (anchor && !mode.readOnly);
         const t: Total = { version: py.label, mode: name, exact, recordings: 0, attempted: 0, accepted: 0, impossible: 0, stoppedCopies: 0, stoppedTime: 0, seconds: 0, examples: new Map() };
         totals.push(t);

@@ -4,6 +4,11 @@
 // then tells the entry by the calling eval loop's _PyCFrame (cframe->previous), whose current
 // frame is the callee's caller. Built here byte by byte on the 3.11 x86_64 layout, through
 // both walkers (they must agree).
+//
+// The other side of that window, caught at the interrupt (record --copy interrupt): the new
+// loop has marked the callee an entry and made it current, but not yet linked it to its caller
+// (`previous` still 0) — a one-frame stack that looked whole. The running loop's first entry
+// frame must lead to the calling loop's current frame; a walk whose does not is rejected.
 import { describe, expect, it } from 'vitest';
 import { builtinLayout } from '../src/layout/builtin.js';
 import { walkParams } from '../src/layout/walk-params.js';
@@ -27,12 +32,12 @@ function put(b: Uint8Array, at: number, v: bigint): void {
  * <module> (is_entry) → caller → callee on the data stack, the callee's is_entry as given; the
  * calling eval loop's current frame `entered` (null: no calling eval loop read).
  */
-function sample(calleeIsEntry: boolean, entered: 'caller' | 'module' | null): WalkSample {
+function sample(calleeIsEntry: boolean, entered: 'caller' | 'module' | null, calleeLinked = true): WalkSample {
   const frames = [CHUNK, CHUNK + 0x100n, CHUNK + 0x200n];
   const chunk = new Uint8Array(0x300);
   frames.forEach((f, i) => {
     const at = Number(f - CHUNK);
-    put(chunk, at + L.frame.previous, i === 0 ? 0n : frames[i - 1]!);
+    put(chunk, at + L.frame.previous, i === 0 || (i === 2 && !calleeLinked) ? 0n : frames[i - 1]!);
     put(chunk, at + L.frame.executable, CODE);
     put(chunk, at + L.frame.instrPtr, CODE + 0xb8n + BigInt(2 * i));
     chunk[at + L.frame.owner] = L.owners.thread;
@@ -69,11 +74,23 @@ describe('3.11: a frame C code has just called, before its eval loop sets is_ent
     expect(through(sample(true, 'caller'))).toEqual([false, true, false]);
     // the window: is_entry not set yet, the calling eval loop tells
     expect(through(sample(false, 'caller'))).toEqual([false, true, false]);
-    // a Python call: the calling eval loop is further out. (Its current frame, <module>, is the
-    // caller's previous: the rule takes only the current frame — a deeper frame's is_entry was
-    // set before it called anything.)
-    expect(through(sample(false, 'module'))).toEqual([false, false, false]);
     // no calling eval loop read (older captures): is_entry alone
     expect(through(sample(false, null))).toEqual([false, false, false]);
+  });
+
+  it('an entry frame not yet linked to the calling eval loop’s current frame is of no one moment', async () => {
+    const walker = await checkedWalker();
+    const status = (s: WalkSample): string => walker.walk(P, [code], [s])[0]!.status;
+    // marked an entry and made current, `previous` not yet set: the callee alone looked whole
+    expect(status(sample(true, 'caller', false))).toBe('incomplete');
+    // linked: whole
+    expect(status(sample(true, 'caller'))).toBe('complete-unverifiable');
+    // the first entry frame on the chain (<module>, previous 0) does not lead to the calling
+    // loop's current frame (<module> itself): frames of different loops glued together (the
+    // rule looks only at the current frame for an unset is_entry — a deeper frame's was set
+    // before it called anything)
+    expect(status(sample(false, 'module'))).toBe('incomplete');
+    // no calling eval loop read (older captures): not checked
+    expect(status(sample(true, null, false))).toBe('complete-unverifiable');
   });
 });

@@ -8,7 +8,7 @@
 // - almost every sample shows native frames (the rest are counted, never shown);
 // - in pprof, its functions' locations are in its mapping, which has its build id;
 // - top --native shows them live.
-// With --copy interrupt (3.13+, where the kernel copies can be made): the same, the running
+// With --copy interrupt: the same, the running
 // thread's registers and stack copied in the kernel at the tick, and nothing stopped; and a
 // thread that naps in time.sleep beside it — copied by the recorder while it stays off its CPU,
 // from the registers the kernel saw it leave its CPU with — shows C frames down to libc below

@@ -1,5 +1,5 @@
 // record --copy interrupt (bpf/copier.bpf.c, src/record/copy/kernel-samples.ts), through the CLI
-// as a user runs it, on every native interpreter of 3.13+:
+// as a user runs it, on every native interpreter (3.11+):
 // - a program with five threads — two spinning through a generator (running, taking turns at
 //   the GIL), one hashing with the GIL released (running in C), one napping (off its CPU), one
 //   making a new function every 20 ms and running it (code objects that the kernel's copies
@@ -21,7 +21,6 @@
 // - Python making a system call every ~100 µs: the call's share of the samples is at most 2
 //   points above the share of its time the program measures for it, and not none
 //   (--blocking's logged beside: 3-10 times it);
-// - 3.11/3.12: refused in one line, and no capture file is left;
 // - without root's capabilities: the one line that says what is needed, exit 1, no file (and
 //   the default mode's recording then says nothing of --copy interrupt); a rate above 10 kHz:
 //   refused in one line;
@@ -34,7 +33,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { nativeInterpreters } from '../harness/interpreters.js';
-import { cannotTryKernelCopies, minorOf, programsOf, stillLoaded, startPython } from './helpers/bpf.js';
+import { cannotTryKernelCopies, programsOf, stillLoaded, startPython } from './helpers/bpf.js';
 import { cannotRun, skipTest } from './helpers/coverage.js';
 import { waitUntil } from './helpers/wait.js';
 
@@ -170,18 +169,6 @@ describe.each(nativeInterpreters())('record --copy interrupt, $label', (py) => {
     cannotRun('record-interrupt', py.label, py.missing!);
     return;
   }
-  if (minorOf(py.label) < 13) {
-    it('refused in one line, and no capture is written', async () => {
-      const { child } = await start(py.command, 'import sys; print("up", flush=True); sys.stdin.read()');
-      const file = path.join(dir, `refused-${py.label}.pyuw`);
-      const r = pyunwind(['record', '--copy', 'interrupt', '-d', '1', '-o', file, '--pid', String(child.pid)]);
-      child.kill('SIGKILL');
-      expect(r.status).toBe(1);
-      expect(r.stderr).toMatch(/^pyunwind record: copies at the interrupt: CPython 3\.13\+ on 64-bit Linux \(3\.1[12]\.\d+ reaches its current frame through a C-stack cframe[^\n]*\n$/);
-      expect(fs.existsSync(file)).toBe(false);
-    });
-    return;
-  }
   it('every thread sampled, running ones in the kernel, the stacks the program reports, nothing stopped', async (ctx) => {
     const why = cannotTryKernelCopies();
     if (why) skipTest(ctx, 'record-interrupt', py.label, why);
@@ -266,7 +253,7 @@ print(t.native_id, flush=True)
 sys.stdin.read()
 `;
 
-describe.each(nativeInterpreters().filter((p) => minorOf(p.label) >= 13))('record --copy interrupt, a waiting thread that moves, $label', (py) => {
+describe.each(nativeInterpreters())('record --copy interrupt, a waiting thread that moves, $label', (py) => {
   if (py.missing) {
     cannotRun('record-interrupt', `${py.label} mover`, py.missing!);
     return;
@@ -330,7 +317,7 @@ while True:
     spent[0] += time.perf_counter() - t0
 `;
 
-describe.each(nativeInterpreters().filter((p) => minorOf(p.label) >= 13))('record --copy interrupt, a system call between stretches of Python, $label', (py) => {
+describe.each(nativeInterpreters())('record --copy interrupt, a system call between stretches of Python, $label', (py) => {
   if (py.missing) {
     cannotRun('record-interrupt', `${py.label} syscalls`, py.missing!);
     return;
@@ -389,9 +376,9 @@ describe.each(nativeInterpreters().filter((p) => minorOf(p.label) >= 13))('recor
 });
 
 describe('record --copy interrupt: the rights, and nothing left behind', () => {
-  const py = nativeInterpreters().find((p) => !p.missing && minorOf(p.label) >= 13);
+  const py = nativeInterpreters().find((p) => !p.missing);
   if (!py) {
-    cannotRun('record-interrupt', 'rights and cleanup', 'no native interpreter of 3.13+');
+    cannotRun('record-interrupt', 'rights and cleanup', 'no native interpreter');
     return;
   }
   it('without root’s capabilities: one line saying what is needed, and no capture', async (ctx) => {

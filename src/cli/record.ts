@@ -35,7 +35,7 @@ Options:
                          with the thread stopped), blocking (stop every running thread),
                          optimistic (never stops: torn — kept if its readings agree where
                          there is no anchor, before 3.15 or --read-only: not exact),
-                         interrupt (3.13+, root or CAP_BPF+CAP_PERFMON, up to 10 kHz: a
+                         interrupt (root or CAP_BPF+CAP_PERFMON, up to 10 kHz: a
                          running thread is copied in the kernel at the timer's interrupt,
                          never stopped)
       --blocking         same as --copy blocking

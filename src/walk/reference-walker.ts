@@ -113,6 +113,8 @@ function walkOne(p: WalkParams, codes: Map<bigint, CodeRange>, sample: WalkSampl
   const tagMask = BigInt(p.tagMask);
   let lastOwner = -1;
   let lastIsEntry = 0;
+  // 3.11, in an eval loop called from C: its entry frame not met yet
+  let entryPending = enteredFrom !== 0n;
   // C code lies between the last Python frame and the next one (see WalkFrame.callsThroughC)
   let throughC = false;
   let tortoise = frame;
@@ -166,6 +168,15 @@ function walkOne(p: WalkParams, codes: Map<bigint, CodeRange>, sample: WalkSampl
     // then does the new eval loop set is_entry. A current frame whose caller is the calling
     // eval loop's current frame is that entry, in that window too.
     if (lastIsEntry === 0 && visited === 0 && enteredFrom !== 0n && prev === enteredFrom && inMask(p.ownerPythonMask, owner)) lastIsEntry = 1;
+    // 3.11: the running eval loop's entry frame leads to the calling loop's current frame. The
+    // loop marks it an entry and makes it current before it links it there (the compiler orders
+    // those stores as it likes: seen at the interrupt, an entry frame whose `previous` is still
+    // 0); and a _PyCFrame caught before its current frame is set points at a stale one. A walk
+    // whose first entry frame does not lead there is of no one moment.
+    if (lastIsEntry !== 0 && entryPending) {
+      entryPending = false;
+      if (prev !== enteredFrom) return done(INCOMPLETE, frame);
+    }
     throughC = inMask(p.ownerPythonMask, owner) ? lastIsEntry !== 0 : true;
     visited++;
     frame = prev;

@@ -9,12 +9,9 @@ import type { Interpreter } from '../../harness/interpreters.js';
 /** The minor version an interpreter's label names ("debian-3.13" → 13). */
 export const minorOf = (label: string): number => Number(/3\.(\d+)/.exec(label)?.[1]);
 
-/**
- * Each interpreter once as it is, and again — those 3.13+, whose frames the kernel's program
- * reaches — with copies at the interrupt: the cases of a test run both ways.
- */
+/** Each interpreter once as it is, and again with copies at the interrupt: the cases of a test run both ways. */
 export function withInterruptCases(interpreters: readonly Interpreter[]): { py: Interpreter; interrupt: boolean }[] {
-  return [...interpreters.map((py) => ({ py, interrupt: false })), ...interpreters.filter((py) => minorOf(py.label) >= 13).map((py) => ({ py, interrupt: true }))];
+  return [...interpreters.map((py) => ({ py, interrupt: false })), ...interpreters.map((py) => ({ py, interrupt: true }))];
 }
 
 /** `bpftool prog show`'s listing, or null where bpftool is not installed. */

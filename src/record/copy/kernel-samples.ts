@@ -154,7 +154,10 @@ export class KernelSamples {
       const top = readPointer(tsb, L.tstate.datastackTop, P);
       const mem = new GrowingMemory([], P);
       for (const region of r.regions) mem.add(region, region !== ts && (region.chunk || region.address + BigInt(region.bytes.length) === top));
-      const frame = readPointer(tsb, L.tstate.currentFrame, P);
+      // (3.11, 3.12: the thread state's pointer is to the running eval loop's _PyCFrame, which
+      // the kernel copied with it, and the frame is its current_frame)
+      const pointer = readPointer(tsb, L.tstate.currentFrame, P);
+      const frame = L.tstate.cframeCurrentFrame === null || pointer === 0n ? pointer : (mem.ptr(pointer + BigInt(L.tstate.cframeCurrentFrame)) ?? 0n);
       const base = L.tstate.baseFrame !== null ? readPointer(tsb, L.tstate.baseFrame, P) : 0n;
       // (what the kernel did not copy is not read now: it would be of another moment)
       const chain = followFrames(L, MAX_FRAMES, frame, base, mem, errors, new Map(), () => null);

@@ -560,12 +560,12 @@ function cframeRanges(L: Layout, cache: ThreadCache): Range[] {
 }
 
 /** 3.11 (frames with is_entry): the copy takes the calling eval loop's _PyCFrame too. */
-function readsOuterCframe(L: Layout): boolean {
+export function readsOuterCframe(L: Layout): boolean {
   return L.frame.isEntry !== null && L.tstate.cframeCurrentFrame !== null && L.tstate.cframePrevious !== null;
 }
 
 /** Bytes of a _PyCFrame to copy: through current_frame, and through previous where that is read. */
-function cframeLength(L: Layout): number {
+export function cframeLength(L: Layout): number {
   const cur = L.tstate.cframeCurrentFrame! + L.pointerSize;
   return readsOuterCframe(L) ? Math.max(cur, L.tstate.cframePrevious! + L.pointerSize) : cur;
 }

@@ -26,6 +26,7 @@ import { RingReader } from './ring-buffer.js';
 import type { NativeCopy } from './native-recorder.js';
 import type { NativeRegisters } from '../../native/unwind.js';
 import type { Region } from '../../capture/types.js';
+import { cframeLength, readsOuterCframe } from '../copy/thread-copy.js';
 
 /** One thread's copy at a tick: its thread state, its frames' memory, as regions. */
 export interface KernelRecord {
@@ -103,6 +104,8 @@ const REGION_CHUNK = 1;
 const REGION_REGISTERS = 2;
 const REGION_NATIVE_STACK = 4;
 const REGION_GIL = 8;
+/** bpf/copier.bpf.c's NO_CFRAME: the current frame is in the thread state (3.13+) */
+const NO_CFRAME = 0xffffffff;
 /** bpf/copier.bpf.c's NATIVE_MAX: the most native stack a record holds */
 export const KERNEL_NATIVE_MAX = 1 << 18;
 const PERF_TYPE_SOFTWARE = 1;
@@ -135,9 +138,9 @@ export function mayLoadKernelCopier(): boolean {
   return has(21n) /* CAP_SYS_ADMIN */ || (has(38n) /* CAP_PERFMON */ && has(39n)) /* CAP_BPF */;
 }
 
-/** Can the program reach this Python's frames: 64-bit, its current frame in the thread state (3.13+; 3.11/3.12 keep it in a C-stack cframe)? */
+/** Can the program reach this Python's frames: a 64-bit one (3.11+, the program's reach)? */
 export function kernelCopiesReach(layout: Layout): boolean {
-  return layout.pointerSize === 8 && layout.tstate.cframeCurrentFrame === null;
+  return layout.pointerSize === 8;
 }
 
 /** Where the built BPF object is: dist/bpf/, beside dist/record/linux/ (or the source tree's dist/). */
@@ -267,10 +270,25 @@ function unmapRing(L: Libs, ring: RingMapping): void {
  * and the span of the GIL's fields to copy — where the thread state does not say whether the
  * thread holds it (3.13, 3.14); zeros otherwise.
  */
+/** struct config's cframe fields (bpf/copier.bpf.c): 3.11/3.12 reach the current frame through the running eval loop's _PyCFrame */
+function cframeConfig(layout: Layout): number[] {
+  const T = layout.tstate;
+  if (T.cframeCurrentFrame === null) return [NO_CFRAME, 0, 0, 0];
+  return [T.cframeCurrentFrame, T.cframePrevious ?? 0, cframeLength(layout), readsOuterCframe(layout) ? 1 : 0];
+}
+
 function gilConfig(layout: Layout): [number, number, number] {
   const G = layout.gil;
-  if (layout.tstate.holdsGil !== null || !G || G.interpPointer === null) return [0, 0, 0];
-  return [G.interpPointer, G.lastHolder, G.switchNumber - G.lastHolder + layout.pointerSize];
+  if (layout.tstate.holdsGil !== null || !G || (G.interpPointer === null && G.runtime === null)) return [0, 0, 0];
+  return [G.interpPointer ?? 0, G.lastHolder, G.switchNumber - G.lastHolder + layout.pointerSize];
+}
+
+/** struct config's gil_address (3.11: the one GIL, in _PyRuntime at `runtimeAddress`), as two words */
+function gilAddressConfig(layout: Layout, runtimeAddress: bigint | undefined): [number, number] {
+  const G = layout.gil;
+  if (layout.tstate.holdsGil !== null || !G || G.runtime === null || runtimeAddress === undefined) return [0, 0];
+  const at = runtimeAddress + BigInt(G.runtime);
+  return [Number(at & 0xffffffffn), Number(at >> 32n)];
 }
 
 export class KernelCopyError extends Error {
@@ -313,10 +331,10 @@ export class KernelCopier {
    * Load the program and attach it to every CPU at `rateHz` for process `pid`, copying
    * `tstateSize` bytes of each thread state. Throws KernelCopyError with one line saying why not.
    */
-  static open(pid: number, options: { rateHz: number; layout: Layout; tstateSize: number; nativeStackBytes?: number; ringBytes?: number }): KernelCopier {
+  static open(pid: number, options: { rateHz: number; layout: Layout; tstateSize: number; nativeStackBytes?: number; ringBytes?: number; runtimeAddress?: bigint }): KernelCopier {
     const layout = options.layout;
     if (!kernelCopiesReach(layout)) {
-      throw new KernelCopyError(`copies at the interrupt: CPython 3.13+ on 64-bit Linux (${formatVersion(layout.version)} reaches its current frame through a C-stack cframe, which the program does not copy yet)`);
+      throw new KernelCopyError(`copies at the interrupt: 64-bit Linux only (${formatVersion(layout.version)} here is ${layout.pointerSize * 8}-bit)`);
     }
     const L = loadLibs();
     if (typeof L === 'string') throw new KernelCopyError(`copies at the interrupt: ${L}`);
@@ -371,7 +389,7 @@ export class KernelCopier {
       const T = layout.tstate;
       const generation = layout.interp.codeObjectGeneration ?? 0;
       const C = layout.chunk;
-      const config = new Uint32Array([pid, options.tstateSize, T.currentFrame, T.datastackChunk, T.datastackTop, layout.frame.previous, layout.frame.size, T.interp, generation, layout.interp.gcCollecting ?? 0, C.previous, C.top, C.data, Math.min(options.nativeStackBytes ?? 0, KERNEL_NATIVE_MAX), ...gilConfig(layout)]);
+      const config = new Uint32Array([pid, options.tstateSize, T.currentFrame, T.datastackChunk, T.datastackTop, layout.frame.previous, layout.frame.size, T.interp, generation, layout.interp.gcCollecting ?? 0, C.previous, C.top, C.data, Math.min(options.nativeStackBytes ?? 0, KERNEL_NATIVE_MAX), ...gilConfig(layout), ...cframeConfig(layout), ...gilAddressConfig(layout, options.runtimeAddress)]);
       if (Number(L.update(fd('config'), new Uint32Array([0]), config, 0)) !== 0) throw new KernelCopyError('copies at the interrupt: cannot configure the BPF program');
       // the context switches of the target's threads: which is on a CPU (KernelCopier.watch)
       const switches = L.attachAuto(L.findProgram(object, 'on_switch'));

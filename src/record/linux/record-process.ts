@@ -153,8 +153,8 @@ export interface RecordProcessResult {
   /** with `subprocesses`: what looking for descendants cost the recorder (polls made, time they took) */
   watching?: { polls: number; micros: number; viaChildrenFiles: boolean };
   /**
-   * Copies at the interrupt look possible for this recording, made another way (its Python
-   * 3.13+, the BPF program built, the rights to load it, a rate and options that mode takes): a
+   * Copies at the interrupt look possible for this recording, made another way (a 64-bit
+   * Python, the BPF program built, the rights to load it, a rate and options that mode takes): a
    * CLI that stopped the target much then says so (a hint, never a choice made for the user).
    */
   interruptPossible: boolean;
@@ -181,9 +181,9 @@ export const FACT_MISSING: Readonly<Record<SamplingMode, string>> = {
 /** Largest rate a recording may ask for. */
 export const MAX_RATE_HZ = 100_000;
 
-/** Is which thread holds the GIL copied at the interrupt's tick: in the thread state (3.15+), or the GIL's fields through the interpreter's pointer (3.12+)? */
+/** Is which thread holds the GIL copied at the interrupt's tick: in the thread state (3.15+), or the GIL's fields — through the interpreter's pointer (3.12+), or in _PyRuntime (3.11)? */
 function gilAtTick(layout: Layout): boolean {
-  return layout.tstate.holdsGil !== null || (layout.gil?.interpPointer ?? null) !== null;
+  return layout.tstate.holdsGil !== null || (layout.gil?.interpPointer ?? null) !== null || (layout.gil?.runtime ?? null) !== null;
 }
 
 /**
@@ -193,7 +193,7 @@ function gilAtTick(layout: Layout): boolean {
 function openKernelCopier(source: LinuxProcessSource, sampling: SamplingMode, options: { rateHz: number; nativeStackBytes?: number; ringBytes?: number }): KernelCopier {
   if (sampling === 'gil' && !gilAtTick(source.layout)) throw new RangeError(`--mode gil with copy interrupt: which thread holds the GIL cannot be copied at the tick (${source.description})`);
   if (!CpuStates.available(source.pid)) throw new TargetError('unsupported', `${source.description}: copies at the interrupt need the threads' states from /proc, which cannot be read here`);
-  return KernelCopier.open(source.pid, { ...options, layout: source.layout, tstateSize: kernelTstateSize(source) });
+  return KernelCopier.open(source.pid, { ...options, layout: source.layout, tstateSize: kernelTstateSize(source), runtimeAddress: source.runtimeAddress });
 }
 
 /** The ring buffer of a subprocess's copier in the kernel (the main target's: 64 MiB), bytes. */

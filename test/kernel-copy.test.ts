@@ -24,7 +24,7 @@ import { walkParams } from '../src/layout/walk-params.js';
 import type { CodeRecord } from '../src/capture/types.js';
 import { cannotRun, skipTest } from './helpers/coverage.js';
 import { waitUntil } from './helpers/wait.js';
-import { cannotTryKernelCopies as cannotTry, programsOf, stillLoaded, startPython } from './helpers/bpf.js';
+import { cannotTryKernelCopies as cannotTry, minorOf, programsOf, stillLoaded, startPython } from './helpers/bpf.js';
 
 const CHILD = path.resolve('test/helpers/kernel-copy-child.mjs');
 const SPIN = `
@@ -71,7 +71,6 @@ afterAll(() => {
 
 const start = (command: string, program: string, prefix: string[] = []): Promise<{ child: ChildProcess; line: string }> => startPython(command, program, children, prefix);
 
-const minorOf = (label: string): number => Number(/3\.(\d+)/.exec(label)?.[1]);
 
 describe.each(nativeInterpreters())('copies at the interrupt, $label', (py) => {
   if (py.missing) {

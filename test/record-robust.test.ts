@@ -250,6 +250,7 @@ describe('record → report on a live interpreter', () => {
     // one line), the others give a recording of no tick or a few
     for (const p of nativeInterpreters().filter((q) => !q.missing)) {
       const r = spawnSync(process.execPath, [BIN, 'record', '-o', path.join(dir, `pass-${p.label}.pyuw`), '--', p.command, '-c', 'pass'], { encoding: 'utf8', timeout: 60_000 });
+      // (the summary, last: no hint of --copy interrupt follows a recording this short)
       const line = r.stderr.trim().split('\n').pop()!;
       if (r.status !== 0) {
         expect(line, p.label).toMatch(/exited \(0\) before it could be recorded/);

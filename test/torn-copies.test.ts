@@ -112,13 +112,16 @@ describe.each(nativeInterpreters())('torn copies from real memory, $label', (py)
       {
         name: 'previous zeroed in the generator frame',
         snapshot: withRegions(A, patch(regionsA, genFrame + prevOffset, zero)),
-        // 3.11 marks a generator resumed from C as an entry frame: a chain ending there looks whole
-        caughtBy: ['base-frame', 'entry-frame'],
+        // 3.11 marks a generator resumed from C as an entry frame, and a chain ending there would
+        // look whole; but the entry frame of the loop next() entered must lead to the calling
+        // loop's current frame (its _PyCFrame is copied), and this one leads nowhere
+        caughtBy: ['base-frame', 'entry-frame', 'is-entry-flag'],
       },
       {
         name: 'generator frame copied after the generator was suspended',
         snapshot: withRegions(A, patch(regionsA, genFrame, genAtB)),
-        caughtBy: ['base-frame', 'entry-frame'],
+        // (3.11: the same, its previous is NULL)
+        caughtBy: ['base-frame', 'entry-frame', 'is-entry-flag'],
       },
       {
         name: 'thread state of moment A with the chunks and frames of moment B',

@@ -202,7 +202,7 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
   );
   if (subprocesses) err(subprocessSummary(result, values.output, command.length ? command : commandLine(result.pid), copy === 'interrupt'));
   // (a target stopped for much of its time, where the mode that never stops it could run)
-  if (measured && result.interruptPossible && result.stoppedMicros >= STOPPED_HINT * stats.elapsedMs * 1000) {
+  if (measured && stats.elapsedMs >= HINT_AFTER_MS && result.interruptPossible && result.stoppedMicros >= STOPPED_HINT * stats.elapsedMs * 1000) {
     err(`pyunwind: the target was stopped ${percent(Math.min(result.stoppedMicros, stats.elapsedMs * 1000), stats.elapsedMs * 1000)} of its time; --copy interrupt would copy its running threads in the kernel instead, never stopping it (docs/recording.md)\n`);
   }
   return 0;
@@ -210,6 +210,8 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
 
 /** A target stopped for at least this share of its time is told of --copy interrupt, where it could run. */
 const STOPPED_HINT = 0.05;
+/** ... in a recording of at least this long (a program that ends at once is stopped mostly while it starts: no hint) */
+const HINT_AFTER_MS = 500;
 
 /** record --subprocesses: one line per process recorded (pid, samples, file, command line), one per descendant not followed, and what looking for them cost. */
 function subprocessSummary(result: RecordProcessResult, output: string, command: string[], interrupt: boolean): string {

@@ -210,7 +210,7 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
 
 /** A target stopped for at least this share of its time is told of --copy interrupt, where it could run. */
 const STOPPED_HINT = 0.05;
-/** ... in a recording of at least this long (a program that ends at once is stopped mostly while it starts: no hint) */
+/** ... and recorded for at least this long, ms (a program that ends at once is stopped mostly while it starts: no hint) */
 const HINT_AFTER_MS = 500;
 
 /** record --subprocesses: one line per process recorded (pid, samples, file, command line), one per descendant not followed, and what looking for them cost. */

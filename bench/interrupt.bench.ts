@@ -81,7 +81,9 @@ async function record(program: (typeof PROGRAMS)[number], rate: number, copy: st
   let err = '';
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
   const recorder = (): number => child.pid!;
-  let last: ProgStats[] = [];
+  // (each program's last reading: the recorder closes them one after the other, and a reading
+  // made between the two closes finds only one)
+  const last = new Map<string, ProgStats>();
   // the recorder's own CPU time (not its target's: /proc/PID/stat utime + stime) over time:
   // [performance.now() ms, clock ticks]
   const cpu: [number, number][] = [];
@@ -93,7 +95,7 @@ async function record(program: (typeof PROGRAMS)[number], rate: number, copy: st
     } catch {
       // not started yet, or ended
     }
-    if (s.length) last = s;
+    for (const p of s) last.set(p.name, p);
     try {
       const f = fs.readFileSync(`/proc/${recorder()}/stat`, 'latin1');
       const rest = f.slice(f.lastIndexOf(')') + 2).split(' ');
@@ -120,8 +122,8 @@ async function record(program: (typeof PROGRAMS)[number], rate: number, copy: st
   const s = rep.summary;
   const span = Math.max(1e-9, (s.lastTime - s.firstTime) / 1e6);
   const size = fs.statSync(file).size;
-  const tick = last.find((p) => p.name === 'copy_at_tick');
-  const sw = last.find((p) => p.name === 'on_switch');
+  const tick = last.get('copy_at_tick');
+  const sw = last.get('on_switch');
   const us = (p: ProgStats | undefined, n: number | undefined): string => (p?.run_time_ns !== undefined && n ? (p.run_time_ns / 1000 / n).toFixed(2) : '–');
   return {
     program: program.name,

@@ -27,7 +27,8 @@ export const REAL_PROGRAMS: readonly RealProgram[] = [
 /** Self shares in percent of all trusted samples with a stack, by function (`qualname (file)`). */
 export type Shares = Map<string, number>;
 
-export interface Recording {
+/** A program recorded: what the recording says, and the work the program got done meanwhile. */
+export interface Recording extends Work {
   tool: 'pyunwind' | 'Tachyon';
   mode: string;
   /** samples attempted (pyunwind) or taken + failed (Tachyon) */
@@ -40,10 +41,6 @@ export interface Recording {
   /** share of the recording's time the target was kept stopped, % (pyunwind; Tachyon: null) */
   stoppedTime: number | null;
   shares: Shares;
-  /** work the program got done (its "rounds" line) */
-  rounds: number;
-  /** its rate of rounds in the second half of its run, per second (its "late" figure) */
-  late: number;
 }
 
 /** What a program's output line says it got done: its rounds, and its rate of them a second in the second half of its run. */

@@ -308,7 +308,7 @@ export function walkOne(tstate: u64, frames: u32): void {
   }
   const ts = locOffset;
   let frame: u64 = fieldPtr(ts, tsCurrentFrame);
-  // 3.11: the current frame of the eval loop that called the running one (0: not known)
+  // 3.11, 3.12: the current frame of the eval loop that called the running one (0: not known)
   let enteredFrom: u64 = 0;
   if (cframeCurrent >= 0) {
     // 3.11/3.12: tstate->cframe->current_frame
@@ -347,7 +347,7 @@ export function walkOne(tstate: u64, frames: u32): void {
   let last: u64 = 0;
   let lastOwner: u32 = 0xffffffff;
   let lastIsEntry: u32 = 0;
-  // 3.11, in an eval loop called from C: its entry frame not met yet
+  // 3.11, 3.12, in an eval loop called from C: its entry frame not met yet
   let entryPending = enteredFrom != 0;
   // 1 when C code lies between the last Python frame and the next one: an entry frame (3.12+:
   // owned by the C stack / the interpreter) was visited since, or (3.11) that frame is_entry
@@ -454,15 +454,16 @@ export function walkOne(tstate: u64, frames: u32): void {
     lastIsEntry = frIsEntry >= 0 ? <u32>load<u8>(f + <u32>frIsEntry) : 0;
     // 3.11: a frame C code calls is linked before its eval loop sets is_entry (see the
     // reference walker): the current frame whose caller is the calling eval loop's is that entry
-    if (lastIsEntry == 0 && visited == 0 && enteredFrom != 0 && prev == enteredFrom && ownerIn(ownerPython, owner)) {
+    if (frIsEntry >= 0 && lastIsEntry == 0 && visited == 0 && enteredFrom != 0 && prev == enteredFrom && ownerIn(ownerPython, owner)) {
       lastIsEntry = 1;
       outEnteredByCframe = true;
       // (its caller's flag then depends on more than the frame: no splice onto an older walk)
       spliceOld = 0;
     }
-    // 3.11: the running eval loop's entry frame leads to the calling loop's current frame (see
-    // the reference walker): a walk whose first entry frame does not is of no one moment
-    if (lastIsEntry != 0 && entryPending) {
+    // 3.11, 3.12: the running eval loop's entry frame (3.11: marked is_entry; 3.12: a frame of
+    // its own) leads to the calling loop's current frame (see the reference walker): a walk
+    // whose first entry frame does not is of no one moment
+    if ((frIsEntry >= 0 ? lastIsEntry != 0 : ownerIn(ownerSkip, owner)) && entryPending) {
       entryPending = false;
       if (prev != enteredFrom) {
         outStatus = INCOMPLETE;

@@ -9,6 +9,12 @@
 // loop has marked the callee an entry and made it current, but not yet linked it to its caller
 // (`previous` still 0) — a one-frame stack that looked whole. The running loop's first entry
 // frame must lead to the calling loop's current frame; a walk whose does not is rejected.
+//
+// 3.12 has the same windows with its entry frames as frames of their own (owned by the C stack,
+// in the eval loop's C frame): the loop points the thread state at its _PyCFrame, then links
+// its entry frame to the calling loop's current frame, then the callee to the entry frame, then
+// makes the callee current — stores the compiler may order otherwise. The same rule holds
+// there, checked on the 3.12 layout below.
 import { describe, expect, it } from 'vitest';
 import { builtinLayout } from '../src/layout/builtin.js';
 import { walkParams } from '../src/layout/walk-params.js';
@@ -92,5 +98,76 @@ describe('3.11: a frame C code has just called, before its eval loop sets is_ent
     expect(status(sample(false, 'module'))).toBe('incomplete');
     // no calling eval loop read (older captures): not checked
     expect(status(sample(true, null, false))).toBe('complete-unverifiable');
+  });
+});
+
+describe('3.12: the running eval loop’s entry frame leads to the calling loop’s current frame', () => {
+  const L12 = builtinLayout(0x030c01f0, 'x86_64');
+  const P12 = walkParams(L12);
+  const E0 = 0x7ff0_2000n; // the outermost eval loop's entry frame (its caller: none)
+  const E1 = 0x7ff0_0100n; // the running loop's, beside its _PyCFrame on the C stack
+  const code12: CodeRange = { address: CODE, bytecodeStart: CODE + 0xc0n, bytecodeEnd: CODE + 0x200n, frameSize: 0 };
+
+  function frame(bytes: Uint8Array, at: number, previous: bigint, owner: number, ip: bigint): void {
+    put(bytes, at + L12.frame.previous, previous);
+    put(bytes, at + L12.frame.executable, CODE);
+    put(bytes, at + L12.frame.instrPtr, ip);
+    bytes[at + L12.frame.owner] = owner;
+  }
+
+  /**
+   * E0 ← <module> ← caller on the data stack, then C code calling the callee through the
+   * running loop: E1 ← callee. `entryLinked`: E1 leads to the caller (else 0, not yet set);
+   * `calleeTo`: what the callee's `previous` holds; `entered`: the calling loop's current frame
+   * as its copied _PyCFrame says (null: not read).
+   */
+  function sample12(entryLinked: boolean, calleeTo: 'entry' | 'caller', entered: 'caller' | 'none' | null): WalkSample {
+    const frames = [CHUNK, CHUNK + 0x100n, CHUNK + 0x200n];
+    const chunk = new Uint8Array(0x300);
+    const ip = (i: number): bigint => CODE + 0xc0n + BigInt(2 * i);
+    frame(chunk, 0, E0, L12.owners.thread, ip(0));
+    frame(chunk, 0x100, frames[0]!, L12.owners.thread, ip(1));
+    frame(chunk, 0x200, calleeTo === 'entry' ? E1 : frames[1]!, L12.owners.thread, ip(2));
+    const e0 = new Uint8Array(L12.frame.size);
+    frame(e0, 0, 0n, L12.owners.cstack, 0n);
+    const e1 = new Uint8Array(L12.frame.size);
+    frame(e1, 0, entryLinked ? frames[1]! : 0n, L12.owners.cstack, 0n);
+    const ts = new Uint8Array(L12.tstate.size);
+    put(ts, L12.tstate.currentFrame, CFRAME);
+    const cframe = new Uint8Array(16);
+    put(cframe, L12.tstate.cframeCurrentFrame!, frames[2]!);
+    const regions: Region[] = [
+      { address: TSTATE, bytes: ts },
+      { address: CHUNK, bytes: chunk },
+      { address: CFRAME, bytes: cframe },
+      { address: E1, bytes: e1 },
+      { address: E0, bytes: e0 },
+    ];
+    if (entered !== null) {
+      put(cframe, L12.tstate.cframePrevious!, OUTER);
+      const outer = new Uint8Array(16);
+      put(outer, L12.tstate.cframeCurrentFrame!, entered === 'caller' ? frames[1]! : 0n);
+      regions.push({ address: OUTER, bytes: outer });
+    }
+    return { threadStateAddress: TSTATE, regions };
+  }
+
+  it('rejects a walk whose first entry frame does not lead to the calling loop’s current frame', async () => {
+    expect(P12.cframePrevious).toBe(8);
+    const walker = await checkedWalker();
+    const walk = (s: WalkSample) => walker.walk(P12, [code12], [s])[0]!;
+    // whole: callee, its entry frame, then the caller's loop down to the outermost entry frame
+    const whole = walk(sample12(true, 'entry', 'caller'));
+    expect(whole.status).toBe('complete-unverifiable');
+    expect(whole.frames.map((f) => f.callsThroughC)).toEqual([false, true, false]);
+    // the entry frame not yet linked to the caller: the callee alone looked whole
+    expect(walk(sample12(false, 'entry', 'caller')).status).toBe('incomplete');
+    // the callee's `previous` not yet set to the entry frame, its old value a frame of the same
+    // place before (a Python call's caller): three frames through no entry of this loop
+    expect(walk(sample12(true, 'caller', 'caller')).status).toBe('incomplete');
+    // the outermost loop (its calling _PyCFrame's current frame none): not checked, as without
+    // the calling loop read
+    expect(walk(sample12(false, 'entry', 'none')).status).toBe('complete-unverifiable');
+    expect(walk(sample12(false, 'entry', null)).status).toBe('complete-unverifiable');
   });
 });

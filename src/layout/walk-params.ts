@@ -63,9 +63,9 @@ export interface WalkParams {
   /** the owner value of frames on the data stack (FRAME_OWNED_BY_THREAD) */
   ownerThread: number;
   /**
-   * 3.11: offset of `previous` inside _PyCFrame, or -1. The calling eval loop's current frame
-   * tells which frame the running eval loop was entered with, while its is_entry is not yet
-   * set (see reference-walker.ts).
+   * 3.11, 3.12: offset of `previous` inside _PyCFrame, or -1. The calling eval loop's current
+   * frame is what the running loop's entry frame leads to (3.11: also which frame it was
+   * entered with, while its is_entry is not yet set; see reference-walker.ts).
    */
   cframePrevious: number;
 }
@@ -95,8 +95,7 @@ export function walkParams(layout: Layout, maxDepth = DEFAULT_MAX_DEPTH): WalkPa
     instrPtrIsPrevious: layout.frame.instrPtrIsPrevious,
     maxDepth,
     ownerThread: layout.owners.thread,
-    // (only where frames carry is_entry: 3.12's entry frames say it themselves)
-    cframePrevious: layout.frame.isEntry !== null && t.cframeCurrentFrame !== null ? (t.cframePrevious ?? -1) : -1,
+    cframePrevious: t.cframeCurrentFrame !== null ? (t.cframePrevious ?? -1) : -1,
   };
 }
 

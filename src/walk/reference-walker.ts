@@ -90,7 +90,7 @@ function walkOne(p: WalkParams, codes: Map<bigint, CodeRange>, sample: WalkSampl
   const ts = mem.locate(tstate, p.tstateNeed);
   if (typeof ts === 'number') return done(NO_THREAD_STATE, tstate);
   let frame = mem.field(ts, p.tstateCurrentFrame);
-  // 3.11: the current frame of the eval loop that called the running one (0n: not known)
+  // 3.11, 3.12: the current frame of the eval loop that called the running one (0n: not known)
   let enteredFrom = 0n;
   if (p.cframeCurrentFrame >= 0) {
     const cframe = frame;
@@ -113,7 +113,7 @@ function walkOne(p: WalkParams, codes: Map<bigint, CodeRange>, sample: WalkSampl
   const tagMask = BigInt(p.tagMask);
   let lastOwner = -1;
   let lastIsEntry = 0;
-  // 3.11, in an eval loop called from C: its entry frame not met yet
+  // 3.11, 3.12, in an eval loop called from C: its entry frame not met yet
   let entryPending = enteredFrom !== 0n;
   // C code lies between the last Python frame and the next one (see WalkFrame.callsThroughC)
   let throughC = false;
@@ -167,13 +167,14 @@ function walkOne(p: WalkParams, codes: Map<bigint, CodeRange>, sample: WalkSampl
     // 3.11: C code calling Python pushes the callee's frame (is_entry 0), links it, and only
     // then does the new eval loop set is_entry. A current frame whose caller is the calling
     // eval loop's current frame is that entry, in that window too.
-    if (lastIsEntry === 0 && visited === 0 && enteredFrom !== 0n && prev === enteredFrom && inMask(p.ownerPythonMask, owner)) lastIsEntry = 1;
-    // 3.11: the running eval loop's entry frame leads to the calling loop's current frame. The
+    if (p.frameIsEntry >= 0 && lastIsEntry === 0 && visited === 0 && enteredFrom !== 0n && prev === enteredFrom && inMask(p.ownerPythonMask, owner)) lastIsEntry = 1;
+    // 3.11, 3.12: the running eval loop's entry frame (3.11: the Python frame it marks is_entry;
+    // 3.12: its own entry frame, on the C stack) leads to the calling loop's current frame. The
     // loop marks it an entry and makes it current before it links it there (the compiler orders
-    // those stores as it likes: seen at the interrupt, an entry frame whose `previous` is still
-    // 0); and a _PyCFrame caught before its current frame is set points at a stale one. A walk
-    // whose first entry frame does not lead there is of no one moment.
-    if (lastIsEntry !== 0 && entryPending) {
+    // those stores as it likes: seen at the interrupt on 3.11, an entry frame whose `previous`
+    // is still 0); and a _PyCFrame caught before its current frame is set points at a stale
+    // one. A walk whose first entry frame does not lead there is of no one moment.
+    if ((p.frameIsEntry >= 0 ? lastIsEntry !== 0 : inMask(p.ownerSkipMask, owner)) && entryPending) {
       entryPending = false;
       if (prev !== enteredFrom) return done(INCOMPLETE, frame);
     }

@@ -190,7 +190,7 @@ export function copyThread(
 
   const cframe = L.tstate.cframeCurrentFrame !== null ? readPointer(ts, L.tstate.currentFrame, P) : 0n;
   let frame = readPointer(ts, L.tstate.currentFrame, P);
-  // 3.11: the calling eval loop's _PyCFrame and its current frame, as copied (0n: none)
+  // 3.11, 3.12: the calling eval loop's _PyCFrame and its current frame, as copied (0n: none)
   let outerCframe = 0n;
   let enteredFrom = 0n;
   /** the _PyCFrame at `address` into the copy, `length` bytes (planned, or read now); false: not readable */
@@ -213,9 +213,9 @@ export function copyThread(
     if (cframe !== 0n) {
       if (!copyCframe(cframe, cframeLength(L))) errors.push(`cframe ${hex(cframe)}: not readable`);
       frame = mem.ptr(cframe + BigInt(L.tstate.cframeCurrentFrame)) ?? 0n;
-      // 3.11: the calling eval loop's _PyCFrame too, whose current frame tells the walk which
-      // frame the running eval loop was entered with (reference-walker.ts); not readable: the
-      // walk goes without it, as before 3.11's cframes were copied
+      // the calling eval loop's _PyCFrame too, whose current frame is what the running loop's
+      // entry frame leads to (reference-walker.ts); not readable: the walk goes without it, as
+      // before those were copied
       const outer = readsOuterCframe(L) ? (mem.ptr(cframe + BigInt(L.tstate.cframePrevious!)) ?? 0n) : 0n;
       cache.outerCframe = outer;
       if (outer !== 0n && copyCframe(outer, L.tstate.cframeCurrentFrame + P)) {
@@ -550,7 +550,7 @@ function codeRanges(ctx: CopyContext, cache: ThreadCache): Range[] {
   return ctx.codes.checkRanges(cache.codes, ctx.layout.interp.codeObjectGeneration === null);
 }
 
-/** The _PyCFrames the previous copy found (3.11/3.12: the running eval loop's; 3.11: the calling one's too), to read with the first read. */
+/** The _PyCFrames the previous copy found (3.11/3.12: the running eval loop's and the calling one's), to read with the first read. */
 function cframeRanges(L: Layout, cache: ThreadCache): Range[] {
   if (L.tstate.cframeCurrentFrame === null) return [];
   const out: Range[] = [];
@@ -559,9 +559,9 @@ function cframeRanges(L: Layout, cache: ThreadCache): Range[] {
   return out;
 }
 
-/** 3.11 (frames with is_entry): the copy takes the calling eval loop's _PyCFrame too. */
+/** 3.11, 3.12 (eval loops with a _PyCFrame each): the copy takes the calling eval loop's _PyCFrame too. */
 export function readsOuterCframe(L: Layout): boolean {
-  return L.frame.isEntry !== null && L.tstate.cframeCurrentFrame !== null && L.tstate.cframePrevious !== null;
+  return L.tstate.cframeCurrentFrame !== null && L.tstate.cframePrevious !== null;
 }
 
 /** Bytes of a _PyCFrame to copy: through current_frame, and through previous where that is read. */

@@ -33,6 +33,8 @@ export interface Paired {
   /** trusted samples with a stack, per mode: what the shares are of */
   stacked: Record<'adaptive' | 'blocking', number>;
   statuses: Map<string, number>;
+  /** the trusted samples with a stack, in time order: each one's mode and leaf function (the key of `shares`) */
+  sequence: { mode: 'adaptive' | 'blocking'; key: string }[];
 }
 
 /**
@@ -93,6 +95,7 @@ export async function samplePaired(py: string, script: string, { samples: wanted
   const samples = { adaptive: 0, blocking: 0 };
   const stacked = { adaptive: 0, blocking: 0 };
   const statuses = new Map<string, number>();
+  const sequence: Paired['sequence'] = [];
   for (const block of reader.blocks()) {
     processor.addCodes(block.codes);
     for (const p of processor.process(block.samples)) {
@@ -104,12 +107,13 @@ export async function samplePaired(py: string, script: string, { samples: wanted
       stacked[mode]++;
       const key = `${leaf.qualname} (${path.basename(leaf.filename)})`;
       shares[mode].set(key, (shares[mode].get(key) ?? 0) + 1);
+      sequence.push({ mode, key });
     }
   }
   for (const mode of ['adaptive', 'blocking'] as const) {
     for (const [k, v] of shares[mode]) shares[mode].set(k, (100 * v) / Math.max(1, stacked[mode]));
   }
-  return { shares, samples, stacked, statuses };
+  return { shares, samples, stacked, statuses, sequence };
 }
 
 

@@ -129,9 +129,9 @@ describe('3.12: the running eval loopâ€™s entry frame leads to the calling loopâ
     frame(chunk, 0x100, frames[0]!, L12.owners.thread, ip(1));
     frame(chunk, 0x200, calleeTo === 'entry' ? E1 : frames[1]!, L12.owners.thread, ip(2));
     const e0 = new Uint8Array(L12.frame.size);
-    frame(e0, 0, 0n, L12.owners.cstack, 0n);
+    frame(e0, 0, 0n, L12.owners.cstack!, 0n);
     const e1 = new Uint8Array(L12.frame.size);
-    frame(e1, 0, entryLinked ? frames[1]! : 0n, L12.owners.cstack, 0n);
+    frame(e1, 0, entryLinked ? frames[1]! : 0n, L12.owners.cstack!, 0n);
     const ts = new Uint8Array(L12.tstate.size);
     put(ts, L12.tstate.currentFrame, CFRAME);
     const cframe = new Uint8Array(16);

@@ -1,0 +1,116 @@
+// What the timer's interrupt costs a program, beside what copying at it costs (record --copy
+// interrupt), measured by the program: workloads/deep.py, pinned to one CPU, counts its rounds of
+// work, and its rate in the second half of its run (once a recorder that started with it is under
+// way) is compared, round by round, between:
+//
+//   unprofiled     the program alone
+//   timer only     `perf record -e cpu-clock -C CPU -c PERIOD`: the kernel's own sampling of that
+//                  CPU at the rate — an interrupt at every tick, nothing of the program copied
+//                  (a row left out where perf is not installed)
+//   interrupt      pyunwind record --copy interrupt at the rate, by pid
+//
+// in ROUNDS rounds, the order turned at each round. A variant's slowdown in a round is
+// 1 − its rate / the unprofiled run's rate; the table gives the median and range over the rounds,
+// and the median as microseconds of the program's CPU per tick (slowdown / rate). How noisy the
+// machine is: the unprofiled runs against each other.
+//
+//   node --import tsx bench/interrupt-cost.bench.ts [SECONDS [RATES [ROUNDS]]]
+//     (defaults 6, 1000,10000, 5; root, the BPF program built: npm run build; Debian's 3.15:
+//     npm run provision)
+//
+// Figures go to docs/validation.md and docs/benchmarks.md with the date and the machine.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+const SECONDS = Number(process.argv[2] ?? 6);
+const RATES = (process.argv[3] ?? '1000,10000').split(',').map(Number);
+const ROUNDS = Number(process.argv[4] ?? 5);
+const PY = path.resolve('.cache/cpython/bin/python3.15');
+const BIN = path.resolve('bin/pyunwind.js');
+/** the CPU the program runs on (the last one: away from where interrupts of devices tend to go) */
+const CPU = os.cpus().length - 1;
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pyunwind-interrupt-cost-'));
+
+type Variant = 'unprofiled' | 'timer only' | 'interrupt';
+
+function exited(child: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', (code) => resolve(code))));
+}
+
+/** The program's second-half rate of rounds, with `beside` started on it (given its pid) and ended after it. */
+async function programRate(beside: ((pid: number) => ChildProcess) | null): Promise<number> {
+  const program = spawn('taskset', ['-c', String(CPU), PY, 'workloads/deep.py', String(SECONDS), '32'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  program.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  const other = beside ? beside(program.pid!) : null;
+  await exited(program);
+  if (other) {
+    if (other.exitCode === null) other.kill('SIGINT');
+    await exited(other);
+  }
+  const line = out.trim().split('\n').pop() ?? '';
+  const late = (JSON.parse(line) as { late?: number }).late;
+  if (!(typeof late === 'number' && late > 0)) throw new Error(`deep.py said ${JSON.stringify(line)}`);
+  return late;
+}
+
+function perfAvailable(): boolean {
+  try {
+    fs.accessSync('/usr/bin/perf', fs.constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function run(variant: Variant, rate: number): Promise<number> {
+  if (variant === 'unprofiled') return programRate(null);
+  if (variant === 'timer only') {
+    // (the period of cpu-clock is in nanoseconds)
+    const period = String(Math.round(1e9 / rate));
+    return programRate(() => spawn('perf', ['record', '-q', '-e', 'cpu-clock', '-C', String(CPU), '-c', period, '-o', path.join(dir, 'perf.data'), '--', 'sleep', String(SECONDS + 5)], { stdio: 'ignore' }));
+  }
+  return programRate((pid) => spawn(process.execPath, [BIN, 'record', '--pid', String(pid), '-o', path.join(dir, 'r.pyuw'), '-r', String(rate), '--copy', 'interrupt', '-q'], { stdio: 'ignore' }));
+}
+
+const median = (xs: readonly number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+const pct = (x: number): string => `${(100 * x).toFixed(1)} %`;
+
+async function main(): Promise<void> {
+  if (!fs.existsSync(PY)) throw new Error(`${PY} is missing: npm run provision`);
+  if (process.getuid?.() !== 0) throw new Error('copy interrupt (and perf on every CPU) needs root');
+  const variants: Variant[] = ['unprofiled', ...(perfAvailable() ? (['timer only'] as const) : []), 'interrupt'];
+  console.log(`# ${new Date().toISOString().slice(0, 10)}, node ${process.version}, ${os.cpus()[0]?.model?.trim()} × ${os.cpus().length}, kernel ${os.release()}; workloads/deep.py on CPU ${CPU}, ${SECONDS} s runs, ${ROUNDS} rounds, second-half rate`);
+  console.log('\n| rate | variant | slowdown, median | range over the rounds | µs of the program a tick (median) |');
+  console.log('|---|---|---|---|---|');
+  for (const rate of RATES) {
+    const got = new Map<Variant, number[]>(variants.map((v) => [v, []]));
+    for (let round = 0; round < ROUNDS; round++) {
+      const order = variants.map((_, k) => variants[(k + round) % variants.length]!);
+      for (const v of order) got.get(v)!.push(await run(v, rate));
+      process.stderr.write(`${rate} Hz round ${round + 1}: ${variants.map((v) => `${v} ${Math.round(got.get(v)!.at(-1)!)}`).join(', ')}\n`);
+    }
+    const base = got.get('unprofiled')!;
+    const noise = base.slice(1).map((b, i) => Math.abs(1 - b / base[i]!));
+    for (const v of variants) {
+      if (v === 'unprofiled') {
+        console.log(`| ${rate} Hz | unprofiled (noise: one run against the next) | ${pct(median(noise))} | ${pct(Math.min(...base) / Math.max(...base) - 1)} … 0 | – |`);
+        continue;
+      }
+      const slow = got.get(v)!.map((r, i) => 1 - r / base[i]!);
+      console.log(`| ${rate} Hz | ${v} | ${pct(median(slow))} | ${pct(Math.min(...slow))} … ${pct(Math.max(...slow))} | ${((median(slow) * 1e6) / rate).toFixed(1)} |`);
+    }
+  }
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+
+main().catch((e: unknown) => {
+  console.error(`interrupt-cost: ${e instanceof Error ? e.message : String(e)}`);
+  process.exit(1);
+});

@@ -8,16 +8,22 @@
 //   its own code, and reads every code object the first time it meets it);
 // - once recording: its rate of rounds in the second half of its run, seconds after the
 //   recorder's start — what sampling costs a program for as long as it is recorded.
+// A mode `timer` runs the program unprofiled under the kernel's own sampling of every CPU at the
+// rate (`perf record -a -e cpu-clock`, where perf is installed): the timer's interrupts alone,
+// nothing of the program copied — what any sampling at the interrupt costs on this machine,
+// beside `interrupt` (it starts with the program: its whole-run measure lacks perf's start).
 // The table gives the median over the rounds and their range. How noisy the machine is, in the
 // same units: the unprofiled runs against each other — the median of |1 − a/b| over
 // consecutive unprofiled runs, and their whole range (max/min − 1). A slowdown within that noise
 // is not told apart from none.
 //
 //   npm run bench:slowdown      (ROUNDS=8 SECONDS=4 RATE=1000 VERSION=3.15
-//                                PROGRAMS=configs,astwalk,recursion,asynciotasks MODES=interrupt,adaptive)
+//                                PROGRAMS=configs,astwalk,recursion,asynciotasks MODES=interrupt,adaptive;
+//                                a mode may be `timer`, above)
 //
 // copy `interrupt` needs root and the BPF program built (npm run build). Figures go to
 // docs/validation.md with the date and the machine.
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -42,6 +48,18 @@ const measures = [
   ['once recording', (w: Work) => w.late],
 ] as const;
 
+/** The program unprofiled, under the kernel's own cpu-clock sampling of every CPU at RATE (perf): the timer's interrupts alone. */
+async function underTimer(py: string, program: (typeof REAL_PROGRAMS)[number]): Promise<Work> {
+  const perf = spawn('perf', ['record', '-q', '-a', '-e', 'cpu-clock', '-c', String(Math.round(1e9 / RATE)), '-o', path.join(dir, 'perf.data'), '--', 'sleep', String(SECONDS + 60)], { stdio: 'ignore' });
+  const ended = new Promise<void>((resolve) => perf.once('exit', () => resolve()));
+  try {
+    return baseline(py, program, SECONDS);
+  } finally {
+    perf.kill('SIGINT');
+    await ended;
+  }
+}
+
 async function main(): Promise<void> {
   const py = path.resolve(`.cache/cpython/bin/python${VERSION}`);
   if (!fs.existsSync(py)) throw new Error(`${py} is missing: STDLIB=1 npm run provision`);
@@ -57,7 +75,8 @@ async function main(): Promise<void> {
     for (let round = 0; round < ROUNDS; round++) {
       const order = runs.map((_, k) => runs[(k + round) % runs.length]!);
       for (const what of order) {
-        const work = what === 'unprofiled' ? baseline(py, program, SECONDS) : await recordWithPyunwind(py, program, { mode: what, seconds: SECONDS, rateHz: RATE, dir });
+        const work =
+          what === 'unprofiled' ? baseline(py, program, SECONDS) : what === 'timer' ? await underTimer(py, program) : await recordWithPyunwind(py, program, { mode: what, seconds: SECONDS, rateHz: RATE, dir });
         got.get(what)!.push({ rounds: work.rounds, late: work.late });
       }
       process.stderr.write(`\r${name}: round ${round + 1} of ${ROUNDS}`);

@@ -19,7 +19,7 @@
 //     npm run provision)
 //
 // Figures go to docs/validation.md and docs/benchmarks.md with the date and the machine.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -56,13 +56,9 @@ async function programRate(beside: ((pid: number) => ChildProcess) | null): Prom
   return late;
 }
 
+/** Does `perf` run here (Debian: linux-perf)? */
 function perfAvailable(): boolean {
-  try {
-    fs.accessSync('/usr/bin/perf', fs.constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
+  return spawnSync('perf', ['--version'], { stdio: 'ignore' }).status === 0;
 }
 
 function run(variant: Variant, rate: number): Promise<number> {
@@ -100,7 +96,8 @@ async function main(): Promise<void> {
     const noise = base.slice(1).map((b, i) => Math.abs(1 - b / base[i]!));
     for (const v of variants) {
       if (v === 'unprofiled') {
-        console.log(`| ${rate} Hz | unprofiled (noise: one run against the next) | ${pct(median(noise))} | ${pct(Math.min(...base) / Math.max(...base) - 1)} … 0 | – |`);
+        // (one round: no noise to tell)
+        console.log(`| ${rate} Hz | unprofiled (noise: one run against the next) | ${noise.length ? pct(median(noise)) : '–'} | ${pct(Math.min(...base) / Math.max(...base) - 1)} … 0 | – |`);
         continue;
       }
       const slow = got.get(v)!.map((r, i) => 1 - r / base[i]!);

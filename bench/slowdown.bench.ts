@@ -23,7 +23,7 @@
 //
 // copy `interrupt` needs root and the BPF program built (npm run build). Figures go to
 // docs/validation.md with the date and the machine.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -64,6 +64,7 @@ async function main(): Promise<void> {
   const py = path.resolve(`.cache/cpython/bin/python${VERSION}`);
   if (!fs.existsSync(py)) throw new Error(`${py} is missing: STDLIB=1 npm run provision`);
   if (MODES.includes('interrupt') && process.getuid?.() !== 0) throw new Error('copy interrupt needs root');
+  if (MODES.includes('timer') && (process.getuid?.() !== 0 || spawnSync('perf', ['--version'], { stdio: 'ignore' }).status !== 0)) throw new Error('mode timer needs root and perf (Debian: linux-perf)');
   console.log(`# ${new Date().toISOString().slice(0, 10)}, node ${process.version}, ${os.cpus()[0]?.model?.trim()} × ${os.cpus().length}, kernel ${os.release()}, CPython ${VERSION} (Debian); ${ROUNDS} rounds of ${SECONDS} s runs at ${RATE} Hz`);
   console.log('\n| program | mode | measure | slowdown, median | range over the rounds | noise: unprofiled vs unprofiled, median (range) |');
   console.log('|---|---|---|---|---|---|');

@@ -19,10 +19,11 @@
 //     npm run provision)
 //
 // Figures go to docs/validation.md and docs/benchmarks.md with the date and the machine.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { median, pct, perfAvailable, startTimer, interruptAndWait } from './timer.js';
 
 const SECONDS = Number(process.argv[2] ?? 6);
 const RATES = (process.argv[3] ?? '1000,10000').split(',').map(Number);
@@ -46,37 +47,19 @@ async function programRate(beside: ((pid: number) => ChildProcess) | null): Prom
   program.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   const other = beside ? beside(program.pid!) : null;
   await exited(program);
-  if (other) {
-    if (other.exitCode === null) other.kill('SIGINT');
-    await exited(other);
-  }
+  // (the recorder ends with its target; perf is interrupted)
+  if (other) await interruptAndWait(other);
   const line = out.trim().split('\n').pop() ?? '';
   const late = (JSON.parse(line) as { late?: number }).late;
   if (!(typeof late === 'number' && late > 0)) throw new Error(`deep.py said ${JSON.stringify(line)}`);
   return late;
 }
 
-/** Does `perf` run here (Debian: linux-perf)? */
-function perfAvailable(): boolean {
-  return spawnSync('perf', ['--version'], { stdio: 'ignore' }).status === 0;
-}
-
 function run(variant: Variant, rate: number): Promise<number> {
   if (variant === 'unprofiled') return programRate(null);
-  if (variant === 'timer only') {
-    // (the period of cpu-clock is in nanoseconds)
-    const period = String(Math.round(1e9 / rate));
-    return programRate(() => spawn('perf', ['record', '-q', '-e', 'cpu-clock', '-C', String(CPU), '-c', period, '-o', path.join(dir, 'perf.data'), '--', 'sleep', String(SECONDS + 5)], { stdio: 'ignore' }));
-  }
+  if (variant === 'timer only') return programRate(() => startTimer(['-C', String(CPU)], rate, path.join(dir, 'perf.data'), SECONDS + 5));
   return programRate((pid) => spawn(process.execPath, [BIN, 'record', '--pid', String(pid), '-o', path.join(dir, 'r.pyuw'), '-r', String(rate), '--copy', 'interrupt', '-q'], { stdio: 'ignore' }));
 }
-
-const median = (xs: readonly number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
-const pct = (x: number): string => `${(100 * x).toFixed(1)} %`;
 
 async function main(): Promise<void> {
   if (!fs.existsSync(PY)) throw new Error(`${PY} is missing: npm run provision`);

@@ -23,11 +23,11 @@
 //
 // copy `interrupt` needs root and the BPF program built (npm run build). Figures go to
 // docs/validation.md with the date and the machine.
-import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { REAL_PROGRAMS, baseline, recordWithPyunwind, type Work } from '../harness/real-programs.js';
+import { median, pct, perfAvailable, startTimer, interruptAndWait } from './timer.js';
 
 const ROUNDS = Number(process.env.ROUNDS ?? 8);
 const SECONDS = Number(process.env.SECONDS ?? 4);
@@ -37,12 +37,6 @@ const PROGRAMS = (process.env.PROGRAMS ?? 'configs,astwalk,recursion,asynciotask
 const MODES = (process.env.MODES ?? 'interrupt,adaptive').split(',');
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pyunwind-slowdown-'));
 
-const median = (xs: readonly number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
-const pct = (x: number): string => `${(100 * x).toFixed(1)} %`;
 const measures = [
   ['whole run', (w: Work) => w.rounds],
   ['once recording', (w: Work) => w.late],
@@ -50,13 +44,11 @@ const measures = [
 
 /** The program unprofiled, under the kernel's own cpu-clock sampling of every CPU at RATE (perf): the timer's interrupts alone. */
 async function underTimer(py: string, program: (typeof REAL_PROGRAMS)[number]): Promise<Work> {
-  const perf = spawn('perf', ['record', '-q', '-a', '-e', 'cpu-clock', '-c', String(Math.round(1e9 / RATE)), '-o', path.join(dir, 'perf.data'), '--', 'sleep', String(SECONDS + 60)], { stdio: 'ignore' });
-  const ended = new Promise<void>((resolve) => perf.once('exit', () => resolve()));
+  const perf = startTimer(['-a'], RATE, path.join(dir, 'perf.data'), SECONDS + 60);
   try {
     return baseline(py, program, SECONDS);
   } finally {
-    perf.kill('SIGINT');
-    await ended;
+    await interruptAndWait(perf);
   }
 }
 
@@ -64,7 +56,7 @@ async function main(): Promise<void> {
   const py = path.resolve(`.cache/cpython/bin/python${VERSION}`);
   if (!fs.existsSync(py)) throw new Error(`${py} is missing: STDLIB=1 npm run provision`);
   if (MODES.includes('interrupt') && process.getuid?.() !== 0) throw new Error('copy interrupt needs root');
-  if (MODES.includes('timer') && (process.getuid?.() !== 0 || spawnSync('perf', ['--version'], { stdio: 'ignore' }).status !== 0)) throw new Error('mode timer needs root and perf (Debian: linux-perf)');
+  if (MODES.includes('timer') && (process.getuid?.() !== 0 || !perfAvailable())) throw new Error('mode timer needs root and perf (Debian: linux-perf)');
   console.log(`# ${new Date().toISOString().slice(0, 10)}, node ${process.version}, ${os.cpus()[0]?.model?.trim()} × ${os.cpus().length}, kernel ${os.release()}, CPython ${VERSION} (Debian); ${ROUNDS} rounds of ${SECONDS} s runs at ${RATE} Hz`);
   console.log('\n| program | mode | measure | slowdown, median | range over the rounds | noise: unprofiled vs unprofiled, median (range) |');
   console.log('|---|---|---|---|---|---|');

@@ -17,6 +17,7 @@
 // there, checked on the 3.12 layout below.
 import { describe, expect, it } from 'vitest';
 import { builtinLayout } from '../src/layout/builtin.js';
+import type { Layout } from '../src/layout/layout.js';
 import { walkParams } from '../src/layout/walk-params.js';
 import type { CodeRange, Region, WalkSample } from '../src/walk/types.js';
 import { checkedWalker } from './helpers/walkers.js';
@@ -35,6 +36,31 @@ function put(b: Uint8Array, at: number, v: bigint): void {
 }
 
 /**
+ * The thread state, pointing at the running eval loop's _PyCFrame (its current frame
+ * `current`), and where `entered` is not null the calling loop's _PyCFrame, whose current frame
+ * it is.
+ */
+function loopRegions(layout: Layout, current: bigint, entered: bigint | null): Region[] {
+  const T = layout.tstate;
+  const length = T.cframePrevious! + 8;
+  const ts = new Uint8Array(T.size);
+  put(ts, T.currentFrame, CFRAME);
+  const cframe = new Uint8Array(length);
+  put(cframe, T.cframeCurrentFrame!, current);
+  const regions: Region[] = [
+    { address: TSTATE, bytes: ts },
+    { address: CFRAME, bytes: cframe },
+  ];
+  if (entered !== null) {
+    put(cframe, T.cframePrevious!, OUTER);
+    const outer = new Uint8Array(length);
+    put(outer, T.cframeCurrentFrame!, entered);
+    regions.push({ address: OUTER, bytes: outer });
+  }
+  return regions;
+}
+
+/**
  * <module> (is_entry) → caller → callee on the data stack, the callee's is_entry as given; the
  * calling eval loop's current frame `entered` (null: no calling eval loop read).
  */
@@ -49,21 +75,7 @@ function sample(calleeIsEntry: boolean, entered: 'caller' | 'module' | null, cal
     chunk[at + L.frame.owner] = L.owners.thread;
     chunk[at + L.frame.isEntry!] = i === 0 || (i === 2 && calleeIsEntry) ? 1 : 0;
   });
-  const ts = new Uint8Array(L.tstate.size);
-  put(ts, L.tstate.currentFrame, CFRAME);
-  const cframe = new Uint8Array(24);
-  put(cframe, L.tstate.cframeCurrentFrame!, frames[2]!);
-  const regions: Region[] = [
-    { address: TSTATE, bytes: ts },
-    { address: CHUNK, bytes: chunk },
-    { address: CFRAME, bytes: cframe },
-  ];
-  if (entered !== null) {
-    put(cframe, L.tstate.cframePrevious!, OUTER);
-    const outer = new Uint8Array(24);
-    put(outer, L.tstate.cframeCurrentFrame!, entered === 'caller' ? frames[1]! : frames[0]!);
-    regions.push({ address: OUTER, bytes: outer });
-  }
+  const regions = [...loopRegions(L, frames[2]!, entered === null ? null : entered === 'caller' ? frames[1]! : frames[0]!), { address: CHUNK, bytes: chunk }];
   return { threadStateAddress: TSTATE, regions };
 }
 
@@ -132,23 +144,12 @@ describe('3.12: the running eval loop’s entry frame leads to the calling loop�
     frame(e0, 0, 0n, L12.owners.cstack!, 0n);
     const e1 = new Uint8Array(L12.frame.size);
     frame(e1, 0, entryLinked ? frames[1]! : 0n, L12.owners.cstack!, 0n);
-    const ts = new Uint8Array(L12.tstate.size);
-    put(ts, L12.tstate.currentFrame, CFRAME);
-    const cframe = new Uint8Array(16);
-    put(cframe, L12.tstate.cframeCurrentFrame!, frames[2]!);
-    const regions: Region[] = [
-      { address: TSTATE, bytes: ts },
+    const regions = [
+      ...loopRegions(L12, frames[2]!, entered === null ? null : entered === 'caller' ? frames[1]! : 0n),
       { address: CHUNK, bytes: chunk },
-      { address: CFRAME, bytes: cframe },
       { address: E1, bytes: e1 },
       { address: E0, bytes: e0 },
     ];
-    if (entered !== null) {
-      put(cframe, L12.tstate.cframePrevious!, OUTER);
-      const outer = new Uint8Array(16);
-      put(outer, L12.tstate.cframeCurrentFrame!, entered === 'caller' ? frames[1]! : 0n);
-      regions.push({ address: OUTER, bytes: outer });
-    }
     return { threadStateAddress: TSTATE, regions };
   }
 

@@ -1,17 +1,21 @@
-// Two copy modes compared on one run of a program: the default mode and --blocking (exact: every
-// thread that may run Python stopped for its copy) take turns tick by tick, so that what differs
-// is how each mode samples — not two runs of a program whose own timing varies, on a machine
-// whose load varies (both seen to move a function's share by 5 points between runs). Then the
-// per-function self shares of the two are compared within what sampling noise allows.
+// Two copy modes compared on one run of a program: a mode under test — the default mode, or
+// copies at the interrupt — and --blocking (exact: every thread that may run Python stopped for
+// its copy) take turns tick by tick, so that what differs is how each mode samples — not two runs
+// of a program whose own timing varies, on a machine whose load varies (both seen to move a
+// function's share by 5 points between runs). Then the per-function self shares of the two are
+// compared within what sampling noise allows.
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { CaptureWriter, memorySink, readCaptureBytes } from '../src/capture/index.js';
+import { CaptureWriter, memorySink, readCaptureBytes, SAMPLE_FLAG } from '../src/capture/index.js';
 import { formatVersion, layoutFromSource } from '../src/layout/index.js';
 import { SampleProcessor } from '../src/pipeline/sample-processor.js';
 import { openLinuxProcess } from '../src/record/linux/process.js';
 import type { CopyMode } from '../src/record/copy/modes.js';
-import { runSampler } from '../src/record/sampling/sampler.js';
+import { runSampler, type SamplerStats } from '../src/record/sampling/sampler.js';
 import { openStopper } from '../src/record/linux/stopper.js';
+import { KernelCopier } from '../src/record/linux/kernel-copier.js';
+import { CpuStates } from '../src/record/linux/cpu-states.js';
+import { kernelTstateSize } from '../src/record/copy/kernel-samples.js';
 import { KernelWalker } from '../src/kernel/walker.js';
 import { TRUSTED } from '../src/walk/status.js';
 import type { Shares } from './real-programs.js';
@@ -22,26 +26,35 @@ export interface PairedOptions {
   /** the program's argument: how long it runs at most, s */
   maxSeconds: number;
   rateHz: number;
+  /** the mode beside --blocking (default: the default mode, adaptive) */
+  copy?: 'adaptive' | 'interrupt';
 }
 
 /** The programs started, for the caller to kill when it is done (afterAll). */
 export const children: ChildProcess[] = [];
 
+/** The two sides of a comparison: the mode under test (PairedOptions.copy) and --blocking. */
+export type Side = 'tested' | 'blocking';
+
 export interface Paired {
-  shares: Record<'adaptive' | 'blocking', Shares>;
-  samples: Record<'adaptive' | 'blocking', number>;
-  /** trusted samples with a stack, per mode: what the shares are of */
-  stacked: Record<'adaptive' | 'blocking', number>;
+  shares: Record<Side, Shares>;
+  samples: Record<Side, number>;
+  /** trusted samples with a stack, per side: what the shares are of */
+  stacked: Record<Side, number>;
+  /** samples copied with the target stopped, per side */
+  stopped: Record<Side, number>;
   statuses: Map<string, number>;
-  /** the trusted samples with a stack, in time order: each one's mode and leaf function (the key of `shares`) */
-  sequence: { mode: 'adaptive' | 'blocking'; key: string }[];
+  /** the trusted samples with a stack, in time order: each one's side and leaf function (the key of `shares`) */
+  sequence: { mode: Side; key: string }[];
+  /** the sampler's figures (with copies at the interrupt: stats.kernel) */
+  stats: SamplerStats;
 }
 
 /**
- * Run `script` and sample it, the default mode and --blocking taking turns tick by tick, until
- * each has `samples` or the program ends (it is given `maxSeconds` as its argument).
+ * Run `script` and sample it, the mode under test and --blocking taking turns tick by tick,
+ * until each has `samples` or the program ends (it is given `maxSeconds` as its argument).
  */
-export async function samplePaired(py: string, script: string, { samples: wanted, maxSeconds, rateHz }: PairedOptions): Promise<Paired> {
+export async function samplePaired(py: string, script: string, { samples: wanted, maxSeconds, rateHz, copy = 'adaptive' }: PairedOptions): Promise<Paired> {
   const child = spawn(py, [path.resolve(script), String(maxSeconds)], { stdio: ['ignore', 'ignore', 'inherit'] });
   children.push(child);
   const exited = new Promise((r) => child.once('exit', r));
@@ -54,6 +67,15 @@ export async function samplePaired(py: string, script: string, { samples: wanted
     }
   }
   if (!source) throw new Error(`${script}: could not attach`);
+  // (copies at the interrupt: as record --copy interrupt sets them up)
+  let kernel: KernelCopier | null = null;
+  try {
+    if (copy === 'interrupt') kernel = KernelCopier.open(child.pid!, { rateHz, layout: source.layout, tstateSize: kernelTstateSize(source), runtimeAddress: source.runtimeAddress });
+  } catch (e) {
+    source.close();
+    throw e;
+  }
+  const cpuStates = kernel ? new CpuStates(child.pid!) : null;
   const sink = memorySink();
   const writer = new CaptureWriter(sink, {
     layoutSource: source.layout.source,
@@ -65,25 +87,35 @@ export async function samplePaired(py: string, script: string, { samples: wanted
     startTime: Date.now(),
     recorder: 'pyunwind test',
   });
-  const modeAt = new Map<number, CopyMode>();
-  const taken = { adaptive: 0, blocking: 0 };
+  // each sample's side, in the order written (a tick's samples are written before onTick)
+  const sides: Side[] = [];
+  const times: number[] = [];
+  const taken = { tested: 0, blocking: 0 };
   const stopper = openStopper(child.pid!);
+  let stats: SamplerStats;
   try {
-    await runSampler(source, writer, {
+    stats = await runSampler(source, writer, {
       rateHz,
-      copy: 'adaptive',
+      copy,
       alternate: 'blocking',
       stopper,
-      shouldStop: () => (taken.adaptive >= wanted && taken.blocking >= wanted) || child.exitCode !== null || child.signalCode !== null,
+      ...(kernel && cpuStates ? { kernel, cpuStates } : {}),
+      shouldStop: () => (taken.tested >= wanted && taken.blocking >= wanted) || child.exitCode !== null || child.signalCode !== null,
       isAlive: () => child.exitCode === null && child.signalCode === null,
-      onTick: (samples, _threads, mode) => {
-        modeAt.set(samples[0]!.time, mode);
-        taken[mode === 'blocking' ? 'blocking' : 'adaptive'] += samples.length;
+      onTick: (samples, _threads, mode: CopyMode) => {
+        const side: Side = mode === 'blocking' ? 'blocking' : 'tested';
+        for (const x of samples) {
+          sides.push(side);
+          times.push(x.time);
+        }
+        taken[side] += samples.length;
       },
     });
   } finally {
     stopper.close();
     writer.close();
+    kernel?.close();
+    cpuStates?.close();
     source.close();
     child.kill('SIGKILL');
   }
@@ -91,16 +123,21 @@ export async function samplePaired(py: string, script: string, { samples: wanted
 
   const reader = readCaptureBytes(sink.bytes());
   const processor = new SampleProcessor(layoutFromSource(reader.header.layoutSource), await KernelWalker.load());
-  const shares = { adaptive: new Map(), blocking: new Map() } as Paired['shares'];
-  const samples = { adaptive: 0, blocking: 0 };
-  const stacked = { adaptive: 0, blocking: 0 };
+  const shares = { tested: new Map(), blocking: new Map() } as Paired['shares'];
+  const samples = { tested: 0, blocking: 0 };
+  const stacked = { tested: 0, blocking: 0 };
+  const stopped = { tested: 0, blocking: 0 };
   const statuses = new Map<string, number>();
   const sequence: Paired['sequence'] = [];
+  let n = 0;
   for (const block of reader.blocks()) {
     processor.addCodes(block.codes);
     for (const p of processor.process(block.samples)) {
-      const mode = modeAt.get(p.sample.time) === 'blocking' ? 'blocking' : 'adaptive';
+      const mode = sides[n];
+      if (mode === undefined || times[n] !== p.sample.time) throw new Error(`${script}: sample ${n} of the capture is not the ${n}th the sampler reported`);
+      n++;
       samples[mode]++;
+      if (p.sample.flags & SAMPLE_FLAG.STOPPED) stopped[mode]++;
       statuses.set(p.status, (statuses.get(p.status) ?? 0) + 1);
       const leaf = p.frames[0];
       if (!TRUSTED.has(p.status) || !leaf) continue;
@@ -110,10 +147,11 @@ export async function samplePaired(py: string, script: string, { samples: wanted
       sequence.push({ mode, key });
     }
   }
-  for (const mode of ['adaptive', 'blocking'] as const) {
+  if (n !== sides.length) throw new Error(`${script}: the capture holds ${n} samples, the sampler reported ${sides.length}`);
+  for (const mode of ['tested', 'blocking'] as const) {
     for (const [k, v] of shares[mode]) shares[mode].set(k, (100 * v) / Math.max(1, stacked[mode]));
   }
-  return { shares, samples, stacked, statuses, sequence };
+  return { shares, samples, stacked, stopped, statuses, sequence, stats };
 }
 
 

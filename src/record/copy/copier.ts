@@ -44,6 +44,12 @@ export interface CopierOptions {
   retries?: number;
   /** when nothing proved a thread's copy after the retries: stop the target and copy it (adaptive) */
   stopper?: Stopper;
+  /**
+   * the stopper serves blocking passes only (copyAll's `blocking`): every other pass copies as
+   * if there were none — copies at the interrupt, whose ticks alternate with --blocking's to be
+   * compared with them (the sampler's `alternate`)
+   */
+  stopsOnlyBlocking?: boolean;
   /** false: every copy by the general path, never a SteadyCopy (for comparing the two) */
   steady?: boolean;
   /**
@@ -160,6 +166,8 @@ export class MemoryCopier {
   /** why writing the anchor failed, if it did */
   writeFailure: string | null = null;
   private readonly retries: number;
+  /** CopierOptions.stopsOnlyBlocking */
+  private readonly stopsOnlyBlocking: boolean;
   private readonly stopper: Stopper | null;
   /** the interpreters seen by this pass, and the walk over their thread lists */
   private readonly seenInterps = new AddressSet();
@@ -214,6 +222,7 @@ export class MemoryCopier {
     this.steadyable =
       options.steady !== false && this.layout.interp.codeObjectGeneration !== null && t.cframeCurrentFrame === null && this.P === 8 && typeof source.prepareRead === 'function';
     this.stopper = options.stopper ?? null;
+    this.stopsOnlyBlocking = options.stopsOnlyBlocking ?? false;
     this.list = new ThreadListPass(source, this.layout);
     const f = this.layout.interp;
     const fields: [number, number][] = [
@@ -249,7 +258,9 @@ export class MemoryCopier {
         return self.trustAgreement;
       },
       gilRange: (interp) => this.gils.get(interp) ?? null,
-      canStop: this.stopper !== null,
+      get canStop() {
+        return self.stopper !== null && (!self.stopsOnlyBlocking || self.blocking);
+      },
       reached: collectUsed ? (codes) => codes.forEach((c) => self.used.add(c)) : () => {},
       writeAnchor: (tstate, target, below) => this.writeAnchor(tstate, target, below),
     };
@@ -270,7 +281,7 @@ export class MemoryCopier {
     this.heldSome = (options.stopped ?? false) ? (options.some ?? null) : null;
     this.pausedOnly = !(options.stopped ?? false) && (options.paused ?? false);
     this.look = options.look ?? false;
-    this.blocking = (options.blocking ?? false) && this.canStop;
+    this.blocking = (options.blocking ?? false) && this.stopper !== null && !this.look;
     try {
       return this.copyInterpreters();
     } finally {
@@ -287,7 +298,8 @@ export class MemoryCopier {
    * read is planned, and again when it is copied.
    */
   private leavesOut(cache: ThreadCache): boolean {
-    if (!this.leaveOut || cache.nativeThreadId <= 0n) return false;
+    // (a blocking pass copies every thread itself: the sampler's `alternate` ticks)
+    if (!this.leaveOut || this.blocking || cache.nativeThreadId <= 0n) return false;
     if (cache.leftInPass === this.passes) return cache.leftOut;
     cache.leftInPass = this.passes;
     return (cache.leftOut = this.leaveOut(cache.nativeThreadId));
@@ -304,9 +316,9 @@ export class MemoryCopier {
     return this.keepAgreeing && this.consistency !== 'anchor';
   }
 
-  /** Copies may stop the target now: there is a stopper, and the pass is not a look. */
+  /** Copies may stop the target now: there is a stopper, the pass is not a look (and is a blocking one, if the stopper serves those only). */
   private get canStop(): boolean {
-    return this.stopper !== null && !this.look;
+    return this.stopper !== null && !this.look && (!this.stopsOnlyBlocking || this.blocking);
   }
 
   private copyInterpreters(): ThreadSnapshot[] {

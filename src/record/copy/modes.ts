@@ -40,8 +40,15 @@ export interface CopyOptions {
 export function copierFor(source: MemorySource, options: CopyOptions, more: Pick<CopierOptions, 'collectUsed' | 'tstateMin' | 'tstateCheck' | 'bytecode' | 'leaveOut'> = {}): MemoryCopier {
   if (!neverStops(options.copy) && !options.stopper) throw new Error(`copy mode ${options.copy} needs a way to stop the target`);
   if (options.copy === 'interrupt') {
-    // the threads off their CPUs: never stopped, and a copy nothing proves is torn (exact)
-    return new MemoryCopier(source, { ...more, ...(options.consistency ? { consistency: options.consistency } : {}), retries: 2 });
+    // the threads off their CPUs: never stopped, and a copy nothing proves is torn (exact); a
+    // stopper, where one is given, serves only the blocking ticks of a sampler that alternates
+    // with them (SamplerOptions.alternate)
+    return new MemoryCopier(source, {
+      ...more,
+      ...(options.consistency ? { consistency: options.consistency } : {}),
+      retries: 2,
+      ...(options.stopper ? { stopper: options.stopper, stopsOnlyBlocking: true } : {}),
+    });
   }
   return new MemoryCopier(source, {
     ...more,

@@ -68,6 +68,8 @@ export interface SamplerOptions {
    * Every other tick copies as this mode instead (it must be able to stop the target if the
    * main mode can): two modes sampled from one run of a program, tick by tick, compare without
    * the run-to-run differences of the program or of the machine's load. onTick says which.
+   * With copies at the interrupt (`kernel`), such a tick copies every thread itself, and the
+   * kernel's records of the stretch after it are left out (stats.kernel.alternated; see tick).
    */
   alternate?: CopyMode;
   /** false: read no thread names (default: read them where the sink takes them, see ThreadNamer) */
@@ -142,8 +144,13 @@ export interface SamplerStats {
   anchorWriteFailure: string | null;
   /** thread names: reads of `threading`'s names made, the time they took (µs), records written */
   names: { reads: number; micros: number; records: number };
-  /** copy `interrupt`: samples copied in the kernel, of `samples`; records it lost (in `missed`); records of a thread gone (dropped, in `missed`); records in a stretch of missed ticks (left out with it) */
-  kernel: { samples: number; lost: number; stale: number; skipped: number };
+  /**
+   * copy `interrupt`: samples copied in the kernel, of `samples`; records it lost (in `missed`);
+   * records of a thread gone (dropped, in `missed`); records in a stretch of missed ticks (left
+   * out with it); records of the stretches after the `alternate` mode's ticks (left out: see
+   * tick)
+   */
+  kernel: { samples: number; lost: number; stale: number; skipped: number; alternated: number };
 }
 
 /** How long stretches of skipped ticks are kept for the kernel's records in them (µs): records are taken at every tick. */
@@ -255,7 +262,7 @@ export class TargetSampler {
     ended: null,
     anchorWriteFailure: null,
     names: { reads: 0, micros: 0, records: 0 },
-    kernel: { samples: 0, lost: 0, stale: 0, skipped: 0 },
+    kernel: { samples: 0, lost: 0, stale: 0, skipped: 0, alternated: 0 },
   };
   private readonly copyOptions: CopyOptions;
   private readonly copier: MemoryCopier;
@@ -278,6 +285,8 @@ export class TargetSampler {
   private readonly skipped: [number, number][] = [];
   /** the kernel's records of times the schedule has not reached yet (see tick) */
   private heldRecords: KernelRecord[] = [];
+  /** with an `alternate` mode: the time of its last tick (µs since the start; see tick) */
+  private lastAlternateTick = 0;
   /**
    * copy `interrupt`: the tick being taken, on the kernel's clock (ns) — or when the recorder
    * took a CPU to take it, if earlier (it spins before a tick, and works between ticks)
@@ -420,7 +429,8 @@ export class TargetSampler {
         held = options.stopper!.stopAll();
         if (options.native) natives = options.native.copyHeld();
       }
-      const running = hold ? null : this.allRunning(now);
+      // (an `alternate` tick copies every thread its own way: none is left to the kernel)
+      const running = hold || tickMode !== this.copyOptions ? null : this.allRunning(now);
       if (running) threads = running;
       else {
         threads = held ? this.copier.copyAll({ stopped: true, ...(some ? { some } : {}) }) : copyThreads(this.copier, tickMode);
@@ -476,13 +486,23 @@ export class TargetSampler {
       const records = this.heldRecords.length > 0 ? this.heldRecords.concat(polled) : polled;
       const batch: KernelRecord[] = [];
       const held: KernelRecord[] = [];
+      // With an `alternate` mode (its ticks copy every thread themselves, stopping the target),
+      // the kernel's records of a stretch that ends at an alternate tick are this mode's
+      // samples, taken at the tick after it; those of a stretch that begins at one are left
+      // out: the alternate tick's stop lands in it, and the program resumes where that stop
+      // caught it (a stop lands late, at a system call's return: validation.md), which would
+      // bias the records just after it. Each mode then has every other stretch.
+      const alternateTick = options.alternate !== undefined && tickMode !== this.copyOptions;
+      const cut = this.lastAlternateTick;
       for (const k of records) {
         const time = this.kernelTime(k.timeNs);
-        if (time >= until) held.push(k);
+        if (time >= until || alternateTick || (options.alternate !== undefined && time > tickTime)) held.push(k);
         else if (time < tickTime && this.inSkipped(time)) stats.kernel.skipped++;
+        else if (options.alternate !== undefined && time > cut) stats.kernel.alternated++;
         else batch.push(k);
       }
       this.heldRecords = held;
+      if (alternateTick) this.lastAlternateTick = tickTime;
       for (const k of kernel.take(batch)) {
         this.addSample(k.snap, this.kernelTime(k.timeNs), samples, null);
         stats.kernel.samples++;

@@ -2,12 +2,17 @@
 // all the time (it unwinds and rebuilds 60 frames every few tens of microseconds, longer than
 // a copy of them takes) is dumped again and again on every interpreter: in the default mode
 // every dump must be trusted and one of the stacks the program can have; with --copy
-// optimistic a dump may come back `torn`, but never as a trusted stack it cannot have.
+// optimistic a dump may come back `torn`, but never as a trusted stack it cannot have. With
+// --copy interrupt (where BPF can be loaded; under CI it must be), on the same program with a
+// thread napping beside it: every dump of the main thread trusted and possible, the napping
+// thread trusted and in `nap`; with --native, the napping thread's C frames below `nap` reach
+// libc.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { TRUSTED, type Status } from '../src/walk/status.js';
-import { recordCoverage, cannotRun } from './helpers/coverage.js';
+import { recordCoverage, cannotRun, skipTest } from './helpers/coverage.js';
+import { cannotTryKernelCopies } from './helpers/bpf.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 
 const BIN = path.resolve('bin/pyunwind.js');
@@ -36,8 +41,27 @@ const MAIN_CALL = 15;
 const MODULE_CALL = 16;
 
 interface DumpJson {
-  threads: { name: string | null; nativeThreadId: number; status: Status; frames: { qualname: string; line: number | null }[] }[];
+  threads: {
+    name: string | null;
+    nativeThreadId: number;
+    status: Status;
+    frames: { qualname: string; line: number | null }[];
+    nativeStatus?: string;
+    stack?: { native?: boolean; name?: string | null; object?: string | null; qualname?: string }[];
+  }[];
 }
+
+// the same program with a thread napping beside it (its last line is the call of main)
+const WITH_NAPPER = PROGRAM.replace(
+  'def main():',
+  `import threading, time
+def nap():
+    while True:
+        time.sleep(0.005)
+threading.Thread(target=nap, name="napper", daemon=True).start()
+def main():`,
+);
+const NAPPER_LINES = 5;
 
 /** Why a stack (innermost first) is not one the program can have, or null. */
 function impossible(frames: { qualname: string; line: number | null }[]): string | null {
@@ -101,6 +125,54 @@ describe.each(nativeInterpreters())('dump of a call-heavy deep stack, $label', (
     }
     console.log(`${py.label}: adaptive ${JSON.stringify(seen.adaptive)}, optimistic ${JSON.stringify(seen.optimistic)}`);
     recordCoverage('dump-live', py.label, true);
+    child.kill('SIGKILL');
+  });
+});
+
+describe.each(nativeInterpreters())('dump --copy interrupt, $label', (py) => {
+  if (py.missing) {
+    cannotRun('dump-interrupt', py.label, py.missing!);
+    return;
+  }
+  it('every dump trusted and possible; the napping thread in nap; with --native, its C frames reach libc', async (ctx) => {
+    const why = cannotTryKernelCopies();
+    if (why) skipTest(ctx, 'dump-interrupt', py.label, why);
+    const child = spawn(py.command, ['-c', WITH_NAPPER], { stdio: ['ignore', 'pipe', 'inherit'] });
+    children.push(child);
+    await new Promise<void>((resolve, reject) => {
+      child.stdout!.once('data', () => resolve());
+      child.once('exit', (c) => reject(new Error(`program exited ${c}`)));
+    });
+    const dump = (extra: string[]): DumpJson => {
+      const r = spawnSync(process.execPath, [BIN, 'dump', '--pid', String(child.pid), '-f', 'json', '--copy', 'interrupt', ...extra], { encoding: 'utf8', timeout: 30_000 });
+      expect(r.status, r.stderr).toBe(0);
+      return JSON.parse(r.stdout) as DumpJson;
+    };
+    const statuses: Record<string, number> = {};
+    for (let i = 0; i < 10; i++) {
+      const d = dump(i % 2 ? ['--native'] : []);
+      expect(d.threads).toHaveLength(2);
+      const main = d.threads.find((t) => t.name === 'MainThread')!;
+      const napper = d.threads.find((t) => t.name === 'napper')!;
+      expect(main.nativeThreadId).toBe(child.pid);
+      statuses[main.status] = (statuses[main.status] ?? 0) + 1;
+      // (the main thread's frames shifted by the napper's lines above main)
+      const frames = main.frames.map((f) => ({ ...f, line: f.line !== null && f.line > LEAF_CALL + 1 ? f.line - NAPPER_LINES : f.line }));
+      expect(TRUSTED.has(main.status), `interrupt dump ${i}: ${main.status}`).toBe(true);
+      expect(impossible(frames), `interrupt dump ${i}`).toBeNull();
+      expect(TRUSTED.has(napper.status), `napper, dump ${i}: ${napper.status}`).toBe(true);
+      expect(napper.frames[0]!.qualname).toBe('nap');
+      if (i % 2) {
+        // the napping thread's C frames: the wait it is in, in libc, below nap
+        expect(napper.nativeStatus).toBe('mixed');
+        const stack = napper.stack!;
+        const nap = stack.findIndex((f) => f.qualname === 'nap');
+        expect(nap).toBeGreaterThan(0);
+        expect(stack.slice(0, nap).some((f) => f.native && /libc/.test(f.object ?? '')), JSON.stringify(stack.slice(0, nap))).toBe(true);
+      }
+    }
+    console.log(`${py.label}: interrupt dumps of the main thread ${JSON.stringify(statuses)}`);
+    recordCoverage('dump-interrupt', py.label, true);
     child.kill('SIGKILL');
   });
 });

@@ -22,7 +22,8 @@
 //   points above the share of its time the program measures for it, and not none
 //   (--blocking's logged beside: 3-10 times it);
 // - without root's capabilities: the one line that says what is needed, exit 1, no file (and
-//   the default mode's recording then says nothing of --copy interrupt); a rate above 10 kHz:
+//   the default mode's recording then says nothing of --copy interrupt; dump --copy interrupt
+//   says the same line and exits 1); a rate above 10 kHz:
 //   refused in one line;
 // - a default-mode recording that stopped a call-heavy program for 5 % of its time or more
 //   ends with the line that says --copy interrupt would not have (none below 5 %, none with it);
@@ -394,6 +395,10 @@ describe('record --copy interrupt: the rights, and nothing left behind', () => {
       expect(r.stderr).toBe('pyunwind record: copies at the interrupt need root, or CAP_BPF and CAP_PERFMON (loading the BPF program was refused)\n');
       expect(r.status).toBe(1);
       expect(fs.existsSync(file)).toBe(false);
+      // (dump --copy interrupt: the same line)
+      const dumped = pyunwind(['dump', '--copy', 'interrupt', '--pid', String(child.pid)], drop);
+      expect(dumped.stderr).toBe('pyunwind dump: copies at the interrupt need root, or CAP_BPF and CAP_PERFMON (loading the BPF program was refused)\n');
+      expect(dumped.status).toBe(1);
       // and today's copies work as they did, with the same rights — never pointing at the mode
       // these rights cannot load
       const today = pyunwind(['record', '-d', '1', '-o', file, '--pid', String(child.pid)], drop);

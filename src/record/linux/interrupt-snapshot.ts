@@ -31,9 +31,12 @@ export interface InterruptSnapshot {
   stacks: ThreadStack[];
   /** with `native`: the objects mapped in the process */
   objects: NativeObject[];
-  /** samples copied in the kernel, and all samples taken, over the ticks */
-  kernelSamples: number;
-  taken: number;
+}
+
+/** Samples taken with one set of code records: a record that replaces another starts the next (as a capture's block does). */
+interface Segment {
+  codes: CodeRecord[];
+  samples: SampleRecord[];
 }
 
 /**
@@ -55,20 +58,25 @@ export async function snapshotAtInterrupt(source: LinuxProcessSource, walker: Wa
   const objects: NativeObject[] = [];
   const native = options.native ? new NativeRecorder(pid, null, (o) => objects.push(o), DEFAULT_STACK_BYTES) : null;
   const codes = new Map<bigint, CodeRecord>();
-  const taken: SampleRecord[] = [];
+  const segments: Segment[] = [];
+  let current: SampleRecord[] = [];
+  // (a sample is named with the code records of its segment: those made before it, none after)
+  const close = (): void => {
+    if (current.length > 0) segments.push({ codes: [...codes.values()], samples: current });
+    current = [];
+  };
   let ticks = 0;
-  let kernelSamples = 0;
+  let ended: string | null = null;
   try {
     native?.refreshObjects(true);
     const sampler = new TargetSampler(
       source,
       {
-        // (a code record that replaces another at its address is of a later moment than the
-        // samples before it: the last one is what the chosen samples, the latest, were read with)
         addCode: (r) => void codes.set(r.address, r),
-        addSample: (r) => void taken.push(r),
+        addSample: (r) => void current.push(r),
         addMissed: () => {},
-        flush: () => {},
+        // (before a code record that replaces one already made, and at the end)
+        flush: close,
       },
       {
         rateHz: DUMP_RATE_HZ,
@@ -83,15 +91,21 @@ export async function snapshotAtInterrupt(source: LinuxProcessSource, walker: Wa
         onTick: () => void ticks++,
       },
     );
-    kernelSamples = (await new SamplerGroup().run(sampler)).kernel.samples;
+    ended = (await new SamplerGroup().run(sampler)).ended;
+    close();
   } finally {
     native?.close();
     cpuStates.close();
     kernel.close();
   }
+  if (ended === 'target-exited') throw new TargetError('read', `${source.description}: the process exited during the dump`);
+  const taken: SampleRecord[] = [];
+  const walked: ThreadStack[] = [];
+  for (const g of segments) {
+    taken.push(...g.samples);
+    walked.push(...unwindSnapshot({ layout: source.layout, codeObjects: g.codes, samples: g.samples }, walker, undefined, options.opcodes));
+  }
   if (taken.length === 0) throw new TargetError('read', `${source.description}: no thread could be copied at the interrupt in ${DUMP_TICKS} ticks`);
-  const all: SnapshotSamples = { layout: source.layout, codeObjects: [...codes.values()], samples: taken };
-  const walked = unwindSnapshot(all, walker, undefined, options.opcodes);
   // each thread's latest trusted sample, else its latest
   const chosen = new Map<bigint, number>();
   for (let i = 0; i < taken.length; i++) {
@@ -106,10 +120,8 @@ export async function snapshotAtInterrupt(source: LinuxProcessSource, walker: Wa
   };
   const picks = [...chosen.entries()].sort((a, b) => rank(a[0]) - rank(b[0])).map(([, i]) => i);
   return {
-    samples: { ...all, samples: picks.map((i) => taken[i]!) },
+    samples: { layout: source.layout, codeObjects: [...codes.values()], samples: picks.map((i) => taken[i]!) },
     stacks: picks.map((i) => walked[i]!),
     objects,
-    kernelSamples,
-    taken: taken.length,
   };
 }

@@ -5,8 +5,11 @@
 //   of its chain outside it (the generator's), in the kernel, at the tick. Every record of those
 //   threads walks (the WebAssembly walk, as a capture's samples do) to a trusted stack — on 3.15
 //   one ending at the thread's base frame; on 3.11/3.12 through the running eval loop's
-//   _PyCFrame, copied with it — and every stack is one the program has:
-//   Thread._bootstrap … spin, gen, middle, leaf, cut after spin or later; no record was lost;
+//   _PyCFrame, copied with it — that is one the program has (Thread._bootstrap … spin, gen,
+//   middle, leaf, cut after spin or later), or is rejected as `incomplete`, at most 1 % of them:
+//   a tick can land between the thread's pointer to the resumed generator's frame and that
+//   frame's link to its caller, which the compiler orders as it likes (on 3.12.1 at 10 kHz: 40
+//   of 292,200 records, each `gen` alone, each rejected); no record was lost;
 // - a thread 1,500 frames deep in a recursion (its data stack a dozen 16 KiB chunks): the older
 //   chunks are copied whole, in the kernel too, and every record walks through all 1,500 frames;
 // - closed, or its process killed, nothing is left: no program of ours in `bpftool prog`;
@@ -147,10 +150,13 @@ describe.each(nativeInterpreters())('copies at the interrupt, $label', (py) => {
       statuses.set(status, (statuses.get(status) ?? 0) + 1);
       const key = `${record.tid}: ${names.join(' > ')}`;
       stacks.set(key, (stacks.get(key) ?? 0) + 1);
+      if (status !== trusted) continue;
       expect(names.length, key).toBeGreaterThanOrEqual(4);
       expect(names, key).toEqual(EXPECTED.slice(0, names.length));
     }
-    expect([...statuses.keys()], JSON.stringify(Object.fromEntries(statuses))).toEqual([trusted]);
+    const counts = JSON.stringify(Object.fromEntries(statuses));
+    expect([...statuses.keys()].filter((s) => s !== trusted && s !== 'incomplete'), counts).toEqual([]);
+    expect(statuses.get(trusted) ?? 0, counts).toBeGreaterThanOrEqual(0.99 * walked.length);
     console.log(`[kernel-copy] ${py.label}: ${walked.length} records walked, ${JSON.stringify(Object.fromEntries(statuses))}, ${stacks.size} distinct stacks`);
   });
 

@@ -2,8 +2,8 @@
 // a thread pool, asyncio tasks, ast + pure-Python pickle, deep recursion, long C calls) on
 // CPython 3.13, 3.14 and 3.15, sampled with --blocking taking turns tick by tick with the mode
 // under test on one run (harness/paired.ts): the default mode, and copies at the interrupt
-// (--copy interrupt: the kernel's records of the stretches between a default tick and the next
-// --blocking one, the recorder's copies of threads off their CPUs; where BPF can be loaded).
+// (--copy interrupt: the kernel's records of each stretch that ends at a --blocking tick, and the
+// recorder's copies of threads off their CPUs at its own ticks; where BPF can be loaded).
 // No sample may be rejected as corrupt or dangling, and every function's self share in the mode
 // under test must be within 3 points of --blocking's, or within 4 standard errors of the
 // difference where the samples are too few for 3 points to be told from noise (a share near 30 %

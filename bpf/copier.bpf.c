@@ -18,6 +18,10 @@
 //   (a generator's frame, an entry frame on the C stack), up to MAX_FRAMES frames;
 // - 3.11, 3.12: the running eval loop's _PyCFrame, through which the thread state reaches its
 //   current frame (and, 3.11, the calling loop's: which frame the running one was entered with).
+// - the ranges the recorder named for that thread (`extras`: record --async-aware, the objects
+//   its asyncio tasks' view read at the thread's last sample — tasks, their names, coroutines
+//   and the frames inside them), each as it is at the tick, up to MAX_EXTRAS of them and
+//   EXTRA_ROOM bytes;
 // - with native stacks asked for (`native_stack`): the thread's user registers (rip, rsp, rbp, as
 //   it will resume: saved on its kernel stack at the interrupt or system call) and its native
 //   stack from just below rsp (the red zone) up to the end of rsp's mapping, at most
@@ -123,6 +127,12 @@ struct config {
 #define REGION_REGISTERS 2
 #define REGION_NATIVE_STACK 4
 #define REGION_GIL 8
+#define REGION_EXTRA 16
+/** the ranges named for a thread (`extras`): at most MAX_EXTRAS of them (a power of 2), each at
+ * most MAX_EXTRA_BYTES, EXTRA_ROOM bytes of a record in all */
+#define MAX_EXTRAS 128
+#define MAX_EXTRA_BYTES 4096
+#define EXTRA_ROOM (1 << 16)
 #define MAX_TSTATE 4096
 #define MAX_FRAME_HEADER 256
 /** a record: tid, region count (u32), time (u64), thread state (u64); then each region: address
@@ -202,6 +212,23 @@ struct {
   __type(value, __u64);
 } stack_starts SEC(".maps");
 
+/** Ranges of the target's memory to copy with a thread at each of its ticks (set by the
+ * recorder: kernel thread id → ranges), the first `count` of them. */
+struct extras {
+  __u32 count;
+  __u32 pad;
+  __u64 address[MAX_EXTRAS];
+  __u32 length[MAX_EXTRAS];
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  /* (preallocated: the threads that run asyncio loops, which are few) */
+  __uint(max_entries, 1024);
+  __type(key, __u32);
+  __type(value, struct extras);
+} extras SEC(".maps");
+
 /** records dropped because the ring buffer was full */
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -269,6 +296,31 @@ static long chunk_step(__u64 index, void *ctx) {
   s->hi[n & 31] = c->chunk + length;
   s->ranges = n + 1;
   c->chunk = previous;
+  return 0;
+}
+
+/** The ranges named for the thread, one a step: a range that cannot be read is left out (the
+ * recorder finds it missing), one that does not fit in what is left of EXTRA_ROOM ends them. */
+struct extra_walk {
+  struct scratch *s;
+  struct extras *e;
+  __u32 room;
+};
+
+static long extra_step(__u64 index, void *ctx) {
+  struct extra_walk *x = ctx;
+  struct extras *e = x->e;
+  if (index >= e->count || index >= MAX_EXTRAS) return 1;
+  __u64 address = e->address[index & (MAX_EXTRAS - 1)];
+  __u32 length = e->length[index & (MAX_EXTRAS - 1)];
+  if (length == 0 || length > MAX_EXTRA_BYTES) return 0;
+  if (length + 16 > x->room) return 1;
+  __u32 used = x->s->used;
+  __u32 next = append_flagged(x->s, used, address, length, REGION_EXTRA);
+  if (!next) return 0;
+  x->room -= next - used;
+  x->s->used = next;
+  x->s->regions++;
   return 0;
 }
 
@@ -506,6 +558,11 @@ int copy_at_tick(struct bpf_perf_event_data *ctx) {
     }
     struct walk w = {.s = s, .frame = frame, .tstate = tstate, .tsize = tsize, .previous = c->frame_previous, .frame_size = fsize};
     bpf_loop(MAX_FRAMES, step, &w, 0);
+    struct extras *e = bpf_map_lookup_elem(&extras, &tid);
+    if (e) {
+      struct extra_walk x = {.s = s, .e = e, .room = EXTRA_ROOM};
+      bpf_loop(MAX_EXTRAS, extra_step, &x, 0);
+    }
     used = s->used;
     if (c->native_stack) used = append_native(s, used, tid, c->native_stack < NATIVE_MAX ? c->native_stack : NATIVE_MAX);
     regions = s->regions;

@@ -10,6 +10,9 @@
 // --subprocesses, a child running the same tasks is recorded with them (workloads/asyncfamily.py).
 // top --async-aware and record --live --async-aware show task stacks live, the last frame
 // counting what the report of the capture finds; dump --async-aware prints every task's stack.
+// With --copy interrupt (root), the running thread's tasks are copied in the kernel at the tick
+// with its stack (the objects its last sample's view read): the same stacks, nothing stopped,
+// and a view that needed what the kernel had not copied rejected (dangling), rarely.
 // 3.14 and 3.15 only: before 3.14 CPython publishes no tasks, and
 // the recorder must refuse in one clear line.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -31,6 +34,7 @@ import { MAX_TASKS, TaskGraph } from '../src/walk/task-graph.js';
 import { shortFilename } from '../src/export/filenames.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import { recordCoverage, skipTest, cannotRun } from './helpers/coverage.js';
+import { cannotTryKernelCopies } from './helpers/bpf.js';
 
 const BIN = path.resolve('bin/pyunwind.js');
 const WORKLOAD = path.resolve('workloads/asynctasks.py');
@@ -285,6 +289,60 @@ describe.each(nativeInterpreters())('async-aware stacks, $label', (py) => {
     recordCoverage('async-aware', `${py.label} all`, true);
   }, 120_000);
 
+  it.for(['running', 'all'] as const)('%s mode copied at the interrupt: the same graphs, the target never stopped, the tasks of the tick', { timeout: 120_000 }, (mode, ctx) => {
+    const why = cannotTryKernelCopies();
+    if (why) skipTest(ctx, 'async-aware', `${py.label} interrupt ${mode}`, why);
+    const file = path.join(dir, `${py.label}-interrupt-${mode}.pyuw`);
+    const rec = pyunwind(['record', '-r', '1000', '--copy', 'interrupt', '--async-aware', '--async-mode', mode, '-o', file, '--', py.command, WORKLOAD, '4']);
+    expect(rec.status, rec.stderr).toBe(0);
+    const line = rec.stderr.trim().split('\n').pop()!;
+    // nothing stopped; some samples the kernel's (how many follows how much of the time the
+    // program had a CPU: on a busy machine it waits for one, and is copied off it by the
+    // recorder); the share of task views it had not copied whole, said
+    expect(line).toMatch(/copied with the target stopped 0\.0% \(stopped 0\.0% of the time\)/);
+    const inKernel = Number(/copied in the kernel ([\d.]+)%/.exec(line)?.[1]);
+    const short = Number(/tasks not of the tick ([\d.]+)%/.exec(line)?.[1]);
+    expect(inKernel, line).toBeGreaterThan(0);
+    expect(short, line).toBeLessThan(2);
+    const truth = told(rec.stdout);
+    const r = pyunwind(['report', '-q', file, '--async-aware', '--format', 'json']);
+    expect(r.status, r.stderr).toBe(0);
+    const json = JSON.parse(r.stdout) as JsonReport;
+    const { attempted, rejected, statuses } = json.summary;
+    const stacks = stacksOf(json);
+    const graphs = [...truth.running.values()];
+    const waiting = [...truth.waiting.values()];
+    // every stack in a spinning coroutine is a running task's graph, or (all) a waiting one's
+    const wrong = stacks.filter((s) => {
+      const at = s.names.indexOf('spin');
+      if (at < 0) return false;
+      return !graphs.some((g) => same(g, s.names.slice(0, at + 1))) && !(mode === 'all' && waiting.some((g) => same(g, s.names)));
+    });
+    const { inSpin, seen } = againstGraphs({ ...json, threads: json.threads }, truth);
+    console.log(
+      `[async-aware] ${py.label} interrupt ${mode}: ${attempted} stacks, ${inSpin} in spin, in the kernel ${inKernel} %, tasks not of the tick ${short} %; ` +
+        `rejected ${rejected} (${JSON.stringify(Object.fromEntries(Object.entries(statuses).filter(([, n]) => n > 0)))})`,
+    );
+    expect(wrong.map((s) => `${s.names.join(' > ')} (${s.count})`)).toEqual([]);
+    expect(seen.size).toBe(3);
+    if (mode === 'all') {
+      // each waiting task's graph is a stack, as often as it waits (see the all-mode test above)
+      const main = stacks.filter((s) => same(s.names, truth.waiting.get('main')!)).reduce((n, s) => n + s.count, 0);
+      expect(main).toBeGreaterThanOrEqual(10);
+      for (const [name, graph] of truth.waiting) {
+        const c = stacks.filter((s) => same(s.names, graph)).reduce((n, s) => n + s.count, 0);
+        expect(c, name).toBeGreaterThanOrEqual((name.startsWith('sub-') ? 0.2 : 0.9) * main);
+      }
+    }
+    // rejected: only the views the kernel had not copied whole (dangling: few), and copies
+    // nothing proved (torn: a thread waiting for a CPU that got one while the recorder copied
+    // it — counted, more of them on a busy machine, never a stack)
+    const dangling = statuses.dangling ?? 0;
+    expect(dangling, JSON.stringify(statuses)).toBeLessThan(0.02 * attempted);
+    expect(rejected - dangling - (statuses.torn ?? 0), JSON.stringify(statuses)).toBe(0);
+    recordCoverage('async-aware', `${py.label} interrupt ${mode}`, true);
+  });
+
   it(`more tasks on a thread's list than are followed (${MAX_TASKS}): the samples cut are counted and said`, () => {
     // 300 tasks asleep and one that spins, for a second; then the process ends at once: a
     // teardown finishes the tasks one by one, each leaving the list, and a sample then follows
@@ -384,7 +442,9 @@ describe.each(nativeInterpreters())('async-aware stacks, $label', (py) => {
     recordCoverage('async-aware', `${py.label} live`, true);
   }, 120_000);
 
-  it('dump --async-aware: every task of the thread, each stack the graph asyncio reports for it (or torn, never another)', async () => {
+  it.for([{ copy: 'default' }, { copy: 'interrupt' }])('dump --async-aware, copy $copy: every task of the thread, each stack the graph asyncio reports for it (or torn, never another)', { timeout: 120_000 }, async ({ copy }, ctx) => {
+    const why = copy === 'interrupt' ? cannotTryKernelCopies() : null;
+    if (why) skipTest(ctx, 'async-aware', `${py.label} dump interrupt`, why);
     const child = spawn(py.command, [WORKLOAD, '60'], { stdio: ['ignore', 'pipe', 'inherit'] });
     targets.push(child);
     // once the last sub-task has printed every waiting task's graph, all the tasks are there
@@ -405,7 +465,7 @@ describe.each(nativeInterpreters())('async-aware stacks, $label', (py) => {
     const seen = new Map<string, number>();
     let torn = 0;
     for (let k = 0; k < 8; k++) {
-      const r = pyunwind(['dump', '--pid', String(child.pid), '--async-aware', '--format', 'json']);
+      const r = pyunwind(['dump', '--pid', String(child.pid), '--async-aware', '--format', 'json', ...(copy === 'interrupt' ? ['--copy', 'interrupt'] : [])]);
       expect(r.status, r.stderr).toBe(0);
       const thread = (JSON.parse(r.stdout) as { threads: { name: string; tasks: { task: string | null; running: boolean; status: string; frames: { qualname: string }[] }[] }[] }).threads[0]!;
       const names = thread.tasks.filter((t) => t.task !== null).map((t) => t.task!);
@@ -414,7 +474,7 @@ describe.each(nativeInterpreters())('async-aware stacks, $label', (py) => {
       // task, that running task's stack is the chain it is suspended in, as a waiting one's)
       const all = ['main', 'sub-0', 'sub-1', 'sub-2', 'worker-0', 'worker-1', 'worker-2'];
       const inLoop = thread.tasks[0]?.task === null;
-      expect(names.length, JSON.stringify(thread.tasks)).toBe(all.length);
+      expect(names.length, `dump ${k}: ${JSON.stringify(thread)}`).toBe(all.length);
       expect(names.every((n) => all.includes(n)) && new Set(names).size === names.length, JSON.stringify(names)).toBe(true);
       for (const t of thread.tasks) {
         if (t.task === null) continue;
@@ -432,10 +492,10 @@ describe.each(nativeInterpreters())('async-aware stacks, $label', (py) => {
       }
     }
     child.kill('SIGKILL');
-    console.log(`[async-aware] ${py.label} dump: 8 dumps, stacks equal to asyncio's ${JSON.stringify(Object.fromEntries(seen))}, ${torn} torn`);
+    console.log(`[async-aware] ${py.label} dump, copy ${copy}: 8 dumps, stacks equal to asyncio's ${JSON.stringify(Object.fromEntries(seen))}, ${torn} torn`);
     for (const task of ['main', 'worker-0', 'worker-1', 'worker-2']) expect(seen.get(task), task).toBeGreaterThanOrEqual(7);
-    recordCoverage('async-aware', `${py.label} dump`, true);
-  }, 120_000);
+    recordCoverage('async-aware', `${py.label} dump${copy === 'interrupt' ? ' interrupt' : ''}`, true);
+  });
 
   it('with --subprocesses: a Python child running tasks is recorded with them once it imports asyncio; one that never does, as the interpreter allows', () => {
     const file = path.join(dir, `${py.label}-family.pyuw`);

@@ -1,7 +1,7 @@
 // The records the BPF copier writes (bpf/copier.bpf.c), as the recorder decodes them
 // (decodeRecord): a header (tid, region count, time, thread state), then regions (address,
 // length, flags, bytes padded to 8) — data-stack chunks, the registers and native stack
-// (--native), the GIL's fields (3.13/3.14). Built here byte by byte as the program lays them out:
+// (--native), the GIL's fields (3.13/3.14), the ranges named for the thread (--async-aware). Built here byte by byte as the program lays them out:
 // the edge cases a live kernel does not make on demand — a record cut short, a count or length
 // past its end, registers of the wrong size — give null (a damaged record, counted), never a
 // throw or a region past the bytes.
@@ -12,6 +12,7 @@ const CHUNK = 1;
 const REGISTERS = 2;
 const NATIVE_STACK = 4;
 const GIL = 8;
+const EXTRA = 16;
 
 interface Part {
   address: bigint;
@@ -66,6 +67,26 @@ describe('decodeRecord', () => {
     // a copy: the ring buffer's bytes are written again once consumed
     bytes.fill(0xee);
     expect(r.regions[0]!.bytes[0]).toBe(1);
+  });
+
+  it("keeps the ranges named for the thread (--async-aware's tasks) apart from the stack's regions, in order", () => {
+    const r = decodeRecord(
+      record(9, 2n, 0x1000n, [
+        { address: 0x1000n, bytes: filled(64, 1) },
+        { address: 0x8000n, bytes: filled(168, 4), flags: EXTRA },
+        { address: 0x7000n, bytes: filled(40, 2), flags: CHUNK },
+        { address: 0x3000n, bytes: filled(5, 5), flags: EXTRA },
+      ]),
+    )!;
+    expect(r.regions.map((x) => x.address)).toEqual([0x1000n, 0x7000n]);
+    expect(r.reads!.map((x) => [x.address, x.bytes.length, x.bytes[0]])).toEqual([
+      [0x8000n, 168, 4],
+      [0x3000n, 5, 5],
+    ]);
+    // none named: none kept
+    expect(decodeRecord(record(9, 2n, 0x1000n, [{ address: 0x1000n, bytes: filled(64, 1) }]))!.reads).toBeUndefined();
+    // one whose length runs past the record: not whole
+    expect(decodeRecord(record(9, 2n, 0x1000n, [{ address: 0x8000n, bytes: filled(16, 4), flags: EXTRA, length: 4096 }]))).toBeNull();
   });
 
   it('takes the registers and the native stack out of the regions, as the native copy', () => {

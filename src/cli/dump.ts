@@ -16,6 +16,7 @@ import { unwindSnapshot, unwindSnapshotTasks, type TaskStack, type ThreadStack }
 import { MAX_TASKS } from '../walk/task-graph.js';
 import { KernelWalker } from '../kernel/walker.js';
 import { UsageError } from './errors.js';
+import type { AsyncioOffsets } from '../layout/asyncio-offsets.js';
 import { asyncModeOption, copyOption, parsePid } from './options.js';
 import { sourceFrame } from '../symbols/types.js';
 import type { SourceFrame } from '../profile/types.js';
@@ -68,7 +69,7 @@ Options:
       --copy COPY      adaptive (default), optimistic (never stops: such a copy is shown torn),
                        blocking, or interrupt (root, or CAP_BPF and CAP_PERFMON: each running
                        thread copied by the kernel at a timer's interrupt, nothing stopped;
-                       with --native too), as for record
+                       with --native and --async-aware too), as for record
       --blocking       same as --copy blocking
       --read-only      never write into the program (no profiler anchor on 3.15+)
       --opcodes        each frame's bytecode instruction too, as dis names it
@@ -279,21 +280,30 @@ async function dumpLive(pid: number, values: LiveValues): Promise<Dumped> {
  * others proven off their CPUs — nothing stopped (src/record/linux/interrupt-snapshot.ts).
  */
 async function dumpAtInterrupt(pid: number, values: LiveValues): Promise<Dumped> {
-  if (values['async-aware']) throw new UsageError('--async-aware is not yet with --copy interrupt (the tasks would be read after the tick)');
   if (values.locals) throw new UsageError('--locals reads the values while the program is stopped: not with --copy interrupt');
+  const asyncMode = asyncModeOption(values['async-aware'], values['async-mode'] ?? (values['async-aware'] ? 'all' : undefined));
   const walker = await KernelWalker.load();
   const source = openLinuxProcess(pid);
   const mixed = new Map<ThreadStack, MixedStack>();
   let names = new Map<string, string>();
   let snap: InterruptSnapshot;
+  let taskStacks: Map<ThreadStack, TaskStack[]> | null = null;
+  const cutTasks = new Set<ThreadStack>();
   try {
-    snap = await snapshotAtInterrupt(source, walker, { native: values.native === true, readOnly: values['read-only'] === true, opcodes: values.opcodes === true });
+    let asyncio: { offsets: AsyncioOffsets; mode: AsyncMode } | undefined;
+    if (asyncMode) {
+      const found = asyncioOffsetsNow(source);
+      if (typeof found === 'string') throw new TargetError('unsupported', `--async-aware: ${source.description}: ${found}`);
+      asyncio = { offsets: found.offsets, mode: asyncMode };
+    }
+    snap = await snapshotAtInterrupt(source, walker, { native: values.native === true, readOnly: values['read-only'] === true, opcodes: values.opcodes === true, ...(asyncio ? { asyncio } : {}) });
     names = new Map(readThreadNames(source).map((n) => [`${n.interpreterId}:${n.threadId}`, n.name]));
     if (values.native) await mixStacks(source.layout, snap.objects, snap.samples, snap.stacks, mixed);
+    if (asyncio) taskStacks = unwindSnapshotTasks(snap.samples, snap.stacks, walker, asyncio.offsets, asyncio.mode, values.opcodes === true, cutTasks);
   } finally {
     source.close();
   }
-  return { description: source.description, stacks: snap.stacks, taskStacks: null, cutTasks: new Set(), names, native: values.native === true, mixed, locals: null, notes: [], files: null, cwd: targetCwd(pid), signals: new Map() };
+  return { description: source.description, stacks: snap.stacks, taskStacks, cutTasks, names, native: values.native === true, mixed, locals: null, notes: [], files: null, cwd: targetCwd(pid), signals: new Map() };
 }
 
 /** Each thread's native stack among its regions (the walk reads entry frames from it), and its registers. */

@@ -191,6 +191,8 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
       `(stopped ${percent(Math.min(result.stoppedMicros, stats.elapsedMs * 1000), stats.elapsedMs * 1000)} of the time)` +
       (stats.offCpu > 0 ? `, proven asleep ${percent(stats.offCpu, stats.samples)}` : '') +
       (copy === 'interrupt' ? `, copied in the kernel ${percent(stats.kernel.samples, stats.samples)} (${stats.kernel.lost} lost, ${stats.kernel.skipped} dropped with missed ticks)` : '') +
+      // (their tasks not all copied at the tick: the report rejects those samples' task view)
+      (copy === 'interrupt' && stats.kernel.taskViews > 0 ? `, tasks not of the tick ${percent(stats.kernel.taskViewsShort, stats.kernel.taskViews)}` : '') +
       '; ' +
       `copy ${stats.samples ? Math.round(stats.copyMicros.total / stats.samples) : 0} µs mean)`
     : `(too short to measure: ${stats.ticks} tick${stats.ticks === 1 ? '' : 's'} in ${stats.elapsedMs.toFixed(1)} ms)`;

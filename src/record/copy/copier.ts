@@ -93,6 +93,12 @@ export interface CopierOptions {
    * same moment as its Python frames (record --native --copy interrupt). Null: none.
    */
   quietNative?: (tid: number, mark: bigint) => NativeCopy | null;
+  /**
+   * With `quiet`: more to copy of a thread within its copy's window, before the proof that it
+   * stayed off its CPU (record --async-aware --copy interrupt: its asyncio tasks, which only it
+   * changes), added to its snapshot.
+   */
+  inWindow?: (snap: ThreadSnapshot) => void;
 }
 
 /** Tells that a thread stayed off its CPU: `mark` before a copy (null: it is on one), `stillOff` after. */
@@ -189,6 +195,8 @@ export class MemoryCopier {
   private readonly quiet: QuietWatch | null;
   /** CopierOptions.quietNative */
   private readonly quietNative: ((tid: number, mark: bigint) => NativeCopy | null) | null;
+  /** CopierOptions.inWindow */
+  private readonly inWindow: ((snap: ThreadSnapshot) => void) | null;
   /**
    * The fields of the GIL each interpreter of the last pass runs under (Layout.gil: its last
    * holder through its count of hand-overs), read with each pass for the GIL facts of the
@@ -239,6 +247,7 @@ export class MemoryCopier {
     this.leaveOut = options.leaveOut ?? null;
     this.quiet = options.quiet ?? null;
     this.quietNative = options.quiet ? (options.quietNative ?? null) : null;
+    this.inWindow = options.quiet ? (options.inWindow ?? null) : null;
     // eslint-disable-next-line @typescript-eslint/no-this-alias
     const self = this;
     this.ctx = {
@@ -532,6 +541,22 @@ export class MemoryCopier {
   }
 
   /**
+   * recordCodes in two steps: the code objects read now (checkCodes), inside a copy's window,
+   * and recorded later (commitCodes), once that copy is kept — a copy dropped must not take
+   * with it the only record of a code object the cache then holds as recorded.
+   */
+  checkCodes(addresses: Iterable<bigint>, interp: bigint): PendingCodes {
+    const at = this.layout.interp.codeObjectGeneration;
+    const g = at === null ? null : this.source.tryRead(interp + BigInt(at), 8);
+    const generation = g ? new DataView(g.buffer, g.byteOffset, 8).getBigUint64(0, true) : null;
+    return this.codes.check(addresses, interp, generation);
+  }
+
+  commitCodes(pending: PendingCodes): { fresh: CodeRecord[]; replaced: boolean } {
+    return this.codes.commit(pending);
+  }
+
+  /**
    * Check and record the code objects of copies made elsewhere, earlier (in the kernel, at the
    * interrupt: kernel-samples.ts), read now: like recordCodes, with the interpreter's
    * code_object_generation as read before the check and after it (null where there is none),
@@ -729,6 +754,7 @@ export class MemoryCopier {
     if (attempt.entry !== 'thread') return null;
     // (its native copy inside the same window: proven with the frames, by the same look)
     const native = own && this.quietNative ? this.quietNative(Number(tid), mark) : null;
+    if (own && this.inWindow) this.inWindow(attempt.snap);
     if (!watch.stillOff(Number(tid), mark)) return null;
     if (native) attempt.snap.native = native;
     attempt.snap.unproven = false;

@@ -29,6 +29,7 @@ import type { GilLayout, Layout } from '../../layout/layout.js';
 import { readPointer } from '../../walk/region-memory.js';
 import type { KernelRecord } from '../linux/kernel-copier.js';
 import type { MemorySource } from './source.js';
+import type { Region } from '../../walk/types.js';
 import type { MemoryCopier } from './copier.js';
 import { tstateCopyEnd } from './consistency.js';
 import { GrowingMemory, maskFrames, u64 } from './copy-memory.js';
@@ -54,6 +55,14 @@ interface Known {
 export interface KernelSnapshot {
   snap: ThreadSnapshot;
   timeNs: bigint;
+  /** the thread's kernel id */
+  tid: number;
+  /** the ranges the recorder named for the thread, as the kernel copied them at the tick (KernelCopier.setReads) */
+  reads: readonly Region[];
+  /** the interpreter's count of code-object deaths at the tick (3.14+; null: none) */
+  tickGeneration: bigint | null;
+  /** the interpreter's address */
+  interp: bigint;
 }
 
 /**
@@ -184,7 +193,7 @@ export class KernelSamples {
         tickGeneration !== null && had !== undefined && had.interp === interp && had.generation === tickGeneration && now - had.at < CONFIRMED_FOR_MS && sameCodes(had.codes, codes);
       if (!again) for (const c of codes) group.codes.add(c);
       group.made.push({ snap, mem, first: chain.frames[0], codes, tickGeneration, tid: r.tid, again });
-      out.push({ snap, timeNs: r.timeNs });
+      out.push({ snap, timeNs: r.timeNs, tid: r.tid, reads: r.reads ?? [], tickGeneration, interp });
     }
     for (const [interp, group] of byInterp) {
       // 3.14+, the common case: every record of the batch made at one count of code-object

@@ -16,12 +16,19 @@ import type { Region } from '../../walk/types.js';
 import { readPointer } from '../../walk/region-memory.js';
 import { TaskFault, TaskGraph, type AsyncMode, type ByteSource } from '../../walk/task-graph.js';
 import type { MemoryCopier } from './copier.js';
+import type { PendingCodes } from './code-cache.js';
 import { readMany, type MemorySource } from './source.js';
 
 type Range = { address: bigint; length: number };
 
 /** Reads read ahead for a thread at most (a thread's task view needs a few dozen). */
 const MAX_PREFETCH = 512;
+
+/** A source with nothing in it: a copy made earlier is all there is. */
+const NOTHING: Pick<MemorySource, 'tryRead'> = { tryRead: () => null };
+
+/** What the kernel copies with a thread at each tick at most (bpf/copier.bpf.c: MAX_EXTRAS, MAX_EXTRA_BYTES, EXTRA_ROOM). */
+export const TICK_READS = { count: 128, bytes: 4096, room: 1 << 16 };
 import type { ThreadSnapshot } from './thread-snapshot.js';
 
 /**
@@ -38,8 +45,10 @@ export class RecordingReads implements ByteSource {
   changed = false;
   /** the reads made from the target (or taken from `prefetched`), in order */
   readonly made: Range[] = [];
+  /** reads that found nothing (unreadable, or — from copies made earlier — not copied) */
+  missed = 0;
   constructor(
-    private readonly source: MemorySource,
+    private readonly source: Pick<MemorySource, 'tryRead'>,
     held: readonly Region[],
     /** bytes read ahead in one gathered read, by `address:length` */
     private readonly prefetched: Map<string, Uint8Array | null>,
@@ -72,7 +81,10 @@ export class RecordingReads implements ByteSource {
     const key = `${address}:${length}`;
     const read = this.prefetched.has(key) ? this.prefetched.get(key)! : this.source.tryRead(address, length);
     this.made.push({ address, length });
-    if (!read) return null;
+    if (!read) {
+      this.missed++;
+      return null;
+    }
     // the regions it overlaps follow each other from `at`
     let stop = at;
     while (stop < this.regions.length && this.regions[stop]!.address < end) stop++;
@@ -128,17 +140,145 @@ export class TaskCopier {
     private readonly copier: MemoryCopier,
   ) {}
 
-  /** Add to a thread's copy what its task view needs (and the code objects of suspended coroutines). */
-  copy(t: ThreadSnapshot): void {
+  /**
+   * Add to a thread's copy what its task view needs (and the code objects of suspended
+   * coroutines), read now. `later`: what was read is kept aside, for settle() to put in the
+   * copy once it is kept (a copy made inside the recorder's pass over the thread list, which
+   * reads the copy's first region as its thread state, and which may still drop it:
+   * CopierOptions.inWindow) — the code objects read, but not recorded until then.
+   */
+  copy(t: ThreadSnapshot, later = false): void {
     const ahead = this.lastReads.get(t.threadStateAddress) ?? [];
     const prefetched = new Map<string, Uint8Array | null>();
     if (ahead.length) readMany(this.source, ahead).forEach((b, i) => prefetched.set(`${ahead[i]!.address}:${ahead[i]!.length}`, b));
     const reads = new RecordingReads(this.source, t.regions, prefetched);
+    const frames = this.walk(reads, t.threadStateAddress);
+    if (this.lastReads.size > 4096 && !this.lastReads.has(t.threadStateAddress)) this.lastReads.clear(); // threads come and go
+    this.lastReads.set(t.threadStateAddress, reads.made.slice(0, MAX_PREFETCH));
+    const interp = this.interpOf(reads, t);
+    const codes = frames.length === 0 || interp === 0n ? null : this.copier.checkCodes(this.codesOf(reads, frames), interp);
+    if (later) {
+      t.withTasks = { regions: reads.changed ? reads.regions : null, codes };
+      return;
+    }
+    if (reads.changed) t.regions = reads.regions;
+    if (codes) this.record(t, codes);
+  }
+
+  /** Put in a copy what copy(t, true) kept aside for it. */
+  settle(t: ThreadSnapshot): void {
+    const w = t.withTasks;
+    if (!w) return;
+    delete t.withTasks;
+    if (w.regions) t.regions = w.regions;
+    if (w.codes) this.record(t, w.codes);
+  }
+
+  private record(t: ThreadSnapshot, codes: PendingCodes): void {
+    const { fresh, replaced } = this.copier.commitCodes(codes);
+    t.codes.push(...fresh.filter((c) => !t.codes.some((d) => d.address === c.address)));
+    t.codeReplaced ||= replaced;
+  }
+
+  /**
+   * The task view of a copy made in the kernel at the interrupt (record --copy interrupt), from
+   * what the kernel copied with it at the tick — the ranges named for its thread (`tickReads`,
+   * KernelCopier.setReads) — and nothing read now: the tasks are of the tick, as its stack is.
+   * Where the view needs a range the kernel did not copy (a task new since the thread's last
+   * sample, an object moved), the copy gets none of it — its running task then points outside
+   * the copy, and the report rejects the sample's task view (`dangling`) — and `whole` is
+   * false. `needed`: the ranges the thread's view reads, for the kernel to copy at its next
+   * ticks — read now, when the tick's did not hold them all. The code objects of the suspended
+   * coroutines are read now and recorded; where one died since the tick (the interpreter's count
+   * of code-object deaths moved), each must be one recorded before and unchanged, or the view
+   * is dropped as well (kernel-samples.ts does the same for the stack's).
+   */
+  copyAtTick(t: ThreadSnapshot, tickReads: readonly Region[], interp: bigint, tickGeneration: bigint | null): { whole: boolean; tell: Range[] | null } {
+    const { whole, needed } = this.viewAtTick(t, tickReads, interp, tickGeneration);
+    const had = this.tickRanges.get(t.threadStateAddress) ?? [];
+    // (a view read whole read only ranges the list holds: it stays as it is, and so does the kernel's)
+    if (whole && had.length > 0) return { whole, tell: null };
+    // the ranges needed now first, then those the list held (the thread's other tasks: a loop
+    // switches between them from one tick to the next), as many as the kernel copies
+    const key = (r: Range): string => `${r.address}:${r.length}`;
+    const seen = new Set<string>();
+    const list: Range[] = [];
+    let room = TICK_READS.room;
+    for (const r of [...needed, ...had]) {
+      const k = key(r);
+      if (seen.has(k) || r.length <= 0 || r.length > TICK_READS.bytes) continue;
+      seen.add(k);
+      const cost = 16 + ((r.length + 7) & ~7);
+      if (list.length >= TICK_READS.count || cost > room) break;
+      room -= cost;
+      list.push(r);
+    }
+    if (this.tickRanges.size > 4096 && !this.tickRanges.has(t.threadStateAddress)) this.tickRanges.clear(); // threads come and go
+    this.tickRanges.set(t.threadStateAddress, list);
+    const same = list.length === had.length && list.every((r, i) => key(r) === key(had[i]!));
+    return { whole, tell: same ? null : list };
+  }
+
+  /**
+   * What the kernel should copy with a thread it has not copied yet (record --copy interrupt:
+   * told before its first tick, so that its first samples have their tasks): its task view's
+   * reads now. Null: the kernel was told already.
+   */
+  firstReads(threadStateAddress: bigint, tstateBytes: number): Range[] | null {
+    if (this.tickRanges.has(threadStateAddress)) return null;
+    const list = this.readsNow(threadStateAddress, tstateBytes).filter((r) => r.length > 0 && r.length <= TICK_READS.bytes);
+    this.tickRanges.set(threadStateAddress, list);
+    return list;
+  }
+
+  /** The ranges the thread's task view reads now, from its thread state as it is now (past its first `tstateBytes`, which the kernel copies anyway). */
+  private readsNow(threadStateAddress: bigint, tstateBytes: number): Range[] {
+    const live = new RecordingReads(this.source, [], new Map());
+    this.walk(live, threadStateAddress);
+    const end = threadStateAddress + BigInt(tstateBytes);
+    return live.made.filter((r) => !(r.address >= threadStateAddress && r.address + BigInt(r.length) <= end));
+  }
+
+  /** What the kernel is told to copy with each thread (thread state address → ranges): copyAtTick */
+  private readonly tickRanges = new Map<bigint, Range[]>();
+
+  private viewAtTick(t: ThreadSnapshot, tickReads: readonly Region[], interp: bigint, tickGeneration: bigint | null): { whole: boolean; needed: Range[] } {
+    const prefetched = new Map<string, Uint8Array | null>();
+    for (const r of tickReads) prefetched.set(`${r.address}:${r.bytes.length}`, r.bytes);
+    const reads = new RecordingReads(NOTHING, t.regions, prefetched);
+    const frames = this.walk(reads, t.threadStateAddress);
+    if (reads.missed > 0) return { whole: false, needed: this.readsNow(t.threadStateAddress, t.regions[0]?.bytes.length ?? 0) };
+    const needed = reads.made;
+    if (frames.length > 0) {
+      const codes = this.codesOf(reads, frames);
+      const knownBefore = new Set([...codes].filter((c) => this.copier.codeObject(c) !== null));
+      const first = this.copier.recordCodesOf(codes, interp);
+      const fresh = [...first.fresh];
+      let replaced = first.replaced;
+      let proven = true;
+      if (tickGeneration === null || first.before !== tickGeneration || first.after !== first.before) {
+        const again = this.copier.recordCodesOf(codes, interp, true);
+        fresh.push(...again.fresh);
+        replaced ||= again.replaced;
+        const changed = new Set(fresh.map((c) => c.address));
+        proven = [...codes].every((c) => knownBefore.has(c) && !changed.has(c));
+      }
+      // (recorded either way: the cache holds them now, and the writer must too)
+      t.codes.push(...fresh.filter((c) => !t.codes.some((d) => d.address === c.address)));
+      t.codeReplaced ||= replaced;
+      if (!proven) return { whole: false, needed };
+    }
+    if (reads.changed) t.regions = reads.regions;
+    return { whole: true, needed };
+  }
+
+  /** Follow the thread's task view through `reads`; the frames of the suspended coroutines it holds. */
+  private walk(reads: RecordingReads, threadStateAddress: bigint): bigint[] {
     const graph = new TaskGraph(this.layout, this.offsets, reads);
     const frames: bigint[] = [];
     try {
-      const running = graph.running(t.threadStateAddress);
-      const tasks = this.mode === 'all' ? graph.tasks(t.threadStateAddress) : [];
+      const running = graph.running(threadStateAddress);
+      const tasks = this.mode === 'all' ? graph.tasks(threadStateAddress) : [];
       if (running !== 0n && !tasks.includes(running)) tasks.unshift(running);
       for (const task of tasks) {
         try {
@@ -167,10 +307,11 @@ export class TaskCopier {
       // what could not be read is the report's to reject; the regions read so far stay
       if (!(e instanceof TaskFault)) throw e;
     }
-    if (reads.changed) t.regions = reads.regions;
-    if (this.lastReads.size > 4096 && !this.lastReads.has(t.threadStateAddress)) this.lastReads.clear(); // threads come and go
-    this.lastReads.set(t.threadStateAddress, reads.made.slice(0, MAX_PREFETCH));
-    if (frames.length === 0) return;
+    return frames;
+  }
+
+  /** The code objects of these frames (their `f_executable`, untagged), as the reads hold them. */
+  private codesOf(reads: RecordingReads, frames: readonly bigint[]): Set<bigint> {
     const L = this.layout;
     const codes = new Set<bigint>();
     for (const f of frames) {
@@ -180,10 +321,13 @@ export class TaskCopier {
       const code = (L.pointerSize === 8 ? v.getBigUint64(0, true) : BigInt(v.getUint32(0, true))) & ~BigInt(L.executableTagMask);
       if (code !== 0n) codes.add(code);
     }
-    const interp = reads.bytes(t.threadStateAddress + BigInt(L.tstate.interp), L.pointerSize);
-    if (!interp) return;
-    const { fresh, replaced } = this.copier.recordCodes(codes, readPointer(interp, 0, L.pointerSize));
-    t.codes.push(...fresh.filter((c) => !t.codes.some((d) => d.address === c.address)));
-    t.codeReplaced ||= replaced;
+    return codes;
+  }
+
+  /** The interpreter state's address, from the thread state the copy holds (0: none). */
+  private interpOf(reads: RecordingReads, t: ThreadSnapshot): bigint {
+    const L = this.layout;
+    const b = reads.bytes(t.threadStateAddress + BigInt(L.tstate.interp), L.pointerSize);
+    return b ? readPointer(b, 0, L.pointerSize) : 0n;
   }
 }

@@ -2,6 +2,7 @@
 
 import type { Region } from '../../walk/types.js';
 import type { CodeRecord, FrameHint } from '../../capture/types.js';
+import type { PendingCodes } from './code-cache.js';
 import type { NativeCopy } from '../linux/native-recorder.js';
 
 export interface ThreadSnapshot {
@@ -50,6 +51,8 @@ export interface ThreadSnapshot {
   codeReplaced: boolean;
   /** not copied here: its sample is copied in the kernel at the interrupt (CopierOptions.leaveOut) */
   leftToKernel?: boolean;
+  /** its asyncio tasks, copied inside the pass over the thread list, to be put in place after it (TaskCopier.copy's `later`, settle) */
+  withTasks?: { regions: Region[] | null; codes: PendingCodes | null };
   /** its registers and native stack, of the same moment as its frames (copied at the interrupt, or off its CPU beside them) */
   native?: NativeCopy;
 }

@@ -41,6 +41,8 @@ export interface KernelRecord {
   native?: NativeCopy;
   /** the GIL's fields at the tick, from its last holder (3.13, 3.14; absent: not copied) */
   gil?: Region;
+  /** the ranges named for the thread (KernelCopier.setReads) that the program could copy, as they were at the tick */
+  reads?: Region[];
 }
 
 /** A record as the program writes it (bpf/copier.bpf.c): tid, region count, time, thread state, then each region (address, length, flags, bytes padded to 8). Null: not whole. */
@@ -55,6 +57,7 @@ export function decodeRecord(view: Uint8Array): KernelRecord | null {
   let registers: NativeRegisters | null = null;
   let stack: Region | null = null;
   let gil: Region | null = null;
+  const reads: Region[] = [];
   let at = RECORD_HEADER;
   for (let i = 0; i < count; i++) {
     if (at + 16 > bytes.length) return null;
@@ -67,6 +70,7 @@ export function decodeRecord(view: Uint8Array): KernelRecord | null {
       registers = { rip: dv.getBigUint64(at + 16, true), rsp: dv.getBigUint64(at + 24, true), rbp: dv.getBigUint64(at + 32, true) };
     } else if (flags & REGION_NATIVE_STACK) stack = { address, bytes: bytes.subarray(at + 16, at + 16 + length) };
     else if (flags & REGION_GIL) gil = { address, bytes: bytes.subarray(at + 16, at + 16 + length) };
+    else if (flags & REGION_EXTRA) reads.push({ address, bytes: bytes.subarray(at + 16, at + 16 + length) });
     else regions.push({ address, bytes: bytes.subarray(at + 16, at + 16 + length), chunk: (flags & REGION_CHUNK) !== 0 });
     at += 16 + ((length + 7) & ~7);
   }
@@ -74,6 +78,7 @@ export function decodeRecord(view: Uint8Array): KernelRecord | null {
   // (registers without a stack: its pages could not be read — no native copy)
   if (registers && stack) record.native = { registers, stack };
   if (gil) record.gil = gil;
+  if (reads.length > 0) record.reads = reads;
   return record;
 }
 
@@ -104,6 +109,10 @@ const REGION_CHUNK = 1;
 const REGION_REGISTERS = 2;
 const REGION_NATIVE_STACK = 4;
 const REGION_GIL = 8;
+const REGION_EXTRA = 16;
+/** bpf/copier.bpf.c's MAX_EXTRAS and MAX_EXTRA_BYTES: the ranges copied for a thread at each tick (setReads) */
+export const KERNEL_MAX_READS = 128;
+export const KERNEL_MAX_READ_BYTES = 4096;
 /** bpf/copier.bpf.c's NO_CFRAME: the current frame is in the thread state (3.13+) */
 const NO_CFRAME = 0xffffffff;
 /** bpf/copier.bpf.c's NATIVE_MAX: the most native stack a record holds */
@@ -306,6 +315,10 @@ export class KernelCopier {
     private readonly tstatesFd: number,
     private readonly lostFd: number,
     private readonly runningFd: number,
+    private readonly extrasFd: number,
+    private readonly configFd: number,
+    /** struct config as written at open */
+    private readonly config: Uint32Array,
     private readonly ring: RingMapping,
     /** the threads' counts of arrivals on a CPU, from /proc (null: no schedstat) */
     private readonly arrivals: OffCpuWatch | null,
@@ -417,7 +430,7 @@ export class KernelCopier {
         links.push(link);
       }
       ring = mapRing(L, fd('records'), Number(L.maxEntries(L.findMap(object, 'records'))));
-      return new KernelCopier(L, object, links, events, fd('tstates'), fd('lost'), fd('running'), ring, OffCpuWatch.open(pid));
+      return new KernelCopier(L, object, links, events, fd('tstates'), fd('lost'), fd('running'), fd('extras'), fd('config'), config, ring, OffCpuWatch.open(pid));
     } catch (e) {
       undo();
       throw e;
@@ -445,6 +458,51 @@ export class KernelCopier {
       this.L.remove(this.tstatesFd, new Uint32Array([tid]));
       this.told.delete(tid);
     }
+    for (const tid of this.toldReads.keys()) {
+      if (map.has(tid)) continue;
+      this.L.remove(this.extrasFd, new Uint32Array([tid]));
+      this.toldReads.delete(tid);
+    }
+  }
+
+  /**
+   * Copy each thread state through at least `bytes` from now on (record --async-aware: through
+   * the asyncio fields of _PyThreadStateImpl, known once the target imports asyncio). False:
+   * more than the program copies.
+   */
+  widenThreadStates(bytes: number): boolean {
+    if (this.closed || bytes > MAX_TSTATE) return false;
+    if (bytes <= this.config[1]!) return true;
+    this.config[1] = bytes;
+    return Number(this.L.update(this.configFd, new Uint32Array([0]), this.config, 0)) === 0;
+  }
+
+  /** what the program was last told to copy with each thread (setReads), as `address:length` lists */
+  private readonly toldReads = new Map<number, string>();
+  /** struct extras (bpf/copier.bpf.c): count, pad, addresses, lengths */
+  private readonly extrasValue = new ArrayBuffer(8 + KERNEL_MAX_READS * 12);
+
+  /**
+   * Tell the program the ranges to copy with thread `tid` at each of its ticks from now on (the
+   * first KERNEL_MAX_READS; a range longer than KERNEL_MAX_READ_BYTES is not copied): what its
+   * task view read at its last sample. Only a change is written. False: the program's table is
+   * full (the thread's ticks copy none).
+   */
+  setReads(tid: number, ranges: readonly { address: bigint; length: number }[]): boolean {
+    if (this.closed) return false;
+    const n = Math.min(ranges.length, KERNEL_MAX_READS);
+    const said = ranges.slice(0, n).map((r) => `${r.address}:${r.length}`).join(',');
+    if (this.toldReads.get(tid) === said) return true;
+    const dv = new DataView(this.extrasValue);
+    new Uint8Array(this.extrasValue).fill(0);
+    dv.setUint32(0, n, true);
+    for (let i = 0; i < n; i++) {
+      dv.setBigUint64(8 + 8 * i, ranges[i]!.address, true);
+      dv.setUint32(8 + 8 * KERNEL_MAX_READS + 4 * i, ranges[i]!.length, true);
+    }
+    if (Number(this.L.update(this.extrasFd, new Uint32Array([tid]), new Uint8Array(this.extrasValue), 0)) !== 0) return false;
+    this.toldReads.set(tid, said);
+    return true;
   }
 
   /** The records the kernel wrote since the last call, oldest first. */

@@ -15,6 +15,7 @@ import type { AsyncMode } from '../../walk/task-graph.js';
 import { neverStops, type CopyMode } from '../copy/modes.js';
 import { bpfObjectPath, KERNEL_NATIVE_MAX, KernelCopier, kernelCopiesReach, mayLoadKernelCopier } from './kernel-copier.js';
 import { kernelTstateSize } from '../copy/kernel-samples.js';
+import { asyncioTstateEnd } from '../copy/task-copy.js';
 import { CpuStates } from './cpu-states.js';
 import type { SampleFact, SamplingMode } from '../../capture/types.js';
 import { SamplerGroup, TargetSampler, type SamplerStats } from '../sampling/sampler.js';
@@ -196,6 +197,12 @@ function openKernelCopier(source: LinuxProcessSource, sampling: SamplingMode, op
   return KernelCopier.open(source.pid, { ...options, layout: source.layout, tstateSize: kernelTstateSize(source), runtimeAddress: source.runtimeAddress });
 }
 
+/** The kernel's copies of each thread state through its asyncio fields (the running task, of the tick: task-copy.ts). */
+function widenForTasks(kernel: KernelCopier, found: AsyncioFound, source: LinuxProcessSource): void {
+  const end = asyncioTstateEnd(found.offsets, source.layout.pointerSize);
+  if (!kernel.widenThreadStates(end)) throw new TargetError('unsupported', `${source.description}: --async-aware with copy interrupt: the thread state's asyncio fields end at ${end} bytes, past what the kernel's copy takes`);
+}
+
 /** The ring buffer of a subprocess's copier in the kernel (the main target's: 64 MiB), bytes. */
 const SUBPROCESS_RING_BYTES = 16 << 20;
 
@@ -300,7 +307,6 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
     if (rateHz > MAX_INTERRUPT_RATE_HZ) throw new RangeError(`copies at the interrupt: at most ${MAX_INTERRUPT_RATE_HZ} Hz (the recorder makes about that many of the kernel's copies into samples a second; more fill its ring buffer and are lost)`);
     // (each needs what is read with a thread's frames at the same moment: not copied in the kernel yet)
     if (options.native && (options.native.stackBytes ?? DEFAULT_STACK_BYTES) > KERNEL_NATIVE_MAX) throw new RangeError(`native stacks copied at the interrupt: at most ${KERNEL_NATIVE_MAX} bytes a thread`);
-    if (options.asyncio) throw new RangeError('asyncio tasks are read with the stack at one moment: not with copy interrupt yet');
   }
   if (options.native && copy === 'optimistic') throw new RangeError('native stacks need the threads stopped: not with copy optimistic');
   if (options.native && follow) throw new RangeError('native stacks are not recorded with subprocesses');
@@ -332,6 +338,7 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
       kernel = openKernelCopier(source, sampling, { rateHz, ...(options.native ? { nativeStackBytes: stackBytes } : {}) });
     }
     if (options.asyncio) asyncio = await asyncioOffsets(source, options.signal, alive);
+    if (asyncio && kernel) widenForTasks(kernel, asyncio, source);
     main = openRecorder(
       source,
       options.output,
@@ -488,7 +495,9 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
         let kern: KernelCopier | null = null;
         try {
           if (copy === 'interrupt') kern = openKernelCopier(src, sampling, { rateHz, ringBytes: SUBPROCESS_RING_BYTES });
+          if (kern && tasks) widenForTasks(kern, tasks, src);
         } catch (e) {
+          kern?.close();
           src.close();
           return refuse(cpid, parentPid, cmd, attachFailure(cpid, e));
         }
@@ -616,7 +625,6 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
       copy !== 'interrupt' &&
       kernelCopiesReach(source.layout) &&
       rateHz <= MAX_INTERRUPT_RATE_HZ &&
-      !options.asyncio &&
       !options.readOnly &&
       mayLoadKernelCopier() &&
       fs.existsSync(bpfObjectPath()),

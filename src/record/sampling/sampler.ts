@@ -100,6 +100,8 @@ export interface SamplerOptions {
     poll(): KernelRecord[];
     lost(): bigint;
     setThreadStates(map: ReadonlyMap<number, bigint>): void;
+    /** the ranges to copy with a thread at its ticks (--async-aware: its task view's); false: refused */
+    setReads(tid: number, ranges: readonly { address: bigint; length: number }[]): boolean;
     runState(tid: number): RunState | null;
     mayRun(tid: number): boolean | null;
     /** the registers thread `tid` resumes with, off its CPU since `mark` (with native stacks; null: not known) */
@@ -150,7 +152,22 @@ export interface SamplerStats {
    * out with it); records of the stretches after the `alternate` mode's ticks (left out: see
    * tick)
    */
-  kernel: { samples: number; lost: number; stale: number; skipped: number; alternated: number };
+  kernel: {
+    samples: number;
+    lost: number;
+    stale: number;
+    skipped: number;
+    alternated: number;
+    /**
+     * --async-aware: the kernel's samples whose task view was made (of those proven), those of
+     * them that needed memory the kernel had not copied at their tick — their task view left
+     * out, rejected by the report (`dangling`) — and the kernel's refusals of a thread's ranges
+     * (its table full)
+     */
+    taskViews: number;
+    taskViewsShort: number;
+    taskReadsRefused: number;
+  };
 }
 
 /** How long stretches of skipped ticks are kept for the kernel's records in them (µs): records are taken at every tick. */
@@ -262,7 +279,7 @@ export class TargetSampler {
     ended: null,
     anchorWriteFailure: null,
     names: { reads: 0, micros: 0, records: 0 },
-    kernel: { samples: 0, lost: 0, stale: 0, skipped: 0, alternated: 0 },
+    kernel: { samples: 0, lost: 0, stale: 0, skipped: 0, alternated: 0, taskViews: 0, taskViewsShort: 0, taskReadsRefused: 0 },
   };
   private readonly copyOptions: CopyOptions;
   private readonly copier: MemoryCopier;
@@ -331,6 +348,8 @@ export class TargetSampler {
             },
             ...(options.kernel.watch ? { quiet: options.kernel.watch } : {}),
             ...(options.native?.copyStack && options.kernel.registersOff ? { quietNative: quietNative(options.kernel, options.native) } : {}),
+            // (the tasks of a thread off its CPU: only it changes them, so they are copied while it stays off)
+            ...(options.asyncio ? { inWindow: (snap: ThreadSnapshot) => this.tasks?.copy(snap, true) } : {}),
           }
         : {}),
     });
@@ -439,8 +458,15 @@ export class TargetSampler {
           this.lastPassAt = now;
         }
       }
-      // (a copy nothing proved is not walked: its tasks would not be looked at)
-      if (tasks) for (const t of threads) if (!t.unproven) tasks.copy(t);
+      // (a copy nothing proved is not walked: its tasks would not be looked at; one proven by the
+      // kernel's word that its thread stayed off its CPU has its tasks already, copied within
+      // that proof's window — CopierOptions.inWindow)
+      if (tasks) {
+        for (const t of threads) {
+          if (t.withTasks) tasks.settle(t);
+          else if (!t.unproven && !(this.kernelSamples && t.offCpuProof)) tasks.copy(t);
+        }
+      }
     } catch (e) {
       if (!(e instanceof ReadError)) throw e;
       if (options.isAlive && !options.isAlive()) {
@@ -472,6 +498,14 @@ export class TargetSampler {
     if (kernel) {
       // the threads on a CPU: their samples are the kernel's records since the last tick
       options.kernel!.setThreadStates(kernel.know(threads));
+      // (--async-aware: a thread new to the kernel is told what its tasks' view reads, before its first tick)
+      if (tasks) {
+        for (const t of threads) {
+          if (t.nativeThreadId <= 0n || t.nativeThreadId > 0xffffffffn) continue;
+          const first = tasks.firstReads(t.threadStateAddress, t.regions[0]?.bytes.length ?? 0);
+          if (first && !options.kernel!.setReads(Number(t.nativeThreadId), first)) stats.kernel.taskReadsRefused++;
+        }
+      }
       const stale = kernel.stale;
       // A tick stands for the stretch of time up to the next one, and no further: the kernel's
       // records made after the next tick's time wait for it (a recorder behind its schedule
@@ -504,6 +538,13 @@ export class TargetSampler {
       this.heldRecords = held;
       if (alternateTick) this.lastAlternateTick = tickTime;
       for (const k of kernel.take(batch)) {
+        // its tasks as the kernel copied them with it at the tick (task-copy.ts: copyAtTick)
+        if (tasks && !k.snap.unproven) {
+          const { whole, tell } = tasks.copyAtTick(k.snap, k.reads, k.interp, k.tickGeneration);
+          stats.kernel.taskViews++;
+          if (!whole) stats.kernel.taskViewsShort++;
+          if (tell && !options.kernel!.setReads(k.tid, tell)) stats.kernel.taskReadsRefused++;
+        }
         this.addSample(k.snap, this.kernelTime(k.timeNs), samples, null);
         stats.kernel.samples++;
       }

@@ -439,7 +439,10 @@ export function walkOne(tstate: u64, frames: u32): void {
         store<u32>(out, 0, FRAME_FLAGS + 4);
         pyCount++;
       }
-    } else if (!ownerIn(ownerSkip, owner)) {
+    } else if (!ownerIn(ownerSkip, owner) || fieldPtr(f, frExecutable) == 0) {
+      // (an entry frame — the eval loop's, the 3.15 base frame — always names its executable:
+      // None, or the interpreter's trampoline code; a NULL one is bytes of another frame read
+      // as a frame header, e.g. a thread state of one moment over frames of another)
       outStatus = CORRUPT;
       outFail = frame;
       outVisited = visited;

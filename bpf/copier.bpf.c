@@ -21,7 +21,8 @@
 // - the ranges the recorder named for that thread (`extras`: record --async-aware, the objects
 //   its asyncio tasks' view read at the thread's last sample — tasks, their names, coroutines
 //   and the frames inside them), each as it is at the tick, up to MAX_EXTRAS of them and
-//   EXTRA_ROOM bytes;
+//   EXTRA_ROOM bytes; and the running task's object and name, followed from the thread state
+//   (`running_task`: a task new since that sample);
 // - with native stacks asked for (`native_stack`): the thread's user registers (rip, rsp, rbp, as
 //   it will resume: saved on its kernel stack at the interrupt or system call) and its native
 //   stack from just below rsp (the red zone) up to the end of rsp's mapping, at most
@@ -98,6 +99,14 @@ struct config {
    * `gil_pointer` in the interpreter state, or not copied) */
   __u32 gil_address_lo;
   __u32 gil_address_hi;
+  /** --async-aware: the running task, followed at the tick (a task new since the thread's last
+   * sample is in no range the recorder named): the offset of `asyncio_running_task` in the
+   * thread state (0: not followed), the task object's bytes copied, the offset of its name in
+   * it, and the bytes of the name object copied (a short str's header and text, or an int) */
+  __u32 running_task;
+  __u32 task_span;
+  __u32 task_name;
+  __u32 name_span;
 };
 
 #define NO_CFRAME 0xffffffff
@@ -558,6 +567,26 @@ int copy_at_tick(struct bpf_perf_event_data *ctx) {
     }
     struct walk w = {.s = s, .frame = frame, .tstate = tstate, .tsize = tsize, .previous = c->frame_previous, .frame_size = fsize};
     bpf_loop(MAX_FRAMES, step, &w, 0);
+    /* the running task and its name, as they are at the tick */
+    if (c->running_task && c->running_task + 8 <= tsize && c->task_span && c->task_span <= MAX_EXTRA_BYTES) {
+      __u64 task = field(s, HEADER + 16, c->running_task) & ~(__u64)3;
+      __u32 at = s->used;
+      __u32 next = task ? append_flagged(s, at, task, c->task_span, REGION_EXTRA) : 0;
+      if (next) {
+        s->used = next;
+        s->regions++;
+        __u64 name = 0;
+        if (c->task_name + 8 <= c->task_span && c->name_span && c->name_span <= MAX_EXTRA_BYTES &&
+            bpf_probe_read_user(&name, 8, (const void *)(task + c->task_name)) == 0 && (name & ~(__u64)3)) {
+          at = s->used;
+          next = append_flagged(s, at, name & ~(__u64)3, c->name_span, REGION_EXTRA);
+          if (next) {
+            s->used = next;
+            s->regions++;
+          }
+        }
+      }
+    }
     struct extras *e = bpf_map_lookup_elem(&extras, &tid);
     if (e) {
       struct extra_walk x = {.s = s, .e = e, .room = EXTRA_ROOM};

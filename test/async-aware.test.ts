@@ -442,6 +442,32 @@ describe.each(nativeInterpreters())('async-aware stacks, $label', (py) => {
     recordCoverage('async-aware', `${py.label} live`, true);
   }, 120_000);
 
+  it('copied at the interrupt, a program that makes new tasks all the time: the running task is followed in the kernel', (ctx) => {
+    const why = cannotTryKernelCopies();
+    if (why) skipTest(ctx, 'async-aware', `${py.label} interrupt new tasks`, why);
+    // workloads/asynciotasks.py gathers six new tasks each round, hundreds of rounds a second: a
+    // running task is nearly always one the thread's previous sample did not see
+    const file = path.join(dir, `${py.label}-interrupt-churn.pyuw`);
+    const rec = pyunwind(['record', '-r', '1000', '--copy', 'interrupt', '--async-aware', '-o', file, '--', py.command, path.resolve('workloads/asynciotasks.py'), '3']);
+    expect(rec.status, rec.stderr).toBe(0);
+    const line = rec.stderr.trim().split('\n').pop()!;
+    const short = Number(/tasks not of the tick ([\d.]+)%/.exec(line)?.[1]);
+    const r = pyunwind(['report', '-q', file, '--async-aware', '--format', 'json']);
+    expect(r.status, r.stderr).toBe(0);
+    const json = JSON.parse(r.stdout) as JsonReport;
+    const { attempted, statuses } = json.summary;
+    // every stack in the program's own coroutines and what they call runs in a task (its
+    // <module> and main, below asyncio.run, are the loop's thread stack when no task runs)
+    const work = stacksOf(json).filter((s) => s.names.some((n, i) => s.filenames[i]!.endsWith('asynciotasks.py') && n !== '<module>' && n !== 'main'));
+    const taskless = work.filter((s) => !s.names.some((n) => n.startsWith('<task ')));
+    console.log(`[async-aware] ${py.label} interrupt, new tasks: ${attempted} samples, tasks not of the tick ${short} %, ${JSON.stringify(Object.fromEntries(Object.entries(statuses).filter(([, n]) => n > 0)))}`);
+    expect(short, line).toBeLessThan(5);
+    expect(statuses.dangling ?? 0, JSON.stringify(statuses)).toBeLessThan(0.05 * attempted);
+    expect(work.reduce((n, s) => n + s.count, 0)).toBeGreaterThan(0.5 * attempted);
+    expect(taskless.map((s) => s.names.join(' > '))).toEqual([]);
+    recordCoverage('async-aware', `${py.label} interrupt new tasks`, true);
+  });
+
   it.for([{ copy: 'default' }, { copy: 'interrupt' }])('dump --async-aware, copy $copy: every task of the thread, each stack the graph asyncio reports for it (or torn, never another)', { timeout: 120_000 }, async ({ copy }, ctx) => {
     const why = copy === 'interrupt' ? cannotTryKernelCopies() : null;
     if (why) skipTest(ctx, 'async-aware', `${py.label} dump interrupt`, why);

@@ -59,7 +59,7 @@ export interface TaskNode {
 }
 
 /** Bytes past a str header read with it: most task names fit. */
-const NAME_PROBE = 48;
+export const NAME_PROBE = 48;
 
 /** Py_TPFLAGS_LONG_SUBCLASS and Py_TPFLAGS_UNICODE_SUBCLASS */
 const LONG_SUBCLASS = 1n << 24n;

@@ -14,7 +14,8 @@ import type { AsyncioOffsets } from '../../layout/asyncio-offsets.js';
 import type { Layout } from '../../layout/layout.js';
 import type { Region } from '../../walk/types.js';
 import { readPointer } from '../../walk/region-memory.js';
-import { TaskFault, TaskGraph, type AsyncMode, type ByteSource } from '../../walk/task-graph.js';
+import { NAME_PROBE, TaskFault, TaskGraph, type AsyncMode, type ByteSource } from '../../walk/task-graph.js';
+import { pyStringHeaderSize } from '../../symbols/strings.js';
 import type { MemoryCopier } from './copier.js';
 import type { PendingCodes } from './code-cache.js';
 import { readMany, type MemorySource } from './source.js';
@@ -29,6 +30,9 @@ const NOTHING: Pick<MemorySource, 'tryRead'> = { tryRead: () => null };
 
 /** What the kernel copies with a thread at each tick at most (bpf/copier.bpf.c: MAX_EXTRAS, MAX_EXTRA_BYTES, EXTRA_ROOM). */
 export const TICK_READS = { count: 128, bytes: 4096, room: 1 << 16 };
+
+/** A range named for a thread that no view of it read in this many is let go (copyAtTick). */
+const UNUSED_VIEWS = 256;
 import type { ThreadSnapshot } from './thread-snapshot.js';
 
 /**
@@ -47,6 +51,8 @@ export class RecordingReads implements ByteSource {
   readonly made: Range[] = [];
   /** reads that found nothing (unreadable, or — from copies made earlier — not copied) */
   missed = 0;
+  /** where set: the address of each read found in the regions held (TaskCopier.copyAtTick: which of the tick's ranges a view used) */
+  touched: bigint[] | null = null;
   constructor(
     private readonly source: Pick<MemorySource, 'tryRead'>,
     held: readonly Region[],
@@ -75,6 +81,7 @@ export class RecordingReads implements ByteSource {
     const at = this.firstEndingAfter(address);
     const first = this.regions[at];
     if (first && first.address <= address && end <= first.address + BigInt(first.bytes.length)) {
+      this.touched?.push(address);
       const o = Number(address - first.address);
       return first.bytes.subarray(o, o + length);
     }
@@ -104,6 +111,51 @@ export class RecordingReads implements ByteSource {
     const o = Number(address - lo);
     return merged.subarray(o, o + length);
   }
+}
+
+/**
+ * The regions as disjoint ones, sorted by address: where some overlap they become one spanning
+ * them, in which the bytes of the one listed first win (all are of the same moment here).
+ */
+export function disjoint(regions: readonly Region[]): Region[] {
+  const sorted = regions.map((r, i) => ({ r, i })).sort((a, b) => (a.r.address < b.r.address ? -1 : a.r.address > b.r.address ? 1 : a.i - b.i));
+  const out: Region[] = [];
+  let group: { r: Region; i: number }[] = [];
+  let end = 0n;
+  const flush = (): void => {
+    if (group.length === 1) out.push(group[0]!.r);
+    else if (group.length > 1) {
+      const lo = group[0]!.r.address;
+      const bytes = new Uint8Array(Number(end - lo));
+      // (the later-listed first, so that the earlier-listed overwrite them)
+      for (const { r } of [...group].sort((a, b) => b.i - a.i)) bytes.set(r.bytes, Number(r.address - lo));
+      out.push({ address: lo, bytes });
+    }
+    group = [];
+  };
+  for (const x of sorted) {
+    const xEnd = x.r.address + BigInt(x.r.bytes.length);
+    if (group.length > 0 && x.r.address < end) {
+      group.push(x);
+      if (xEnd > end) end = xEnd;
+    } else {
+      flush();
+      group = [x];
+      end = xEnd;
+    }
+  }
+  flush();
+  return out;
+}
+
+/**
+ * What the kernel follows of a running thread's task at each tick (KernelCopier.followRunningTask):
+ * the task object as the task view reads it, and its name's first bytes as it reads them first
+ * (a short str whole, or an int) — a task new since the thread's last sample, which no range
+ * named for the thread holds.
+ */
+export function runningTaskFollow(offsets: AsyncioOffsets, layout: Layout): { runningTask: number; taskSpan: number; taskName: number; nameSpan: number } {
+  return { runningTask: offsets.tstate.runningTask, taskSpan: offsets.task.size, taskName: offsets.task.name, nameSpan: pyStringHeaderSize(layout) + NAME_PROBE };
 }
 
 /** Where the thread state's asyncio fields end: the copier copies each thread state through here. */
@@ -194,27 +246,56 @@ export class TaskCopier {
    * is dropped as well (kernel-samples.ts does the same for the stack's).
    */
   copyAtTick(t: ThreadSnapshot, tickReads: readonly Region[], interp: bigint, tickGeneration: bigint | null): { whole: boolean; tell: Range[] | null } {
-    const { whole, needed } = this.viewAtTick(t, tickReads, interp, tickGeneration);
-    const had = this.tickRanges.get(t.threadStateAddress) ?? [];
-    // (a view read whole read only ranges the list holds: it stays as it is, and so does the kernel's)
-    if (whole && had.length > 0) return { whole, tell: null };
-    // the ranges needed now first, then those the list held (the thread's other tasks: a loop
-    // switches between them from one tick to the next), as many as the kernel copies
+    const { whole, needed, touched } = this.viewAtTick(t, tickReads, interp, tickGeneration);
+    const at = t.threadStateAddress;
+    const had = this.tickRanges.get(at) ?? [];
+    const n = (this.viewsOf.get(at) ?? 0) + 1;
+    this.viewsOf.set(at, n);
+    // which of the ranges named the view read (a range is used by the views of the thread's
+    // tasks while they live; a task gone leaves its ranges unused)
     const key = (r: Range): string => `${r.address}:${r.length}`;
+    let used = this.usedAt.get(at);
+    if (!used) this.usedAt.set(at, (used = new Map()));
+    if (touched.length > 0 && had.length > 0) {
+      const sorted = [...touched].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+      for (const r of had) {
+        // (the first read at or after its start, inside it)
+        let lo = 0;
+        let hi = sorted.length;
+        while (lo < hi) {
+          const mid = (lo + hi) >>> 1;
+          if (sorted[mid]! < r.address) lo = mid + 1;
+          else hi = mid;
+        }
+        if (lo < sorted.length && sorted[lo]! < r.address + BigInt(r.length)) used.set(key(r), n);
+      }
+    }
+    for (const r of needed) used.set(key(r), n);
+    // The list is made again when the view needed a range it did not hold, or, every
+    // UNUSED_VIEWS views, to let go of ranges no view read for that long: those needed now
+    // first, then those held that views still read, as many as the kernel copies.
+    const stale = n % UNUSED_VIEWS === 0 && had.some((r) => n - (used.get(key(r)) ?? 0) > UNUSED_VIEWS);
+    if ((whole && !stale && had.length > 0) || (whole && had.length === 0 && needed.length === 0)) return { whole, tell: null };
     const seen = new Set<string>();
     const list: Range[] = [];
     let room = TICK_READS.room;
     for (const r of [...needed, ...had]) {
       const k = key(r);
-      if (seen.has(k) || r.length <= 0 || r.length > TICK_READS.bytes) continue;
+      if (seen.has(k) || r.length <= 0 || r.length > TICK_READS.bytes || n - (used.get(k) ?? 0) > UNUSED_VIEWS) continue;
       seen.add(k);
       const cost = 16 + ((r.length + 7) & ~7);
       if (list.length >= TICK_READS.count || cost > room) break;
       room -= cost;
       list.push(r);
     }
-    if (this.tickRanges.size > 4096 && !this.tickRanges.has(t.threadStateAddress)) this.tickRanges.clear(); // threads come and go
-    this.tickRanges.set(t.threadStateAddress, list);
+    for (const k of [...used.keys()]) if (!seen.has(k)) used.delete(k);
+    if (this.tickRanges.size > 4096 && !this.tickRanges.has(at)) {
+      // threads come and go
+      this.tickRanges.clear();
+      this.usedAt.clear();
+      this.viewsOf.clear();
+    }
+    this.tickRanges.set(at, list);
     const same = list.length === had.length && list.every((r, i) => key(r) === key(had[i]!));
     return { whole, tell: same ? null : list };
   }
@@ -228,6 +309,8 @@ export class TaskCopier {
     if (this.tickRanges.has(threadStateAddress)) return null;
     const list = this.readsNow(threadStateAddress, tstateBytes).filter((r) => r.length > 0 && r.length <= TICK_READS.bytes);
     this.tickRanges.set(threadStateAddress, list);
+    // (named before any view: as if read by the thread's view 0)
+    this.usedAt.set(threadStateAddress, new Map(list.map((r) => [`${r.address}:${r.length}`, 0])));
     return list;
   }
 
@@ -239,15 +322,20 @@ export class TaskCopier {
     return live.made.filter((r) => !(r.address >= threadStateAddress && r.address + BigInt(r.length) <= end));
   }
 
+  /** each thread's views made at the tick, and when (in those) each range named for it was last read */
+  private readonly viewsOf = new Map<bigint, number>();
+  private readonly usedAt = new Map<bigint, Map<string, number>>();
+
   /** What the kernel is told to copy with each thread (thread state address → ranges): copyAtTick */
   private readonly tickRanges = new Map<bigint, Range[]>();
 
-  private viewAtTick(t: ThreadSnapshot, tickReads: readonly Region[], interp: bigint, tickGeneration: bigint | null): { whole: boolean; needed: Range[] } {
-    const prefetched = new Map<string, Uint8Array | null>();
-    for (const r of tickReads) prefetched.set(`${r.address}:${r.bytes.length}`, r.bytes);
-    const reads = new RecordingReads(NOTHING, t.regions, prefetched);
+  private viewAtTick(t: ThreadSnapshot, tickReads: readonly Region[], interp: bigint, tickGeneration: bigint | null): { whole: boolean; needed: Range[]; touched: bigint[] } {
+    // (the tick's ranges held as the copy's own regions: a read inside any of them is of the tick)
+    const reads = new RecordingReads(NOTHING, tickReads.length > 0 ? disjoint([...t.regions, ...tickReads]) : t.regions, new Map());
+    reads.touched = [];
     const frames = this.walk(reads, t.threadStateAddress);
-    if (reads.missed > 0) return { whole: false, needed: this.readsNow(t.threadStateAddress, t.regions[0]?.bytes.length ?? 0) };
+    const touched = reads.touched;
+    if (reads.missed > 0) return { whole: false, needed: this.readsNow(t.threadStateAddress, t.regions[0]?.bytes.length ?? 0), touched };
     const needed = reads.made;
     if (frames.length > 0) {
       const codes = this.codesOf(reads, frames);
@@ -266,10 +354,11 @@ export class TaskCopier {
       // (recorded either way: the cache holds them now, and the writer must too)
       t.codes.push(...fresh.filter((c) => !t.codes.some((d) => d.address === c.address)));
       t.codeReplaced ||= replaced;
-      if (!proven) return { whole: false, needed };
+      if (!proven) return { whole: false, needed, touched };
     }
-    if (reads.changed) t.regions = reads.regions;
-    return { whole: true, needed };
+    // (the tick's ranges are the copy's regions now, those the view did not read too)
+    t.regions = reads.regions;
+    return { whole: true, needed, touched };
   }
 
   /** Follow the thread's task view through `reads`; the frames of the suspended coroutines it holds. */

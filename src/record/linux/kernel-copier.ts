@@ -113,6 +113,9 @@ const REGION_EXTRA = 16;
 /** bpf/copier.bpf.c's MAX_EXTRAS and MAX_EXTRA_BYTES: the ranges copied for a thread at each tick (setReads) */
 export const KERNEL_MAX_READS = 128;
 export const KERNEL_MAX_READ_BYTES = 4096;
+/** struct config's task fields (bpf/copier.bpf.c: running_task, task_span, task_name, name_span), where they begin, and as they are until followRunningTask */
+const CONFIG_TASK_AT = 23;
+const NO_TASKS = [0, 0, 0, 0];
 /** bpf/copier.bpf.c's NO_CFRAME: the current frame is in the thread state (3.13+) */
 const NO_CFRAME = 0xffffffff;
 /** bpf/copier.bpf.c's NATIVE_MAX: the most native stack a record holds */
@@ -402,7 +405,9 @@ export class KernelCopier {
       const T = layout.tstate;
       const generation = layout.interp.codeObjectGeneration ?? 0;
       const C = layout.chunk;
-      const config = new Uint32Array([pid, options.tstateSize, T.currentFrame, T.datastackChunk, T.datastackTop, layout.frame.previous, layout.frame.size, T.interp, generation, layout.interp.gcCollecting ?? 0, C.previous, C.top, C.data, Math.min(options.nativeStackBytes ?? 0, KERNEL_NATIVE_MAX), ...gilConfig(layout), ...cframeConfig(layout), ...gilAddressConfig(layout, options.runtimeAddress)]);
+      const config = new Uint32Array([pid, options.tstateSize, T.currentFrame, T.datastackChunk, T.datastackTop, layout.frame.previous, layout.frame.size, T.interp, generation, layout.interp.gcCollecting ?? 0, C.previous, C.top, C.data, Math.min(options.nativeStackBytes ?? 0, KERNEL_NATIVE_MAX), ...gilConfig(layout), ...cframeConfig(layout), ...gilAddressConfig(layout, options.runtimeAddress), ...NO_TASKS]);
+      // (struct config's 27 words, the task fields last)
+      if (config.length !== CONFIG_TASK_AT + NO_TASKS.length) throw new Error(`internal: struct config of ${config.length} words`);
       if (Number(L.update(fd('config'), new Uint32Array([0]), config, 0)) !== 0) throw new KernelCopyError('copies at the interrupt: cannot configure the BPF program');
       // the context switches of the target's threads: which is on a CPU (KernelCopier.watch)
       const switches = L.attachAuto(L.findProgram(object, 'on_switch'));
@@ -474,6 +479,22 @@ export class KernelCopier {
     if (this.closed || bytes > MAX_TSTATE) return false;
     if (bytes <= this.config[1]!) return true;
     this.config[1] = bytes;
+    return this.writeConfig();
+  }
+
+  /**
+   * Follow each running thread's asyncio task at its ticks (record --async-aware): copy the
+   * object at the thread state's `runningTask` offset (taskSpan bytes) and the object its
+   * `taskName` field points to (nameSpan bytes). False: refused (spans past what the program
+   * copies, or the map not written).
+   */
+  followRunningTask(f: { runningTask: number; taskSpan: number; taskName: number; nameSpan: number }): boolean {
+    if (this.closed || f.taskSpan > KERNEL_MAX_READ_BYTES || f.nameSpan > KERNEL_MAX_READ_BYTES || f.taskName + 8 > f.taskSpan) return false;
+    this.config.set([f.runningTask, f.taskSpan, f.taskName, f.nameSpan], CONFIG_TASK_AT);
+    return this.writeConfig();
+  }
+
+  private writeConfig(): boolean {
     return Number(this.L.update(this.configFd, new Uint32Array([0]), this.config, 0)) === 0;
   }
 

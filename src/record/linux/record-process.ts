@@ -15,7 +15,7 @@ import type { AsyncMode } from '../../walk/task-graph.js';
 import { neverStops, type CopyMode } from '../copy/modes.js';
 import { bpfObjectPath, KERNEL_NATIVE_MAX, KernelCopier, kernelCopiesReach, mayLoadKernelCopier } from './kernel-copier.js';
 import { kernelTstateSize } from '../copy/kernel-samples.js';
-import { asyncioTstateEnd } from '../copy/task-copy.js';
+import { asyncioTstateEnd, runningTaskFollow } from '../copy/task-copy.js';
 import { CpuStates } from './cpu-states.js';
 import type { SampleFact, SamplingMode } from '../../capture/types.js';
 import { SamplerGroup, TargetSampler, type SamplerStats } from '../sampling/sampler.js';
@@ -201,6 +201,7 @@ function openKernelCopier(source: LinuxProcessSource, sampling: SamplingMode, op
 function widenForTasks(kernel: KernelCopier, found: AsyncioFound, source: LinuxProcessSource): void {
   const end = asyncioTstateEnd(found.offsets, source.layout.pointerSize);
   if (!kernel.widenThreadStates(end)) throw new TargetError('unsupported', `${source.description}: --async-aware with copy interrupt: the thread state's asyncio fields end at ${end} bytes, past what the kernel's copy takes`);
+  if (!kernel.followRunningTask(runningTaskFollow(found.offsets, source.layout))) throw new TargetError('unsupported', `${source.description}: --async-aware with copy interrupt: a task object of ${found.offsets.task.size} bytes is more than the kernel's copy takes`);
 }
 
 /** The ring buffer of a subprocess's copier in the kernel (the main target's: 64 MiB), bytes. */

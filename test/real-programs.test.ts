@@ -122,7 +122,7 @@ describe.each(targets)('real programs copied at the interrupt on $label', (py) =
       // --blocking gave the functions left out `displaced` points more than the mode under test:
       // samples of other functions, where its stops landed late — which ones is not known (not
       // all alike: those just before the poll lose them), so no function of the rest can be held
-      // to less than that against it (asynciotasks: 5-8 points)
+      // to less than that against it (asynciotasks: 7.1-8.4 points in the runs of 2026-12-07)
       const displaced = Math.max(0, blocking.leftShare - tested.leftShare);
       const gap = worstGap(tested.rest, blocking.rest, nTested, nBlocking, Math.max(GAP_POINTS, displaced), Z);
       console.log(

@@ -534,10 +534,7 @@ export class MemoryCopier {
    * (no code object of the interpreter has died since); else each is examined again.
    */
   recordCodes(addresses: Iterable<bigint>, interp: bigint): { fresh: CodeRecord[]; replaced: boolean } {
-    const at = this.layout.interp.codeObjectGeneration;
-    const g = at === null ? null : this.source.tryRead(interp + BigInt(at), 8);
-    const generation = g ? new DataView(g.buffer, g.byteOffset, 8).getBigUint64(0, true) : null;
-    return this.codes.commit(this.codes.check(addresses, interp, generation));
+    return this.commitCodes(this.checkCodes(addresses, interp));
   }
 
   /**

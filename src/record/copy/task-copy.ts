@@ -18,6 +18,8 @@ import { NAME_PROBE, TaskFault, TaskGraph, type AsyncMode, type ByteSource } fro
 import { pyStringHeaderSize } from '../../symbols/strings.js';
 import type { MemoryCopier } from './copier.js';
 import type { PendingCodes } from './code-cache.js';
+import type { CodeRecord } from '../../capture/types.js';
+import type { ThreadSnapshot } from './thread-snapshot.js';
 import { readMany, type MemorySource } from './source.js';
 
 type Range = { address: bigint; length: number };
@@ -28,18 +30,18 @@ const MAX_PREFETCH = 512;
 /** A source with nothing in it: a copy made earlier is all there is. */
 const NOTHING: Pick<MemorySource, 'tryRead'> = { tryRead: () => null };
 
-/** What the kernel copies with a thread at each tick at most (bpf/copier.bpf.c: MAX_EXTRAS, MAX_EXTRA_BYTES, EXTRA_ROOM). */
+/** What the kernel copies with a thread at each tick at most (bpf/copier.bpf.c: MAX_EXTRAS, MAX_EXTRA_BYTES, EXTRA_ROOM; KernelCopier.setReads). */
 export const TICK_READS = { count: 128, bytes: 4096, room: 1 << 16 };
 
 /** A range named for a thread that no view of it read in this many is let go (copyAtTick). */
 const UNUSED_VIEWS = 256;
-import type { ThreadSnapshot } from './thread-snapshot.js';
 
 /**
  * Reads of the target, each kept as a region of the sample. Regions are found by their start
- * (the last region starting at or below an address), so they must not overlap: a read that
- * overlaps regions the sample holds becomes one region spanning them all, in which the bytes the
- * sample already held win (the thread's walk sees exactly the bytes it saw before). They are
+ * (the last region starting at or below an address), so they must not overlap: those held
+ * that do (a copy's own and the ranges the kernel copied with it) are made one (disjoint), and a
+ * read that overlaps regions the sample holds becomes one region spanning them all, in which the
+ * bytes the sample already held win (the thread's walk sees exactly the bytes it saw before). They are
  * kept sorted and found by binary search: a thread with hundreds of tasks makes thousands of
  * reads a sample (a linear search made a tick of 300 tasks take 80 ms).
  */
@@ -59,7 +61,7 @@ export class RecordingReads implements ByteSource {
     /** bytes read ahead in one gathered read, by `address:length` */
     private readonly prefetched: Map<string, Uint8Array | null>,
   ) {
-    this.regions = [...held].sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0));
+    this.regions = disjoint(held);
   }
 
   /** The index of the first region that ends after `address` (regions.length: none). */
@@ -158,6 +160,12 @@ export function runningTaskFollow(offsets: AsyncioOffsets, layout: Layout): { ru
   return { runningTask: offsets.tstate.runningTask, taskSpan: offsets.task.size, taskName: offsets.task.name, nameSpan: pyStringHeaderSize(layout) + NAME_PROBE };
 }
 
+/** Add code records to a copy's, each address once. */
+function addCodes(t: ThreadSnapshot, fresh: readonly CodeRecord[], replaced: boolean): void {
+  t.codes.push(...fresh.filter((c) => !t.codes.some((d) => d.address === c.address)));
+  t.codeReplaced ||= replaced;
+}
+
 /** Where the thread state's asyncio fields end: the copier copies each thread state through here. */
 export function asyncioTstateEnd(offsets: AsyncioOffsets, pointerSize: 4 | 8): number {
   const t = offsets.tstate;
@@ -228,8 +236,7 @@ export class TaskCopier {
 
   private record(t: ThreadSnapshot, codes: PendingCodes): void {
     const { fresh, replaced } = this.copier.commitCodes(codes);
-    t.codes.push(...fresh.filter((c) => !t.codes.some((d) => d.address === c.address)));
-    t.codeReplaced ||= replaced;
+    addCodes(t, fresh, replaced);
   }
 
   /**
@@ -331,7 +338,7 @@ export class TaskCopier {
 
   private viewAtTick(t: ThreadSnapshot, tickReads: readonly Region[], interp: bigint, tickGeneration: bigint | null): { whole: boolean; needed: Range[]; touched: bigint[] } {
     // (the tick's ranges held as the copy's own regions: a read inside any of them is of the tick)
-    const reads = new RecordingReads(NOTHING, tickReads.length > 0 ? disjoint([...t.regions, ...tickReads]) : t.regions, new Map());
+    const reads = new RecordingReads(NOTHING, [...t.regions, ...tickReads], new Map());
     reads.touched = [];
     const frames = this.walk(reads, t.threadStateAddress);
     const touched = reads.touched;
@@ -352,8 +359,7 @@ export class TaskCopier {
         proven = [...codes].every((c) => knownBefore.has(c) && !changed.has(c));
       }
       // (recorded either way: the cache holds them now, and the writer must too)
-      t.codes.push(...fresh.filter((c) => !t.codes.some((d) => d.address === c.address)));
-      t.codeReplaced ||= replaced;
+      addCodes(t, fresh, replaced);
       if (!proven) return { whole: false, needed, touched };
     }
     // (the tick's ranges are the copy's regions now, those the view did not read too)

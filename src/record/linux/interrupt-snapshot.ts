@@ -14,7 +14,6 @@ import { unwindSnapshot, unwindSnapshotTasks, type SnapshotSamples, type ThreadS
 import type { Walker } from '../../walk/index.js';
 import { TRUSTED } from '../../walk/status.js';
 import { kernelTstateSize } from '../copy/kernel-samples.js';
-import { asyncioTstateEnd, runningTaskFollow } from '../copy/task-copy.js';
 import type { AsyncioOffsets } from '../../layout/asyncio-offsets.js';
 import type { AsyncMode } from '../../walk/task-graph.js';
 import { liveThreadStates } from '../copy/thread-list.js';
@@ -65,9 +64,9 @@ export async function snapshotAtInterrupt(
     ...(options.native ? { nativeStackBytes: DEFAULT_STACK_BYTES } : {}),
   });
   // (--async-aware: each thread's running task copied with its stack, and its tasks with it: task-copy.ts)
-  if (options.asyncio && !(kernel.widenThreadStates(asyncioTstateEnd(options.asyncio.offsets, source.layout.pointerSize)) && kernel.followRunningTask(runningTaskFollow(options.asyncio.offsets, source.layout)))) {
+  if (options.asyncio && !kernel.copyTasks(options.asyncio.offsets, source.layout)) {
     kernel.close();
-    throw new TargetError('unsupported', `${source.description}: --async-aware with copy interrupt: the thread state's asyncio fields are past what the kernel's copy takes`);
+    throw new TargetError('unsupported', `${source.description}: --async-aware with copy interrupt: its thread state's asyncio fields or task objects are larger than the kernel's copy takes`);
   }
   const cpuStates = new CpuStates(pid);
   const objects: NativeObject[] = [];

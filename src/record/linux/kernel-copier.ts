@@ -27,6 +27,8 @@ import type { NativeCopy } from './native-recorder.js';
 import type { NativeRegisters } from '../../native/unwind.js';
 import type { Region } from '../../capture/types.js';
 import { cframeLength, readsOuterCframe } from '../copy/thread-copy.js';
+import { asyncioTstateEnd, runningTaskFollow, TICK_READS } from '../copy/task-copy.js';
+import type { AsyncioOffsets } from '../../layout/asyncio-offsets.js';
 
 /** One thread's copy at a tick: its thread state, its frames' memory, as regions. */
 export interface KernelRecord {
@@ -110,9 +112,6 @@ const REGION_REGISTERS = 2;
 const REGION_NATIVE_STACK = 4;
 const REGION_GIL = 8;
 const REGION_EXTRA = 16;
-/** bpf/copier.bpf.c's MAX_EXTRAS and MAX_EXTRA_BYTES: the ranges copied for a thread at each tick (setReads) */
-export const KERNEL_MAX_READS = 128;
-export const KERNEL_MAX_READ_BYTES = 4096;
 /** struct config's task fields (bpf/copier.bpf.c: running_task, task_span, task_name, name_span), where they begin, and as they are until followRunningTask */
 const CONFIG_TASK_AT = 23;
 const NO_TASKS = [0, 0, 0, 0];
@@ -471,25 +470,16 @@ export class KernelCopier {
   }
 
   /**
-   * Copy each thread state through at least `bytes` from now on (record --async-aware: through
-   * the asyncio fields of _PyThreadStateImpl, known once the target imports asyncio). False:
-   * more than the program copies.
+   * Copy what record --async-aware needs of a running thread at its ticks (task-copy.ts): its
+   * thread state through the asyncio fields (its running task, of the tick), and the running
+   * task's object and the first bytes of its name, followed from there. False: more than the
+   * program copies, or the map not written.
    */
-  widenThreadStates(bytes: number): boolean {
-    if (this.closed || bytes > MAX_TSTATE) return false;
-    if (bytes <= this.config[1]!) return true;
-    this.config[1] = bytes;
-    return this.writeConfig();
-  }
-
-  /**
-   * Follow each running thread's asyncio task at its ticks (record --async-aware): copy the
-   * object at the thread state's `runningTask` offset (taskSpan bytes) and the object its
-   * `taskName` field points to (nameSpan bytes). False: refused (spans past what the program
-   * copies, or the map not written).
-   */
-  followRunningTask(f: { runningTask: number; taskSpan: number; taskName: number; nameSpan: number }): boolean {
-    if (this.closed || f.taskSpan > KERNEL_MAX_READ_BYTES || f.nameSpan > KERNEL_MAX_READ_BYTES || f.taskName + 8 > f.taskSpan) return false;
+  copyTasks(offsets: AsyncioOffsets, layout: Layout): boolean {
+    const f = runningTaskFollow(offsets, layout);
+    const tstateBytes = asyncioTstateEnd(offsets, layout.pointerSize);
+    if (this.closed || tstateBytes > MAX_TSTATE || f.taskSpan > TICK_READS.bytes || f.nameSpan > TICK_READS.bytes || f.taskName + 8 > f.taskSpan) return false;
+    this.config[1] = Math.max(this.config[1]!, tstateBytes);
     this.config.set([f.runningTask, f.taskSpan, f.taskName, f.nameSpan], CONFIG_TASK_AT);
     return this.writeConfig();
   }
@@ -501,17 +491,17 @@ export class KernelCopier {
   /** what the program was last told to copy with each thread (setReads), as `address:length` lists */
   private readonly toldReads = new Map<number, string>();
   /** struct extras (bpf/copier.bpf.c): count, pad, addresses, lengths */
-  private readonly extrasValue = new ArrayBuffer(8 + KERNEL_MAX_READS * 12);
+  private readonly extrasValue = new ArrayBuffer(8 + TICK_READS.count * 12);
 
   /**
    * Tell the program the ranges to copy with thread `tid` at each of its ticks from now on (the
-   * first KERNEL_MAX_READS; a range longer than KERNEL_MAX_READ_BYTES is not copied): what its
+   * first TICK_READS.count; a range longer than TICK_READS.bytes is not copied): what its
    * task view read at its last sample. Only a change is written. False: the program's table is
    * full (the thread's ticks copy none).
    */
   setReads(tid: number, ranges: readonly { address: bigint; length: number }[]): boolean {
     if (this.closed) return false;
-    const n = Math.min(ranges.length, KERNEL_MAX_READS);
+    const n = Math.min(ranges.length, TICK_READS.count);
     const said = ranges.slice(0, n).map((r) => `${r.address}:${r.length}`).join(',');
     if (this.toldReads.get(tid) === said) return true;
     const dv = new DataView(this.extrasValue);
@@ -519,7 +509,7 @@ export class KernelCopier {
     dv.setUint32(0, n, true);
     for (let i = 0; i < n; i++) {
       dv.setBigUint64(8 + 8 * i, ranges[i]!.address, true);
-      dv.setUint32(8 + 8 * KERNEL_MAX_READS + 4 * i, ranges[i]!.length, true);
+      dv.setUint32(8 + 8 * TICK_READS.count + 4 * i, ranges[i]!.length, true);
     }
     if (Number(this.L.update(this.extrasFd, new Uint32Array([tid]), new Uint8Array(this.extrasValue), 0)) !== 0) return false;
     this.toldReads.set(tid, said);

@@ -15,7 +15,6 @@ import type { AsyncMode } from '../../walk/task-graph.js';
 import { neverStops, type CopyMode } from '../copy/modes.js';
 import { bpfObjectPath, KERNEL_NATIVE_MAX, KernelCopier, kernelCopiesReach, mayLoadKernelCopier } from './kernel-copier.js';
 import { kernelTstateSize } from '../copy/kernel-samples.js';
-import { asyncioTstateEnd, runningTaskFollow } from '../copy/task-copy.js';
 import { CpuStates } from './cpu-states.js';
 import type { SampleFact, SamplingMode } from '../../capture/types.js';
 import { SamplerGroup, TargetSampler, type SamplerStats } from '../sampling/sampler.js';
@@ -197,11 +196,9 @@ function openKernelCopier(source: LinuxProcessSource, sampling: SamplingMode, op
   return KernelCopier.open(source.pid, { ...options, layout: source.layout, tstateSize: kernelTstateSize(source), runtimeAddress: source.runtimeAddress });
 }
 
-/** The kernel's copies of each thread state through its asyncio fields (the running task, of the tick: task-copy.ts). */
-function widenForTasks(kernel: KernelCopier, found: AsyncioFound, source: LinuxProcessSource): void {
-  const end = asyncioTstateEnd(found.offsets, source.layout.pointerSize);
-  if (!kernel.widenThreadStates(end)) throw new TargetError('unsupported', `${source.description}: --async-aware with copy interrupt: the thread state's asyncio fields end at ${end} bytes, past what the kernel's copy takes`);
-  if (!kernel.followRunningTask(runningTaskFollow(found.offsets, source.layout))) throw new TargetError('unsupported', `${source.description}: --async-aware with copy interrupt: a task object of ${found.offsets.task.size} bytes is more than the kernel's copy takes`);
+/** The kernel's copies of a running thread's asyncio tasks, of the tick (task-copy.ts). */
+function copyTasksInKernel(kernel: KernelCopier, found: AsyncioFound, source: LinuxProcessSource): void {
+  if (!kernel.copyTasks(found.offsets, source.layout)) throw new TargetError('unsupported', `${source.description}: --async-aware with copy interrupt: its thread state's asyncio fields or task objects are larger than the kernel's copy takes`);
 }
 
 /** The ring buffer of a subprocess's copier in the kernel (the main target's: 64 MiB), bytes. */
@@ -339,7 +336,7 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
       kernel = openKernelCopier(source, sampling, { rateHz, ...(options.native ? { nativeStackBytes: stackBytes } : {}) });
     }
     if (options.asyncio) asyncio = await asyncioOffsets(source, options.signal, alive);
-    if (asyncio && kernel) widenForTasks(kernel, asyncio, source);
+    if (asyncio && kernel) copyTasksInKernel(kernel, asyncio, source);
     main = openRecorder(
       source,
       options.output,
@@ -496,7 +493,7 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
         let kern: KernelCopier | null = null;
         try {
           if (copy === 'interrupt') kern = openKernelCopier(src, sampling, { rateHz, ringBytes: SUBPROCESS_RING_BYTES });
-          if (kern && tasks) widenForTasks(kern, tasks, src);
+          if (kern && tasks) copyTasksInKernel(kern, tasks, src);
         } catch (e) {
           kern?.close();
           src.close();

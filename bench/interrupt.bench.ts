@@ -9,9 +9,11 @@
 //              the capture, and the recorder's own CPU while it samples (from 2 s in: start-up
 //              and the BPF program's load left out), as a share of one CPU and per sample
 //
-//   node --import tsx bench/interrupt.bench.ts [SECONDS [RATES [MODES]]]
+//   node --import tsx bench/interrupt.bench.ts [SECONDS [RATES [MODES [PROGRAMS]]]]
 //     (root; RATES: 1000,10000; MODES: adaptive,interrupt — a mode `X+native` records
-//     --copy X --native: each thread's registers and native stack too)
+//     --copy X --native: each thread's registers and native stack too; `X+tasks` and
+//     `X+alltasks`: --async-aware, its running and all modes; PROGRAMS: the first words of
+//     the programs' names, default all but asynciotasks)
 //
 // Needs root, the BPF program built (npm run build) and bpftool; Debian's 3.15
 // (npm run provision). Figures go to docs/benchmarks.md with the date and the machine.
@@ -23,6 +25,7 @@ import path from 'node:path';
 const SECONDS = Number(process.argv[2] ?? 6);
 const RATES = (process.argv[3] ?? '1000,10000').split(',').map(Number);
 const MODES = (process.argv[4] ?? 'adaptive,interrupt').split(',');
+const ONLY = process.argv[5]?.split(',');
 const PY = path.resolve('.cache/cpython/bin/python3.15');
 const BIN = path.resolve('bin/pyunwind.js');
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pyunwind-interrupt-'));
@@ -32,6 +35,9 @@ const PROGRAMS = [
   { name: 'configs (call-heavy)', args: ['workloads/configs.py', String(SECONDS + 2)] },
   { name: 'threadpool (5 threads)', args: ['workloads/threadpool.py', String(SECONDS + 2)] },
   { name: 'recursion (200-1,000 frames)', args: ['workloads/recursion.py', String(SECONDS + 2)] },
+  // (a new round of six tasks hundreds of times a second: with --async-aware, what following
+  // the tasks at the tick costs)
+  { name: 'asynciotasks (asyncio, churn)', args: ['workloads/asynciotasks.py', String(SECONDS + 2)], byName: true },
 ];
 
 interface ProgStats {
@@ -75,8 +81,9 @@ interface Row {
 
 async function record(program: (typeof PROGRAMS)[number], rate: number, copy: string): Promise<Row> {
   const file = path.join(dir, 'r.pyuw');
-  const [how, native] = copy.split('+');
-  const args = ['record', '-o', file, '-r', String(rate), '-d', String(SECONDS), '--copy', how!, ...(native === 'native' ? ['--native'] : []), '--', PY, ...program.args];
+  const [how, ...also] = copy.split('+');
+  const flags = also.flatMap((a) => (a === 'native' ? ['--native'] : a === 'tasks' ? ['--async-aware'] : a === 'alltasks' ? ['--async-aware', '--async-mode', 'all'] : []));
+  const args = ['record', '-o', file, '-r', String(rate), '-d', String(SECONDS), '--copy', how!, ...flags, '--', PY, ...program.args];
   const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
@@ -152,7 +159,7 @@ async function main(): Promise<void> {
   try {
     console.log(`# ${new Date().toISOString().slice(0, 10)}, node ${process.version}, ${os.cpus()[0]?.model?.trim()} × ${os.cpus().length}, kernel ${os.release()}, CPython 3.15 (Debian), ${SECONDS} s per recording`);
     const rows: Row[] = [];
-    for (const program of PROGRAMS) {
+    for (const program of PROGRAMS.filter((p) => (ONLY ? ONLY.some((w) => p.name.startsWith(w)) : !p.byName))) {
       for (const rate of RATES) {
         for (const copy of MODES) rows.push(await record(program, rate, copy));
       }

@@ -22,7 +22,9 @@
 //   its asyncio tasks' view read at the thread's last sample — tasks, their names, coroutines
 //   and the frames inside them), each as it is at the tick, up to MAX_EXTRAS of them and
 //   EXTRA_ROOM bytes; and the running task's object and name, followed from the thread state
-//   (`running_task`: a task new since that sample);
+//   (`running_task`: a task new since that sample); with --async-mode all, every task on the
+//   thread's list, its name and the coroutines it awaits, where the named ranges do not hold
+//   them (`tasks_head`: a name or a coroutine new since that sample);
 // - with native stacks asked for (`native_stack`): the thread's user registers (rip, rsp, rbp, as
 //   it will resume: saved on its kernel stack at the interrupt or system call) and its native
 //   stack from just below rsp (the red zone) up to the end of rsp's mapping, at most
@@ -107,6 +109,23 @@ struct config {
   __u32 task_span;
   __u32 task_name;
   __u32 name_span;
+  /** --async-mode all: every task on the thread's list followed at the tick (a task's name or
+   * the coroutines it awaits change while the task object stays where it was): the offset of
+   * `asyncio_tasks_head` in the thread state (0: not followed), of a task's list node and
+   * coroutine, of an object's type; the bytes of a coroutine copied (through its frame's
+   * header), the offsets in it of its frame state, its frame's stack pointer and local slots;
+   * how far below the stack pointer an awaiting coroutine keeps what it awaits; and the frame
+   * state (a byte) of a coroutine suspended in `await` */
+  __u32 tasks_head;
+  __u32 task_node;
+  __u32 task_coro;
+  __u32 ob_type;
+  __u32 coro_span;
+  __u32 coro_state;
+  __u32 coro_sp;
+  __u32 coro_locals;
+  __u32 awaited_slot;
+  __u32 yield_from;
 };
 
 #define NO_CFRAME 0xffffffff
@@ -333,6 +352,127 @@ static long extra_step(__u64 index, void *ctx) {
   return 0;
 }
 
+/** The pointer at `offset` of the thread state's copy (which starts at `at` in the scratch). */
+static __always_inline __u64 field(struct scratch *s, __u32 at, __u32 offset) {
+  __u64 v = 0;
+  if (offset > MAX_TSTATE - 8) return 0;
+  bpf_probe_read_kernel(&v, 8, &s->b[(at + offset) & (SCRATCH - 1)]);
+  return v;
+}
+
+/** Whether [address, address + length) lies inside one of the ranges named for the thread
+ * (which the recorder keeps sorted by address): those are copied with it anyway. */
+__noinline int named(struct extras *e, __u64 address, __u32 length) {
+  /* (a global function: checked once, not at each of its calls with every state they bring) */
+  if (!e) return 0;
+  __u32 lo = 0, hi = e->count < MAX_EXTRAS ? e->count : MAX_EXTRAS;
+  /* (the first range starting past `address`: log2(MAX_EXTRAS) + 1 halvings) */
+  for (int i = 0; i < 8; i++) {
+    if (lo >= hi) break;
+    __u32 mid = (lo + hi) >> 1;
+    if (e->address[mid & (MAX_EXTRAS - 1)] <= address) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo == 0) return 0;
+  __u32 i = (lo - 1) & (MAX_EXTRAS - 1);
+  return address + length <= e->address[i] + e->length[i];
+}
+
+/** The tasks on the thread's list, one a step (--async-mode all): each task object, its name's
+ * first bytes, its coroutine and the coroutines it awaits, each awaiting one's slot that holds
+ * the next, as the recorder's task view reads them (src/walk/task-graph.ts) — those the ranges
+ * named for the thread do not hold, while they fit in `room`. */
+#define MAX_LIST_TASKS 64
+#define MAX_AWAITED 8
+#define TASK_ROOM (1 << 15)
+struct task_walk {
+  struct scratch *s;
+  struct extras *e;
+  struct config *c;
+  __u64 head;
+  __u64 node;
+  /** the coroutine to copy at the next step (0: the next task), its type, and its depth */
+  __u64 coro;
+  __u64 type;
+  __u32 depth;
+  __u32 room;
+};
+
+/** Copy [address, address + length) to the end of the record, not kept yet: where its bytes
+ * start in the scratch (its fields read from there: one read of the target for all), or 0 if it
+ * could not be read or does not fit in the room left. */
+static __always_inline __u32 grab(struct task_walk *w, __u64 address, __u32 length) {
+  if (length + 16 > w->room) return 0;
+  __u32 used = w->s->used;
+  return append_flagged(w->s, used, address, length, REGION_EXTRA) ? used + 16 : 0;
+}
+
+/** Keep what grab() copied (its first `length` bytes), unless the ranges named for the thread hold them (copied anyway). */
+static __always_inline void keep(struct task_walk *w, __u64 address, __u32 length) {
+  if (w->e && named(w->e, address, length)) return;
+  struct scratch *s = w->s;
+  __u32 size = 16 + ((length + 7) & ~7u);
+  if (size > w->room) return;
+  /* (its length: it may keep less than it grabbed) */
+  *(__u32 *)&s->b[(s->used + 8) & (SCRATCH - 4)] = length;
+  w->room -= size;
+  s->used += size;
+  s->regions++;
+}
+
+/** The byte at `offset` of a copy grabbed at `at`. */
+static __always_inline __u8 byte_at(struct scratch *s, __u32 at, __u32 offset) {
+  return s->b[(at + offset) & (SCRATCH - 1)];
+}
+
+/** One step: the next task on the list (its object, name, and where its coroutine is), or one
+ * coroutine of the current task's chain (a step each, so that the verifier checks each once). */
+static long task_step(__u64 index, void *ctx) {
+  struct task_walk *w = ctx;
+  struct config *c = w->c;
+  struct scratch *s = w->s;
+  __u64 coro = w->coro;
+  if (coro) {
+    w->coro = 0;
+    __u32 at = grab(w, coro, c->coro_span);
+    if (!at) {
+      /* (what a coroutine awaits may be a smaller object: the view reads its type) */
+      if (w->type && (at = grab(w, coro, c->ob_type + 8))) keep(w, coro, c->ob_type + 8);
+      return 0;
+    }
+    __u64 own = field(s, at, c->ob_type);
+    if (w->type && own != w->type) {
+      /* (what it awaits is no coroutine: the view reads its type and ends there) */
+      keep(w, coro, c->ob_type + 8);
+      return 0;
+    }
+    keep(w, coro, c->coro_span);
+    w->type = own;
+    if (byte_at(s, at, c->coro_state) != (__u8)c->yield_from) return 0;
+    __u64 sp = field(s, at, c->coro_sp) & ~(__u64)7;
+    if (sp < coro + c->coro_locals + c->awaited_slot) return 0;
+    __u64 slot = sp - c->awaited_slot;
+    if (!(at = grab(w, slot, 8))) return 0;
+    keep(w, slot, 8);
+    __u64 awaited = field(s, at, 0) & ~(__u64)7;
+    if (awaited && ++w->depth < MAX_AWAITED) w->coro = awaited;
+    return 0;
+  }
+  __u64 node = w->node;
+  if (node == 0 || node == w->head || (node & 7) || w->room < 64) return 1;
+  if (bpf_probe_read_user(&w->node, 8, (const void *)node) != 0) return 1;
+  __u64 task = node - c->task_node;
+  __u32 at = grab(w, task, c->task_span);
+  if (!at) return 1;
+  keep(w, task, c->task_span);
+  __u64 name = field(s, at, c->task_name) & ~(__u64)7;
+  w->coro = field(s, at, c->task_coro) & ~(__u64)7;
+  w->type = 0;
+  w->depth = 0;
+  if (name && grab(w, name, c->name_span)) keep(w, name, c->name_span);
+  return 0;
+}
+
 /** The frame chain, one frame a step (bpf_loop: the verifier checks one step, not MAX_FRAMES). */
 struct walk {
   struct scratch *s;
@@ -366,13 +506,6 @@ static long step(__u64 index, void *data) {
   return 0;
 }
 
-/** The pointer at `offset` of the thread state's copy (which starts at `at` in the scratch). */
-static __always_inline __u64 field(struct scratch *s, __u32 at, __u32 offset) {
-  __u64 v = 0;
-  if (offset > MAX_TSTATE - 8) return 0;
-  bpf_probe_read_kernel(&v, 8, &s->b[(at + offset) & (SCRATCH - 1)]);
-  return v;
-}
 
 /** A task's user registers as it will resume (saved on its kernel stack when it entered the
  * kernel: the interrupt, a system call); 0 if they cannot be read. */
@@ -588,6 +721,11 @@ int copy_at_tick(struct bpf_perf_event_data *ctx) {
       }
     }
     struct extras *e = bpf_map_lookup_elem(&extras, &tid);
+    if (c->tasks_head && c->tasks_head + 16 <= tsize && c->task_span <= MAX_EXTRA_BYTES && c->name_span <= MAX_EXTRA_BYTES && c->coro_span <= MAX_EXTRA_BYTES &&
+        c->ob_type < 64) {
+      struct task_walk tw = {.s = s, .e = e, .c = c, .head = tstate + c->tasks_head, .node = field(s, HEADER + 16, c->tasks_head), .room = TASK_ROOM};
+      bpf_loop(MAX_LIST_TASKS * (MAX_AWAITED + 1), task_step, &tw, 0);
+    }
     if (e) {
       struct extra_walk x = {.s = s, .e = e, .room = EXTRA_ROOM};
       bpf_loop(MAX_EXTRAS, extra_step, &x, 0);

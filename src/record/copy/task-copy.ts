@@ -151,14 +151,42 @@ export function disjoint(regions: readonly Region[]): Region[] {
 }
 
 /**
- * What the kernel follows of a running thread's task at each tick (KernelCopier.followRunningTask):
- * the task object as the task view reads it, and its name's first bytes as it reads them first
- * (a short str whole, or an int) — a task new since the thread's last sample, which no range
- * named for the thread holds.
+ * What the kernel follows of a thread's tasks at each tick (bpf/copier.bpf.c: struct config's
+ * task fields, in order; KernelCopier.copyTasks), each read as the task view reads it: the
+ * running task's object and its name's first bytes (a short str whole, or an int) — a task new
+ * since the thread's last sample, which no range named for the thread holds; and in `all`
+ * mode every task on the thread's list, its name and the coroutines it awaits, each awaiting
+ * one's slot that holds the next — a task's object stays where it was while its name or the
+ * coroutines it awaits are new (a round of tasks made where the last one's were freed).
  */
-export function runningTaskFollow(offsets: AsyncioOffsets, layout: Layout): { runningTask: number; taskSpan: number; taskName: number; nameSpan: number } {
-  return { runningTask: offsets.tstate.runningTask, taskSpan: offsets.task.size, taskName: offsets.task.name, nameSpan: pyStringHeaderSize(layout) + NAME_PROBE };
+export function tickTaskFollow(offsets: AsyncioOffsets, layout: Layout, mode: AsyncMode): { words: number[]; spans: number[] } {
+  const P = layout.pointerSize;
+  const gen = layout.gen!;
+  const o = layout.objects!;
+  const nameSpan = pyStringHeaderSize(layout) + NAME_PROBE;
+  const coroSpan = gen.iframe + layout.frame.size;
+  const running = [offsets.tstate.runningTask, offsets.task.size, offsets.task.name, nameSpan];
+  // (the bytes copied in one read: each within what the kernel copies of a range)
+  const spans = [offsets.task.size, nameSpan, offsets.task.name + P, coroSpan];
+  if (mode !== 'all') return { words: [...running, ...NO_LIST_FOLLOW], spans };
+  const words = [
+    ...running,
+    offsets.tstate.tasksHead,
+    offsets.task.node,
+    offsets.task.coro,
+    layout.object.obType,
+    coroSpan,
+    gen.frameState,
+    gen.iframe + o.stackpointer,
+    gen.iframe + layout.frame.localsplus,
+    o.awaitedSlot * P,
+    o.frameStates.suspendedYieldFrom & 0xff,
+  ];
+  return { words, spans };
 }
+
+/** struct config's list fields when the list is not followed (tasks_head 0) */
+const NO_LIST_FOLLOW = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
 
 /** Add code records to a copy's, each address once. */
 function addCodes(t: ThreadSnapshot, fresh: readonly CodeRecord[], replaced: boolean): void {

@@ -64,7 +64,7 @@ export async function snapshotAtInterrupt(
     ...(options.native ? { nativeStackBytes: DEFAULT_STACK_BYTES } : {}),
   });
   // (--async-aware: each thread's running task copied with its stack, and its tasks with it: task-copy.ts)
-  if (options.asyncio && !kernel.copyTasks(options.asyncio.offsets, source.layout)) {
+  if (options.asyncio && !kernel.copyTasks(options.asyncio.offsets, source.layout, options.asyncio.mode)) {
     kernel.close();
     throw new TargetError('unsupported', `${source.description}: --async-aware with copy interrupt: its thread state's asyncio fields or task objects are larger than the kernel's copy takes`);
   }

@@ -27,8 +27,9 @@ import type { NativeCopy } from './native-recorder.js';
 import type { NativeRegisters } from '../../native/unwind.js';
 import type { Region } from '../../capture/types.js';
 import { cframeLength, readsOuterCframe } from '../copy/thread-copy.js';
-import { asyncioTstateEnd, runningTaskFollow, TICK_READS } from '../copy/task-copy.js';
+import { asyncioTstateEnd, tickTaskFollow, TICK_READS } from '../copy/task-copy.js';
 import type { AsyncioOffsets } from '../../layout/asyncio-offsets.js';
+import type { AsyncMode } from '../../walk/task-graph.js';
 
 /** One thread's copy at a tick: its thread state, its frames' memory, as regions. */
 export interface KernelRecord {
@@ -112,9 +113,9 @@ const REGION_REGISTERS = 2;
 const REGION_NATIVE_STACK = 4;
 const REGION_GIL = 8;
 const REGION_EXTRA = 16;
-/** struct config's task fields (bpf/copier.bpf.c: running_task, task_span, task_name, name_span), where they begin, and as they are until followRunningTask */
+/** struct config's task fields (bpf/copier.bpf.c: running_task .. yield_from), where they begin, and as they are until copyTasks */
 const CONFIG_TASK_AT = 23;
-const NO_TASKS = [0, 0, 0, 0];
+const NO_TASKS = new Array<number>(14).fill(0);
 /** bpf/copier.bpf.c's NO_CFRAME: the current frame is in the thread state (3.13+) */
 const NO_CFRAME = 0xffffffff;
 /** bpf/copier.bpf.c's NATIVE_MAX: the most native stack a record holds */
@@ -405,7 +406,7 @@ export class KernelCopier {
       const generation = layout.interp.codeObjectGeneration ?? 0;
       const C = layout.chunk;
       const config = new Uint32Array([pid, options.tstateSize, T.currentFrame, T.datastackChunk, T.datastackTop, layout.frame.previous, layout.frame.size, T.interp, generation, layout.interp.gcCollecting ?? 0, C.previous, C.top, C.data, Math.min(options.nativeStackBytes ?? 0, KERNEL_NATIVE_MAX), ...gilConfig(layout), ...cframeConfig(layout), ...gilAddressConfig(layout, options.runtimeAddress), ...NO_TASKS]);
-      // (struct config's 27 words, the task fields last)
+      // (struct config's 37 words, the task fields last)
       if (config.length !== CONFIG_TASK_AT + NO_TASKS.length) throw new Error(`internal: struct config of ${config.length} words`);
       if (Number(L.update(fd('config'), new Uint32Array([0]), config, 0)) !== 0) throw new KernelCopyError('copies at the interrupt: cannot configure the BPF program');
       // the context switches of the target's threads: which is on a CPU (KernelCopier.watch)
@@ -472,15 +473,17 @@ export class KernelCopier {
   /**
    * Copy what record --async-aware needs of a running thread at its ticks (task-copy.ts): its
    * thread state through the asyncio fields (its running task, of the tick), and the running
-   * task's object and the first bytes of its name, followed from there. False: more than the
-   * program copies, or the map not written.
+   * task's object and the first bytes of its name, followed from there; in `all` mode the
+   * tasks on its list too (tickTaskFollow). False: more than the program copies, or the map
+   * not written.
    */
-  copyTasks(offsets: AsyncioOffsets, layout: Layout): boolean {
-    const f = runningTaskFollow(offsets, layout);
+  copyTasks(offsets: AsyncioOffsets, layout: Layout, mode: AsyncMode): boolean {
+    const { words, spans } = tickTaskFollow(offsets, layout, mode);
     const tstateBytes = asyncioTstateEnd(offsets, layout.pointerSize);
-    if (this.closed || tstateBytes > MAX_TSTATE || f.taskSpan > TICK_READS.bytes || f.nameSpan > TICK_READS.bytes || f.taskName + 8 > f.taskSpan) return false;
+    if (this.closed || tstateBytes > MAX_TSTATE || spans.some((n) => n > TICK_READS.bytes)) return false;
+    if (words.length !== NO_TASKS.length) throw new Error(`internal: ${words.length} task fields for struct config's ${NO_TASKS.length}`);
     this.config[1] = Math.max(this.config[1]!, tstateBytes);
-    this.config.set([f.runningTask, f.taskSpan, f.taskName, f.nameSpan], CONFIG_TASK_AT);
+    this.config.set(words, CONFIG_TASK_AT);
     return this.writeConfig();
   }
 
@@ -502,14 +505,16 @@ export class KernelCopier {
   setReads(tid: number, ranges: readonly { address: bigint; length: number }[]): boolean {
     if (this.closed) return false;
     const n = Math.min(ranges.length, TICK_READS.count);
-    const said = ranges.slice(0, n).map((r) => `${r.address}:${r.length}`).join(',');
+    // (sorted by address: the program looks a range up among them — bpf/copier.bpf.c: named)
+    const sorted = ranges.slice(0, n).sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0));
+    const said = sorted.map((r) => `${r.address}:${r.length}`).join(',');
     if (this.toldReads.get(tid) === said) return true;
     const dv = new DataView(this.extrasValue);
     new Uint8Array(this.extrasValue).fill(0);
     dv.setUint32(0, n, true);
     for (let i = 0; i < n; i++) {
-      dv.setBigUint64(8 + 8 * i, ranges[i]!.address, true);
-      dv.setUint32(8 + 8 * TICK_READS.count + 4 * i, ranges[i]!.length, true);
+      dv.setBigUint64(8 + 8 * i, sorted[i]!.address, true);
+      dv.setUint32(8 + 8 * TICK_READS.count + 4 * i, sorted[i]!.length, true);
     }
     if (Number(this.L.update(this.extrasFd, new Uint32Array([tid]), new Uint8Array(this.extrasValue), 0)) !== 0) return false;
     this.toldReads.set(tid, said);

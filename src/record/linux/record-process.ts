@@ -197,8 +197,8 @@ function openKernelCopier(source: LinuxProcessSource, sampling: SamplingMode, op
 }
 
 /** The kernel's copies of a running thread's asyncio tasks, of the tick (task-copy.ts). */
-function copyTasksInKernel(kernel: KernelCopier, found: AsyncioFound, source: LinuxProcessSource): void {
-  if (!kernel.copyTasks(found.offsets, source.layout)) throw new TargetError('unsupported', `${source.description}: --async-aware with copy interrupt: its thread state's asyncio fields or task objects are larger than the kernel's copy takes`);
+function copyTasksInKernel(kernel: KernelCopier, found: AsyncioFound, source: LinuxProcessSource, mode: AsyncMode): void {
+  if (!kernel.copyTasks(found.offsets, source.layout, mode)) throw new TargetError('unsupported', `${source.description}: --async-aware with copy interrupt: its thread state's asyncio fields or task objects are larger than the kernel's copy takes`);
 }
 
 /** The ring buffer of a subprocess's copier in the kernel (the main target's: 64 MiB), bytes. */
@@ -336,7 +336,7 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
       kernel = openKernelCopier(source, sampling, { rateHz, ...(options.native ? { nativeStackBytes: stackBytes } : {}) });
     }
     if (options.asyncio) asyncio = await asyncioOffsets(source, options.signal, alive);
-    if (asyncio && kernel) copyTasksInKernel(kernel, asyncio, source);
+    if (asyncio && kernel && options.asyncio) copyTasksInKernel(kernel, asyncio, source, options.asyncio);
     main = openRecorder(
       source,
       options.output,
@@ -493,7 +493,7 @@ export async function recordProcess(options: RecordProcessOptions): Promise<Reco
         let kern: KernelCopier | null = null;
         try {
           if (copy === 'interrupt') kern = openKernelCopier(src, sampling, { rateHz, ringBytes: SUBPROCESS_RING_BYTES });
-          if (kern && tasks) copyTasksInKernel(kern, tasks, src);
+          if (kern && tasks && options.asyncio) copyTasksInKernel(kern, tasks, src, options.asyncio);
         } catch (e) {
           kern?.close();
           src.close();

@@ -151,6 +151,25 @@ export function disjoint(regions: readonly Region[]): Region[] {
 }
 
 /**
+ * Of `regions` (sorted, disjoint), those that hold an address in `touched` or overlap one of
+ * `own` (the copy's own regions, before the tick's ranges were added to them).
+ */
+export function readOrOwn(regions: readonly Region[], own: readonly Region[], touched: readonly bigint[]): Region[] {
+  const marks = [...touched].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  const mine = [...own].sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0));
+  const out: Region[] = [];
+  let m = 0;
+  let o = 0;
+  for (const r of regions) {
+    const end = r.address + BigInt(r.bytes.length);
+    while (m < marks.length && marks[m]! < r.address) m++;
+    while (o < mine.length && mine[o]!.address + BigInt(mine[o]!.bytes.length) <= r.address) o++;
+    if ((m < marks.length && marks[m]! < end) || (o < mine.length && mine[o]!.address < end)) out.push(r);
+  }
+  return out;
+}
+
+/**
  * What the kernel follows of a thread's tasks at each tick (bpf/copier.bpf.c: struct config's
  * task fields, in order; KernelCopier.copyTasks), each read as the task view reads it: the
  * running task's object and its name's first bytes (a short str whole, or an int) — a task new
@@ -390,8 +409,9 @@ export class TaskCopier {
       addCodes(t, fresh, replaced);
       if (!proven) return { whole: false, needed, touched };
     }
-    // (the tick's ranges are the copy's regions now, those the view did not read too)
-    t.regions = reads.regions;
+    // (the tick's ranges the view read are the copy's regions now: the report's view reads the
+    // same, and a range named for a task gone is not kept with every sample until it is let go)
+    t.regions = readOrOwn(reads.regions, t.regions, touched);
     return { whole: true, needed, touched };
   }
 

@@ -460,19 +460,11 @@ export class TargetSampler {
       }
       // (a copy nothing proved is not walked: its tasks would not be looked at; one proven by the
       // kernel's word that its thread stayed off its CPU has its tasks already, copied within
-      // that proof's window — CopierOptions.inWindow. With copies at the interrupt, one proven
-      // otherwise — a thread that ran on through its copy, proven by the anchor — gets no
-      // tasks: read now they would be of a later moment than its stack, which the mode never
-      // gives; its view is counted as not of the tick, and the report rejects it, dangling)
+      // that proof's window — CopierOptions.inWindow)
       if (tasks) {
         for (const t of threads) {
           if (t.withTasks) tasks.settle(t);
-          else if (t.unproven || (this.kernelSamples && t.offCpuProof)) continue;
-          else if (!this.kernelSamples) tasks.copy(t);
-          else {
-            stats.kernel.taskViews++;
-            stats.kernel.taskViewsShort++;
-          }
+          else if (!t.unproven && !(this.kernelSamples && t.offCpuProof)) tasks.copy(t);
         }
       }
     } catch (e) {

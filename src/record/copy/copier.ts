@@ -576,6 +576,36 @@ export class MemoryCopier {
   }
 
   /**
+   * Record the code objects of copies made at the interrupt, read now, after their ticks (each
+   * copy: the code objects it refers to, and the interpreter's count of code-object deaths
+   * copied at its tick). 3.14+: where the count moved between a copy's tick and the reads (or
+   * during them) the object read at an address may be another's, so each of that copy's code
+   * objects is read again and compared with the copy recorded for its address; the copy is
+   * proven only if every one was recorded before and is unchanged (the check every copy gets
+   * where there is no count) — never one without its count. Before 3.14 there is no count:
+   * the reads check each object themselves, and every copy is proven.
+   */
+  recordCodesAtTicks(interp: bigint, ticks: readonly { codes: Iterable<bigint>; generation: bigint | null }[]): { fresh: CodeRecord[]; replaced: boolean; proven: boolean[] } {
+    const all = new Set<bigint>();
+    for (const t of ticks) for (const c of t.codes) all.add(c);
+    const known = new Set([...all].filter((a) => this.codeObject(a) !== null));
+    const first = this.recordCodesOf(all, interp);
+    let { fresh, replaced } = first;
+    const { before, after } = first;
+    const counted = this.layout.interp.codeObjectGeneration !== null;
+    const moved = ticks.map((t) => counted && (t.generation === null || t.generation !== before || before !== after));
+    const changed = new Set(fresh.map((c) => c.address));
+    if (moved.some(Boolean)) {
+      const again = this.recordCodesOf(new Set(ticks.filter((_, i) => moved[i]).flatMap((t) => [...t.codes])), interp, true);
+      for (const c of again.fresh) changed.add(c.address);
+      fresh = [...fresh, ...again.fresh];
+      replaced ||= again.replaced;
+    }
+    const proven = ticks.map((t, i) => !moved[i] || (t.generation !== null && [...t.codes].every((c) => known.has(c) && !changed.has(c))));
+    return { fresh, replaced, proven };
+  }
+
+  /**
    * Is every one of these code objects confirmed for interpreter `interp` at this
    * code_object_generation (and none due for a refresh of its bytecode)? Then a copy made when
    * the interpreter's count was `generation` refers to those very objects — none died between

@@ -208,33 +208,20 @@ export class KernelSamples {
         continue;
       }
       // (below, every code object of the batch is looked at)
-      for (const m of group.made) {
-        this.confirmed.delete(m.tid);
-        if (m.again) for (const c of m.codes) group.codes.add(c);
-      }
-      const known = new Set([...group.codes].filter((a) => this.copier.codeObject(a) !== null));
-      const first = this.copier.recordCodesOf(group.codes, interp);
-      let { fresh, replaced } = first;
-      const { before, after } = first;
+      for (const m of group.made) this.confirmed.delete(m.tid);
       // 3.14+: a code object died between a record's tick and the reads (or during them): the
-      // one read at an address may be another's. Each code object of those records is read
-      // again and compared with the copy recorded for its address; a record keeps its proof if
-      // every one it refers to was known before its batch and is unchanged (the check every
-      // copy gets where there is no count of deaths), and is torn otherwise — as is a record
-      // without its count.
-      const moved = new Set(L.interp.codeObjectGeneration === null ? [] : group.made.filter((m) => m.tickGeneration === null || m.tickGeneration !== before || before !== after));
-      const changed = new Set(fresh.map((c) => c.address));
-      if (moved.size > 0) {
-        const again = this.copier.recordCodesOf(new Set([...moved].flatMap((m) => m.codes)), interp, true);
-        for (const c of again.fresh) changed.add(c.address);
-        fresh = [...fresh, ...again.fresh];
-        replaced ||= again.replaced;
-      }
-      for (const m of group.made) {
-        if (moved.has(m) && (m.tickGeneration === null || m.codes.some((c) => !known.has(c) || changed.has(c)))) m.snap.unproven = true;
+      // one read at an address may be another's — a record whose count moved keeps its proof
+      // only if each of its code objects was known before and is unchanged, and is torn
+      // otherwise (MemoryCopier.recordCodesAtTicks)
+      const { fresh, replaced, proven } = this.copier.recordCodesAtTicks(
+        interp,
+        group.made.map((m) => ({ codes: m.codes, generation: m.tickGeneration })),
+      );
+      group.made.forEach((m, i) => {
+        if (!proven[i]) m.snap.unproven = true;
         // the innermost frame caught being set up (its instruction pointer not yet in its code)
         else if (!innermostFits(L, m.first, m.mem, (c) => this.copier.bytecodeOf(c))) m.snap.unproven = true;
-      }
+      });
       if (fresh.length === 0 && !replaced) continue;
       // (before the interpreter's first sample of the batch: the samples are written in order)
       const into = group.made[0]!.snap;

@@ -393,21 +393,12 @@ export class TaskCopier {
     const needed = reads.made;
     if (frames.length > 0) {
       const codes = this.codesOf(reads, frames);
-      const knownBefore = new Set([...codes].filter((c) => this.copier.codeObject(c) !== null));
-      const first = this.copier.recordCodesOf(codes, interp);
-      const fresh = [...first.fresh];
-      let replaced = first.replaced;
-      let proven = true;
-      if (tickGeneration === null || first.before !== tickGeneration || first.after !== first.before) {
-        const again = this.copier.recordCodesOf(codes, interp, true);
-        fresh.push(...again.fresh);
-        replaced ||= again.replaced;
-        const changed = new Set(fresh.map((c) => c.address));
-        proven = [...codes].every((c) => knownBefore.has(c) && !changed.has(c));
-      }
+      // (as the stack's: where a code object may have died since the tick, each must be one
+      // recorded before and unchanged — MemoryCopier.recordCodesAtTicks)
+      const { fresh, replaced, proven } = this.copier.recordCodesAtTicks(interp, [{ codes, generation: tickGeneration }]);
       // (recorded either way: the cache holds them now, and the writer must too)
       addCodes(t, fresh, replaced);
-      if (!proven) return { whole: false, needed, touched };
+      if (!proven[0]) return { whole: false, needed, touched };
     }
     // (the tick's ranges the view read are the copy's regions now: the report's view reads the
     // same, and a range named for a task gone is not kept with every sample until it is let go)

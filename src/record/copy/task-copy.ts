@@ -178,16 +178,20 @@ export function readOrOwn(regions: readonly Region[], own: readonly Region[], to
  * one's slot that holds the next — a task's object stays where it was while its name or the
  * coroutines it awaits are new (a round of tasks made where the last one's were freed).
  */
-export function tickTaskFollow(offsets: AsyncioOffsets, layout: Layout, mode: AsyncMode): { words: number[]; spans: number[] } {
+export function tickTaskFollow(offsets: AsyncioOffsets, layout: Layout, mode: AsyncMode): { words: number[]; fits: boolean } {
   const P = layout.pointerSize;
   const gen = layout.gen!;
   const o = layout.objects!;
   const nameSpan = pyStringHeaderSize(layout) + NAME_PROBE;
   const coroSpan = gen.iframe + layout.frame.size;
   const running = [offsets.tstate.runningTask, offsets.task.size, offsets.task.name, nameSpan];
-  // (the bytes copied in one read: each within what the kernel copies of a range)
-  const spans = [offsets.task.size, nameSpan, offsets.task.name + P, coroSpan];
-  if (mode !== 'all') return { words: [...running, ...NO_LIST_FOLLOW], spans };
+  // (each object within what the kernel copies of a range, and the fields the program takes
+  // from its copy inside it)
+  const fits =
+    Math.max(offsets.task.size, nameSpan, coroSpan) <= TICK_READS.bytes &&
+    Math.max(offsets.task.name, offsets.task.coro) + P <= offsets.task.size &&
+    Math.max(gen.frameState + 1, gen.iframe + o.stackpointer + P) <= coroSpan;
+  if (mode !== 'all') return { words: [...running, ...NO_LIST_FOLLOW], fits };
   const words = [
     ...running,
     offsets.tstate.tasksHead,
@@ -201,7 +205,7 @@ export function tickTaskFollow(offsets: AsyncioOffsets, layout: Layout, mode: As
     o.awaitedSlot * P,
     o.frameStates.suspendedYieldFrom & 0xff,
   ];
-  return { words, spans };
+  return { words, fits };
 }
 
 /** struct config's list fields when the list is not followed (tasks_head 0) */

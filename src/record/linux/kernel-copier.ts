@@ -478,9 +478,9 @@ export class KernelCopier {
    * not written.
    */
   copyTasks(offsets: AsyncioOffsets, layout: Layout, mode: AsyncMode): boolean {
-    const { words, spans } = tickTaskFollow(offsets, layout, mode);
+    const { words, fits } = tickTaskFollow(offsets, layout, mode);
     const tstateBytes = asyncioTstateEnd(offsets, layout.pointerSize);
-    if (this.closed || tstateBytes > MAX_TSTATE || spans.some((n) => n > TICK_READS.bytes)) return false;
+    if (this.closed || tstateBytes > MAX_TSTATE || !fits) return false;
     if (words.length !== NO_TASKS.length) throw new Error(`internal: ${words.length} task fields for struct config's ${NO_TASKS.length}`);
     this.config[1] = Math.max(this.config[1]!, tstateBytes);
     this.config.set(words, CONFIG_TASK_AT);

@@ -382,9 +382,9 @@ __noinline int named(struct extras *e, __u64 address, __u32 length) {
  * first bytes, its coroutine and the coroutines it awaits, each awaiting one's slot that holds
  * the next, as the recorder's task view reads them (src/walk/task-graph.ts) — those the ranges
  * named for the thread do not hold, while they fit in `room`. */
-#define MAX_LIST_TASKS 64
+#define MAX_LIST_TASKS 128
 #define MAX_AWAITED 8
-#define TASK_ROOM (1 << 15)
+#define TASK_ROOM (1 << 17)
 struct task_walk {
   struct scratch *s;
   struct extras *e;

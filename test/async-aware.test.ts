@@ -31,6 +31,7 @@ import { CodeTable } from '../src/symbols/code-table.js';
 import { TaskStacks } from '../src/pipeline/task-stacks.js';
 import { RegionMemory } from '../src/walk/region-memory.js';
 import { MAX_TASKS, TaskGraph } from '../src/walk/task-graph.js';
+import { TICK_FOLLOW } from '../src/record/copy/task-copy.js';
 import { shortFilename } from '../src/export/filenames.js';
 import { nativeInterpreters } from '../harness/interpreters.js';
 import { recordCoverage, skipTest, cannotRun } from './helpers/coverage.js';
@@ -377,6 +378,56 @@ describe.each(nativeInterpreters())('async-aware stacks, $label', (py) => {
     expect(text.stdout).toContain(`Task lists cut: in ${cut} sample${cut === 1 ? '' : 's'} a thread had more than ${MAX_TASKS} asyncio tasks; those past ${MAX_TASKS} are not shown`);
     recordCoverage('async-aware', `${py.label} many tasks`, true);
   }, 120_000);
+
+  it.for([
+    { tasks: 60, whole: true },
+    { tasks: TICK_FOLLOW.tasks + 72, whole: false },
+  ])('copied at the interrupt, all mode, $tasks tasks asleep beside one that spins: followed at the tick up to what the kernel takes, past it counted and said', { timeout: 60_000 }, ({ tasks, whole }, ctx) => {
+    const why = cannotTryKernelCopies();
+    if (why) skipTest(ctx, 'async-aware', `${py.label} interrupt ${tasks} tasks`, why);
+    const program = [
+      'import asyncio, time',
+      'async def idle(): await asyncio.sleep(60)',
+      'async def spin(end):',
+      '    while time.monotonic() < end:',
+      '        sum(range(1000))',
+      '        await asyncio.sleep(0)',
+      'async def main():',
+      `    idle_tasks = [asyncio.create_task(idle(), name=f"idle-{i}") for i in range(${tasks})]`,
+      '    await asyncio.sleep(0)',
+      '    await asyncio.create_task(spin(time.monotonic() + 2.0), name="spin")',
+      '    for t in idle_tasks: t.cancel()',
+      'asyncio.run(main())',
+    ].join('\n');
+    const file = path.join(dir, `${py.label}-interrupt-${tasks}.pyuw`);
+    // (200 Hz: a view of hundreds of tasks costs the recorder more than a millisecond)
+    const rec = pyunwind(['record', '-r', '200', '--copy', 'interrupt', '--async-aware', '--async-mode', 'all', '-o', file, '--', py.command, '-c', program]);
+    expect(rec.status, rec.stderr).toBe(0);
+    const lines = rec.stderr.trim().split('\n');
+    const summary = lines.find((l) => l.startsWith('pyunwind: recorded '))!;
+    const short = Number(/tasks not of the tick ([\d.]+)%/.exec(summary)?.[1]);
+    const hint = lines.find((l) => l.includes('of the task views were not of the tick'));
+    const r = pyunwind(['report', '-q', file, '--async-aware', '--format', 'json']);
+    expect(r.status, r.stderr).toBe(0);
+    const json = JSON.parse(r.stdout) as JsonReport;
+    const { attempted, statuses } = json.summary;
+    const idle = stacksOf(json).filter((s) => s.names.some((n) => /^<task idle-\d+>$/.test(n)));
+    const shown = new Set(idle.map((s) => s.names.find((n) => n.startsWith('<task idle-'))));
+    console.log(`[async-aware] ${py.label} interrupt ${tasks} tasks: ${attempted} stacks, ${shown.size} idle tasks shown, tasks not of the tick ${short} %, ${JSON.stringify(Object.fromEntries(Object.entries(statuses).filter(([, n]) => n > 0)))}`);
+    if (whole) {
+      // every task followed in the kernel: each asleep task shown, nearly every view of the tick
+      expect(short, summary).toBeLessThan(5);
+      expect(shown.size).toBe(tasks);
+      expect(hint).toBeUndefined();
+    } else {
+      // more than the kernel follows: the views are not of the tick, rejected (dangling) and
+      // counted, and the recorder says why in one line
+      expect(short, summary).toBeGreaterThanOrEqual(10);
+      expect(statuses.dangling ?? 0).toBeGreaterThan(0);
+      expect(hint, rec.stderr).toContain(`the kernel follows up to ${TICK_FOLLOW.tasks} tasks a thread`);
+    }
+    recordCoverage('async-aware', `${py.label} interrupt ${tasks} tasks`, true);
+  });
 
   it('a task awaited by two: its frame says so, and the stack goes on with the awaiter asyncio lists first', () => {
     const file = path.join(dir, `${py.label}-shared.pyuw`);

@@ -5,6 +5,7 @@ import type { CodeRecord, SampleRecord, ThreadNameRecord } from '../capture/type
 import type { NativeObject } from '../native/objects.js';
 import type { Layout } from '../layout/index.js';
 import { KERNEL_NATIVE_MAX } from '../record/linux/kernel-copier.js';
+import { TICK_FOLLOW } from '../record/copy/task-copy.js';
 import { MAX_INTERRUPT_RATE_HZ, MAX_RATE_HZ, recordProcess, type RecordProcessResult } from '../record/linux/record-process.js';
 import type { SamplerStats } from '../record/sampling/sampler.js';
 import { commandLine } from '../record/linux/subprocesses.js';
@@ -207,8 +208,20 @@ export async function record(argv: string[], out: (s: string) => void, err: (s: 
   if (measured && stats.elapsedMs >= HINT_AFTER_MS && result.interruptPossible && result.stoppedMicros >= STOPPED_HINT * stats.elapsedMs * 1000) {
     err(`pyunwind: the target was stopped ${percent(Math.min(result.stoppedMicros, stats.elapsedMs * 1000), stats.elapsedMs * 1000)} of its time; --copy interrupt would copy its running threads in the kernel instead, never stopping it (docs/recording.md)\n`);
   }
+  // (task views the kernel could not copy whole: a thread with more tasks, or deeper chains,
+  // than its program follows at the tick — the report rejects them, and says where to look)
+  if (measured && copy === 'interrupt' && stats.kernel.taskViews >= SHORT_HINT_VIEWS && stats.kernel.taskViewsShort >= SHORT_HINT * stats.kernel.taskViews) {
+    err(
+      `pyunwind: ${percent(stats.kernel.taskViewsShort, stats.kernel.taskViews)} of the task views were not of the tick (report --async-aware rejects them): ` +
+        `the kernel follows ${asyncio === 'all' ? `up to ${TICK_FOLLOW.tasks} tasks a thread, each ${TICK_FOLLOW.awaited} coroutines deep,` : 'the running task'} and the objects the thread's last views read; the default copy mode reads any number (docs/recording.md)\n`,
+    );
+  }
   return 0;
 }
+
+/** Task views not of the tick in at least this share, of at least this many, are told why. */
+const SHORT_HINT = 0.1;
+const SHORT_HINT_VIEWS = 100;
 
 /** A target stopped for at least this share of its time is told of --copy interrupt, where it could run. */
 const STOPPED_HINT = 0.05;

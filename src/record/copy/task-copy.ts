@@ -33,6 +33,9 @@ const NOTHING: Pick<MemorySource, 'tryRead'> = { tryRead: () => null };
 /** What the kernel copies with a thread at each tick at most (bpf/copier.bpf.c: MAX_EXTRAS, MAX_EXTRA_BYTES, EXTRA_ROOM; KernelCopier.setReads). */
 export const TICK_READS = { count: 128, bytes: 4096, room: 1 << 16 };
 
+/** What the kernel follows of a thread's tasks at each tick, itself (bpf/copier.bpf.c: MAX_LIST_TASKS, MAX_AWAITED, TASK_ROOM; tickTaskFollow). */
+export const TICK_FOLLOW = { tasks: 128, awaited: 8, room: 1 << 17 };
+
 /** A range named for a thread that no view of it read in this many is let go (copyAtTick). */
 const UNUSED_VIEWS = 256;
 
@@ -352,6 +355,7 @@ export class TaskCopier {
       this.tickRanges.clear();
       this.usedAt.clear();
       this.viewsOf.clear();
+      this.tooManyUntil.clear();
     }
     this.tickRanges.set(at, list);
     const same = list.length === had.length && list.every((r, i) => key(r) === key(had[i]!));
@@ -371,6 +375,26 @@ export class TaskCopier {
     this.usedAt.set(threadStateAddress, new Map(list.map((r) => [`${r.address}:${r.length}`, 0])));
     return list;
   }
+
+  /**
+   * What a thread's view that missed a range needs the kernel to copy: its reads now. A view
+   * that reads more ranges than the kernel copies (a thread of hundreds of tasks, beyond what
+   * the program follows itself) will miss again, and reading it live costs the recorder a read
+   * per object: it is read again only every UNUSED_VIEWS views (nothing new told meanwhile).
+   */
+  private neededNow(t: ThreadSnapshot): Range[] {
+    const at = t.threadStateAddress;
+    const n = this.viewsOf.get(at) ?? 0;
+    const until = this.tooManyUntil.get(at);
+    if (until !== undefined && n < until) return [];
+    const needed = this.readsNow(at, t.regions[0]?.bytes.length ?? 0);
+    if (needed.length > TICK_READS.count) this.tooManyUntil.set(at, n + UNUSED_VIEWS);
+    else this.tooManyUntil.delete(at);
+    return needed;
+  }
+
+  /** threads whose views read more ranges than the kernel copies: not read live again before their view count reaches this (neededNow) */
+  private readonly tooManyUntil = new Map<bigint, number>();
 
   /** The ranges the thread's task view reads now, from its thread state as it is now (past its first `tstateBytes`, which the kernel copies anyway). */
   private readsNow(threadStateAddress: bigint, tstateBytes: number): Range[] {
@@ -393,7 +417,7 @@ export class TaskCopier {
     reads.touched = [];
     const frames = this.walk(reads, t.threadStateAddress);
     const touched = reads.touched;
-    if (reads.missed > 0) return { whole: false, needed: this.readsNow(t.threadStateAddress, t.regions[0]?.bytes.length ?? 0), touched };
+    if (reads.missed > 0) return { whole: false, needed: this.neededNow(t), touched };
     const needed = reads.made;
     if (frames.length > 0) {
       const codes = this.codesOf(reads, frames);

@@ -421,7 +421,8 @@ describe.each(nativeInterpreters())('async-aware stacks, $label', (py) => {
       expect(hint).toBeUndefined();
     } else {
       // more than the kernel follows: the views are not of the tick, rejected (dangling) and
-      // counted, and the recorder says why in one line
+      // counted, and the recorder says why in one line (however few they are: on a loaded
+      // machine most samples of the thread are copied off its CPU, by the recorder, whole)
       expect(short, summary).toBeGreaterThanOrEqual(10);
       expect(statuses.dangling ?? 0).toBeGreaterThan(0);
       expect(hint, rec.stderr).toContain(`the kernel follows up to ${TICK_FOLLOW.tasks} tasks a thread`);

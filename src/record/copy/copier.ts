@@ -555,13 +555,13 @@ export class MemoryCopier {
 
   /**
    * Check and record the code objects of copies made elsewhere, earlier (in the kernel, at the
-   * interrupt: kernel-samples.ts), read now: like recordCodes, with the interpreter's
+   * interrupt: recordCodesAtTicks), read now: like recordCodes, with the interpreter's
    * code_object_generation as read before the check and after it (null where there is none),
    * for the caller to tell whether a code object died since its copies were made. `examine`:
    * every one is read again and compared with the copy recorded for its address (a new copy is
    * recorded where it differs), whatever the count says.
    */
-  recordCodesOf(addresses: Iterable<bigint>, interp: bigint, examine = false): { fresh: CodeRecord[]; replaced: boolean; before: bigint | null; after: bigint | null } {
+  private recordCodesOf(addresses: Iterable<bigint>, interp: bigint, examine = false): { fresh: CodeRecord[]; replaced: boolean; before: bigint | null; after: bigint | null } {
     const at = this.layout.interp.codeObjectGeneration;
     const generation = (): bigint | null => {
       const g = at === null ? null : this.source.tryRead(interp + BigInt(at), 8);
